@@ -1,0 +1,392 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tickdb/tickdb/store"
+)
+
+// Control file layout (on-disk contract; docs/FORMAT.md "ctl"). Page 0 is
+// the immutable header, page 1 the published words.
+const (
+	CtlSize = 2 * store.BlockSize
+
+	hdrLiveSlots   = 12
+	hdrTableID     = 16
+	hdrSegShift    = 32
+	hdrStrideShift = 36
+	hdrChunkWords  = 40
+	hdrCreated     = 48
+	hdrSchema      = 64
+	hdrCheck       = store.BlockSize - 4
+
+	// Writer line A: the seqlock and the snapshot it guards.
+	offSeqlock   = 4096
+	offVisible   = 4104
+	offLastTs    = 4112
+	offFirstSeq  = 4120
+	offNextChunk = 4128
+	// Writer line B: dictionary, identity and counters.
+	offSymCount   = 4160
+	offSymBytes   = 4168
+	offLiveGen    = 4176
+	offWriterPid  = 4184
+	offState      = 4192
+	offOutOfOrder = 4200
+	offBootID     = 4208
+	// Flusher line.
+	offDurable     = 4224
+	offDurableSegs = 4232
+	offCkSeq       = 4240
+	offCkNextChunk = 4248
+	offCkSymCount  = 4256
+	offFlushes     = 4264
+	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}.
+	offSlots = 4352
+	// Live directory path: u32 length then bytes.
+	offLiveDir = 4864
+	maxLiveDir = 1020
+
+	MaxLiveSlots = 16
+	// ChunkWords is the number of u64 words in a postings chunk (4 KiB).
+	ChunkWords = store.BlockSize / 8
+)
+
+// Writer states in the control file.
+const (
+	StateClosed = 0 // no writer, or the last one closed cleanly
+	StateOpen   = 1 // a writer has the table open (or died with it open)
+)
+
+// ErrBusy is returned when a seqlock read keeps seeing a write in progress.
+var ErrBusy = errors.New("index: published state busy (writer mid-publish or dead mid-publish)")
+
+// Geometry is the fixed shape of a table, chosen at creation.
+type Geometry struct {
+	SegShift    uint // rows per segment = 1 << SegShift
+	StrideShift uint // time index keeps every (1 << StrideShift)-th row's ts
+	LiveSlots   int  // live segment slots in shared memory
+}
+
+// RowsPerSeg is 1 << SegShift.
+func (g Geometry) RowsPerSeg() uint64 { return 1 << g.SegShift }
+
+// Ctl is a mapped control file. Reader methods are safe for concurrent use;
+// Set*/Publish belong to the single writer (SetDurable* to its flusher).
+type Ctl struct {
+	Path    string
+	Schema  *store.Schema
+	TableID [16]byte
+	Geometry
+	b        []byte
+	f        *os.File
+	writable bool
+	lockSeq  uint64 // writer: last seqlock value stored
+}
+
+// CreateCtl writes a new control file at path (which must not exist) and
+// fsyncs it.
+func CreateCtl(path string, s *store.Schema, g Geometry, tableID [16]byte) error {
+	if g.LiveSlots < 2 || g.LiveSlots > MaxLiveSlots {
+		return fmt.Errorf("index: %d live slots, want 2..%d", g.LiveSlots, MaxLiveSlots)
+	}
+	if s.SchemaBytes() > hdrCheck-hdrSchema {
+		return fmt.Errorf("%w: schema needs %d header bytes", store.ErrSchema, s.SchemaBytes())
+	}
+	b := make([]byte, CtlSize)
+	copy(b, store.MagicCtl)
+	le.PutUint32(b[8:], store.FormatVersion)
+	le.PutUint32(b[hdrLiveSlots:], uint32(g.LiveSlots))
+	copy(b[hdrTableID:], tableID[:])
+	le.PutUint32(b[hdrSegShift:], uint32(g.SegShift))
+	le.PutUint32(b[hdrStrideShift:], uint32(g.StrideShift))
+	le.PutUint32(b[hdrChunkWords:], ChunkWords)
+	le.PutUint64(b[hdrCreated:], uint64(time.Now().UnixNano()))
+	s.MarshalSchema(b[hdrSchema:])
+	le.PutUint32(b[hdrCheck:], store.CRC32C(b[:hdrCheck]))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// OpenCtl maps the control file read-only (readers) or read-write (writer)
+// and checks its header.
+func OpenCtl(path string, writable bool) (*Ctl, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() < CtlSize {
+		f.Close()
+		return nil, store.Corruptf(path, st.Size(), "control file is %d bytes, want %d", st.Size(), CtlSize)
+	}
+	b, err := store.MapShared(f, CtlSize, writable)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c := &Ctl{Path: path, b: b, f: f, writable: writable}
+	if err := c.parseHeader(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.lockSeq = store.LoadAcquire64(b, offSeqlock)
+	return c, nil
+}
+
+func (c *Ctl) parseHeader() error {
+	b := c.b
+	if string(b[:8]) != store.MagicCtl {
+		return store.Corruptf(c.Path, 0, "bad magic %q, want %q", b[:8], store.MagicCtl)
+	}
+	if got, want := le.Uint32(b[hdrCheck:]), store.CRC32C(b[:hdrCheck]); got != want {
+		return store.Corruptf(c.Path, hdrCheck, "header check %08x, computed %08x", got, want)
+	}
+	if v := le.Uint32(b[8:]); v != store.FormatVersion {
+		return store.Corruptf(c.Path, 8, "format version %d, this build reads %d", v, store.FormatVersion)
+	}
+	copy(c.TableID[:], b[hdrTableID:hdrTableID+16])
+	c.LiveSlots = int(le.Uint32(b[hdrLiveSlots:]))
+	c.SegShift = uint(le.Uint32(b[hdrSegShift:]))
+	c.StrideShift = uint(le.Uint32(b[hdrStrideShift:]))
+	if c.LiveSlots < 2 || c.LiveSlots > MaxLiveSlots || c.SegShift < 4 || c.SegShift > 40 || c.StrideShift > 20 ||
+		le.Uint32(b[hdrChunkWords:]) != ChunkWords {
+		return store.Corruptf(c.Path, hdrLiveSlots, "geometry out of range: %d slots, segment shift %d, stride shift %d",
+			c.LiveSlots, c.SegShift, c.StrideShift)
+	}
+	s, err := store.UnmarshalSchema(b[hdrSchema:hdrCheck])
+	if err != nil {
+		return store.Corruptf(c.Path, hdrSchema, "%v", err)
+	}
+	c.Schema = s
+	return nil
+}
+
+// Close unmaps the file.
+func (c *Ctl) Close() error {
+	err := store.Unmap(c.b)
+	c.b = nil
+	if c.f != nil {
+		if e := c.f.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Created is the table's creation time.
+func (c *Ctl) Created() time.Time { return time.Unix(0, int64(le.Uint64(c.b[hdrCreated:]))) }
+
+// Visible is the published row count: rows [FirstSeq, Visible) may be read.
+// A single acquire load: the fast path of every reader.
+func (c *Ctl) Visible() uint64 { return store.LoadAcquire64(c.b, offVisible) }
+
+// Durable is the count of rows that are durable on disk.
+func (c *Ctl) Durable() uint64 { return store.LoadAcquire64(c.b, offDurable) }
+
+// DurableSegs is the number of segments whose durable file is complete:
+// segments below it are read from their durable files.
+func (c *Ctl) DurableSegs() uint64 { return store.LoadAcquire64(c.b, offDurableSegs) }
+
+// Snap is the multi-word state published under the seqlock.
+type Snap struct {
+	Visible   uint64
+	LastTs    int64
+	FirstSeq  uint64
+	NextChunk uint64
+}
+
+// Snapshot reads the seqlock-published state: load the lock word, copy, and
+// re-check; retried a bounded number of times (ErrBusy after that).
+func (c *Ctl) Snapshot() (Snap, error) {
+	for i := 0; i < 1000; i++ {
+		s1 := store.LoadAcquire64(c.b, offSeqlock)
+		if s1&1 != 0 {
+			continue
+		}
+		s := Snap{
+			Visible:   store.LoadAcquire64(c.b, offVisible),
+			LastTs:    int64(store.LoadAcquire64(c.b, offLastTs)),
+			FirstSeq:  store.LoadAcquire64(c.b, offFirstSeq),
+			NextChunk: store.LoadAcquire64(c.b, offNextChunk),
+		}
+		if store.LoadAcquire64(c.b, offSeqlock) == s1 {
+			return s, nil
+		}
+	}
+	return Snap{}, ErrBusy
+}
+
+// Publish stores s under the seqlock: mark odd, store the words (visible
+// last), mark even. Writer only.
+func (c *Ctl) Publish(s Snap) {
+	q := c.lockSeq | 1
+	store.StoreRelease64(c.b, offSeqlock, q)
+	store.StoreRelease64(c.b, offLastTs, uint64(s.LastTs))
+	store.StoreRelease64(c.b, offFirstSeq, s.FirstSeq)
+	store.StoreRelease64(c.b, offNextChunk, s.NextChunk)
+	store.StoreRelease64(c.b, offVisible, s.Visible)
+	c.lockSeq = q + 1
+	store.StoreRelease64(c.b, offSeqlock, c.lockSeq)
+}
+
+// ResetSeqlock makes the lock word even again after a writer died between
+// the two halves of Publish. Writer only, before its first Publish.
+func (c *Ctl) ResetSeqlock() {
+	c.lockSeq = (store.LoadAcquire64(c.b, offSeqlock) + 1) &^ 1
+	store.StoreRelease64(c.b, offSeqlock, c.lockSeq)
+}
+
+// Raw reads of single words for recovery and verify (no seqlock).
+
+// RawSnap reads the snapshot words without the seqlock (recovery only).
+func (c *Ctl) RawSnap() Snap {
+	return Snap{
+		Visible:   store.LoadAcquire64(c.b, offVisible),
+		LastTs:    int64(store.LoadAcquire64(c.b, offLastTs)),
+		FirstSeq:  store.LoadAcquire64(c.b, offFirstSeq),
+		NextChunk: store.LoadAcquire64(c.b, offNextChunk),
+	}
+}
+
+// SymCount is the number of published dictionary entries.
+func (c *Ctl) SymCount() uint64 { return store.LoadAcquire64(c.b, offSymCount) }
+
+// SymBytes is the end offset of the published dictionary entries in sym.dat.
+func (c *Ctl) SymBytes() uint64 { return store.LoadAcquire64(c.b, offSymBytes) }
+
+// SetSyms publishes the dictionary: bytes first, then count. Writer only.
+func (c *Ctl) SetSyms(count, bytes uint64) {
+	store.StoreRelease64(c.b, offSymBytes, bytes)
+	store.StoreRelease64(c.b, offSymCount, count)
+}
+
+// WriterPid is the pid of the writer that has the table open, or 0.
+func (c *Ctl) WriterPid() int { return int(store.LoadAcquire64(c.b, offWriterPid)) }
+
+// State is StateOpen while a writer has the table (or died with it) open.
+func (c *Ctl) State() uint64 { return store.LoadAcquire64(c.b, offState) }
+
+// SetWriter records the writer's pid and state. Writer only.
+func (c *Ctl) SetWriter(pid int, state uint64) {
+	store.StoreRelease64(c.b, offWriterPid, uint64(pid))
+	store.StoreRelease64(c.b, offState, state)
+}
+
+// OutOfOrder is the count of rows rejected or restamped for going back in time.
+func (c *Ctl) OutOfOrder() uint64 { return store.LoadAcquire64(c.b, offOutOfOrder) }
+
+// SetOutOfOrder publishes the out-of-order counter. Writer only.
+func (c *Ctl) SetOutOfOrder(n uint64) { store.StoreRelease64(c.b, offOutOfOrder, n) }
+
+// BootID is the boot id of the machine the live slots were made on.
+func (c *Ctl) BootID() (id [16]byte) { copy(id[:], c.b[offBootID:offBootID+16]); return }
+
+// SetBootID records the boot id. Writer only, before any slot is published.
+func (c *Ctl) SetBootID(id [16]byte) { copy(c.b[offBootID:offBootID+16], id[:]) }
+
+// NextLiveGen returns a new, never used live generation. Writer only.
+func (c *Ctl) NextLiveGen() uint64 {
+	g := store.LoadAcquire64(c.b, offLiveGen) + 1
+	store.StoreRelease64(c.b, offLiveGen, g)
+	return g
+}
+
+// SetDurable publishes the durable row count. Flusher only.
+func (c *Ctl) SetDurable(n uint64) { store.StoreRelease64(c.b, offDurable, n) }
+
+// SetDurableSegs publishes the complete-durable-segment count. Flusher only.
+func (c *Ctl) SetDurableSegs(n uint64) { store.StoreRelease64(c.b, offDurableSegs, n) }
+
+// Checkpoint is the state of the index files as of their last msync: rows
+// below Seq are in ts.idx and post.idx on disk, with NextChunk chunks and
+// SymCount symbols.
+type Checkpoint struct{ Seq, NextChunk, SymCount uint64 }
+
+// Checkpoint reads the last checkpoint.
+func (c *Ctl) Checkpoint() Checkpoint {
+	return Checkpoint{
+		Seq:       store.LoadAcquire64(c.b, offCkSeq),
+		NextChunk: store.LoadAcquire64(c.b, offCkNextChunk),
+		SymCount:  store.LoadAcquire64(c.b, offCkSymCount),
+	}
+}
+
+// SetCheckpoint records a checkpoint. Writer or flusher, one at a time.
+func (c *Ctl) SetCheckpoint(k Checkpoint) {
+	store.StoreRelease64(c.b, offCkSymCount, k.SymCount)
+	store.StoreRelease64(c.b, offCkNextChunk, k.NextChunk)
+	store.StoreRelease64(c.b, offCkSeq, k.Seq)
+}
+
+// Flushes counts flusher writes (for stat and metrics).
+func (c *Ctl) Flushes() uint64 { return store.LoadAcquire64(c.b, offFlushes) }
+
+// SetFlushes publishes the flush counter. Flusher only.
+func (c *Ctl) SetFlushes(n uint64) { store.StoreRelease64(c.b, offFlushes, n) }
+
+// Slot reads live slot i: the generation of its current assignment and the
+// segment it holds. gen 0 means the slot holds nothing.
+func (c *Ctl) Slot(i int) (gen, segNo uint64) {
+	off := offSlots + 16*i
+	for {
+		g1 := store.LoadAcquire64(c.b, off)
+		n := store.LoadAcquire64(c.b, off+8)
+		if store.LoadAcquire64(c.b, off) == g1 {
+			return g1, n
+		}
+	}
+}
+
+// SlotGen is the generation of slot i alone: the per-row validity check.
+func (c *Ctl) SlotGen(i int) uint64 { return store.LoadAcquire64(c.b, offSlots+16*i) }
+
+// SetSlot publishes slot i as holding segNo under generation gen: the
+// generation is cleared first so no reader pairs the old gen with the new
+// segment. Writer only.
+func (c *Ctl) SetSlot(i int, gen, segNo uint64) {
+	off := offSlots + 16*i
+	store.StoreRelease64(c.b, off, 0)
+	store.StoreRelease64(c.b, off+8, segNo)
+	store.StoreRelease64(c.b, off, gen)
+}
+
+// LiveDir is the directory holding the live slots, as the writer set it.
+func (c *Ctl) LiveDir() string {
+	n := int(le.Uint32(c.b[offLiveDir:]))
+	if n > maxLiveDir {
+		return ""
+	}
+	return string(c.b[offLiveDir+4 : offLiveDir+4+n])
+}
+
+// SetLiveDir records the live directory. Writer only, before slots are set.
+func (c *Ctl) SetLiveDir(dir string) error {
+	if len(dir) > maxLiveDir {
+		return fmt.Errorf("index: live dir path is %d bytes, at most %d", len(dir), maxLiveDir)
+	}
+	copy(c.b[offLiveDir+4:], dir)
+	le.PutUint32(c.b[offLiveDir:], uint32(len(dir)))
+	return nil
+}
+
+// Sync writes the control file back (msync MS_SYNC).
+func (c *Ctl) Sync() error { return store.MsyncSync(c.b) }

@@ -1,0 +1,137 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tickdb/tickdb/store"
+)
+
+// mappedFile is an index file mapped with a large fixed virtual size that
+// grows underneath the mapping (fallocate), so nobody ever remaps it.
+type mappedFile struct {
+	Path string
+	f    *os.File
+	b    []byte
+	// size is the bytes known to exist (writer: allocated; reader: last
+	// fstat). Atomic because the writer's preparer grows the file while the
+	// writer goroutine allocates from it. This file is the package's only
+	// user of sync/atomic; mapped words go through store's helpers.
+	size   atomic.Int64
+	rw     bool
+	growMu sync.Mutex // serialises growth (writer goroutine and preparer)
+}
+
+func createIndexFile(path, magic string, tableID [16]byte, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hdr := make([]byte, store.BlockSize)
+	store.MarshalFileHeader(hdr, magic, tableID)
+	if _, err := f.Write(hdr); err != nil {
+		return err
+	}
+	if err := store.Fallocate(f, size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func openIndexFile(path, magic string, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() < store.BlockSize {
+		f.Close()
+		return nil, store.Corruptf(path, st.Size(), "file is %d bytes, shorter than its header", st.Size())
+	}
+	b, err := store.MapShared(f, reserve, writable)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
+	m.size.Store(st.Size())
+	if err := store.CheckFileHeader(path, b, magic, tableID); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if writable {
+		// Small folios: writeback then writes the 4 KiB pages that changed.
+		_ = store.AdviseRandom(b)
+	}
+	return m, nil
+}
+
+func (m *mappedFile) Close() error {
+	err := store.Unmap(m.b)
+	m.b = nil
+	if e := m.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// covers reports whether [0, end) lies inside the file, refreshing the
+// known size with fstat when needed. A reader calls it before touching
+// bytes past what it has seen, so a damaged counter gives an error, not a
+// SIGBUS.
+func (m *mappedFile) covers(end int64) bool {
+	if end <= m.size.Load() {
+		return true
+	}
+	if end > int64(len(m.b)) {
+		return false
+	}
+	st, err := m.f.Stat()
+	if err != nil {
+		return false
+	}
+	m.size.Store(st.Size())
+	return end <= st.Size()
+}
+
+// grow makes the file at least size bytes and pre-faults the new range
+// writable. Writer side (called from the preparer, or synchronously when
+// the writer outruns it).
+func (m *mappedFile) grow(size int64) error {
+	m.growMu.Lock()
+	defer m.growMu.Unlock()
+	old := m.size.Load()
+	if size <= old {
+		return nil
+	}
+	if size > int64(len(m.b)) {
+		return fmt.Errorf("index: %s would grow to %d bytes, past its %d-byte reservation", m.Path, size, len(m.b))
+	}
+	if err := store.Fallocate(m.f, size); err != nil {
+		return err
+	}
+	// Pre-faulting is an optimisation: a kernel without
+	// MADV_POPULATE_WRITE (before 5.14) faults the pages in on first use.
+	_ = store.PopulateWrite(m.b[old:size])
+	m.size.Store(size)
+	return nil
+}
+
+// sync writes [0, end) back to disk.
+func (m *mappedFile) sync(end int64) error {
+	if n := m.size.Load(); end > n {
+		end = n
+	}
+	return store.MsyncSync(m.b[:(end+store.BlockSize-1)&^(store.BlockSize-1)])
+}

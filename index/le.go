@@ -1,0 +1,5 @@
+package index
+
+import "encoding/binary"
+
+var le = binary.LittleEndian

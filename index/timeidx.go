@@ -1,0 +1,57 @@
+package index
+
+import (
+	"github.com/tickdb/tickdb/store"
+)
+
+// Time index (on-disk contract; docs/FORMAT.md "ts.idx"): after the header
+// block, entry k (int64 LE at 4096 + 8k) is the ts of row k << StrideShift.
+// Entries for rows below the published count are valid.
+const timeReserve = 1 << 36
+
+// TimeIndex is the mapped sparse time index.
+type TimeIndex struct {
+	m *mappedFile
+	w []uint64 // entries, over the mapping past the header
+}
+
+// CreateTimeIndex creates an empty ts.idx at path.
+func CreateTimeIndex(path string, tableID [16]byte) error {
+	return createIndexFile(path, store.MagicTime, tableID, 64*store.BlockSize)
+}
+
+// OpenTimeIndex maps ts.idx.
+func OpenTimeIndex(path string, tableID [16]byte, writable bool) (*TimeIndex, error) {
+	m, err := openIndexFile(path, store.MagicTime, tableID, timeReserve, writable)
+	if err != nil {
+		return nil, err
+	}
+	return &TimeIndex{m: m, w: store.Words(m.b[store.BlockSize:])}, nil
+}
+
+// Path is the file's path.
+func (t *TimeIndex) Path() string { return t.m.Path }
+
+// Close unmaps the file.
+func (t *TimeIndex) Close() error { return t.m.Close() }
+
+// Set stores entry k. Writer only; the entry is published with the row.
+func (t *TimeIndex) Set(k uint64, ts int64) { t.w[k] = uint64(ts) }
+
+// At returns entry k. The caller has checked k against the published count
+// and Covers.
+func (t *TimeIndex) At(k uint64) int64 { return int64(t.w[k]) }
+
+// Covers reports whether entries [0, n) are inside the file.
+func (t *TimeIndex) Covers(n uint64) bool { return t.m.covers(store.BlockSize + int64(n)*8) }
+
+// Capacity is the number of entries the file holds now (writer side).
+func (t *TimeIndex) Capacity() uint64 { return uint64(t.m.size.Load()-store.BlockSize) / 8 }
+
+// Grow makes room for n entries and pre-faults them. Writer side.
+func (t *TimeIndex) Grow(n uint64) error {
+	return t.m.grow((store.BlockSize + int64(n)*8 + store.BlockSize - 1) &^ (store.BlockSize - 1))
+}
+
+// Sync writes entries [0, n) back to disk.
+func (t *TimeIndex) Sync(n uint64) error { return t.m.sync(store.BlockSize + int64(n)*8) }

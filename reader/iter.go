@@ -1,0 +1,225 @@
+package reader
+
+import (
+	"fmt"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// SeekTime returns the sequence number of the first row with ts >= t among the
+// published rows (Count() if there is none). O(log n): a binary search of
+// the sparse time index, then of at most one stride of rows.
+func (r *Reader) SeekTime(t int64) (uint64, error) {
+	snap, err := r.ctl.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	r.visible = snap.Visible
+	return r.seek(t, snap.FirstSeq, snap.Visible)
+}
+
+func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
+	if vis <= first {
+		return vis, nil
+	}
+	// Index entries 0..kmax cover rows k<<sshift below vis.
+	kmax := (vis - 1) >> r.sshift
+	if !r.ts.Covers(kmax + 1) {
+		return 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	}
+	// First entry k with ts >= t, searching only entries at or after the
+	// first live row's stride.
+	lo, hi := first>>r.sshift, kmax+1
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if r.ts.At(m) < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
+	a, b := first, vis
+	if lo > 0 {
+		a = max(a, (lo-1)<<r.sshift+1)
+	}
+	if lo <= kmax {
+		b = min(b, lo<<r.sshift)
+	}
+	for a < b {
+		m := a + (b-a)/2
+		row, err := r.Get(m)
+		if err != nil {
+			return 0, err
+		}
+		if row.Ts() < t {
+			a = m + 1
+		} else {
+			b = m
+		}
+	}
+	return a, nil
+}
+
+// Iter walks rows in sequence (= time) order. Reuse one Iter across
+// queries: after its buffers have grown, Next allocates nothing. Row is a
+// view into the mapping (see Reader for how long it stays valid).
+type Iter struct {
+	r      *Reader
+	seq    uint64 // next row (all-rows mode) or next postings position
+	end    uint64 // first seq past the range
+	sym    bool
+	id     uint32
+	chunks []uint64
+	npos   uint64 // postings positions known
+	nextCk uint64
+	row    store.Row
+	cur    uint64
+	err    error
+}
+
+// Range positions it over rows with from <= ts < to (all symbols).
+func (r *Reader) Range(from, to int64, it *Iter) error {
+	snap, err := r.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	a, b, err := r.bounds(from, to, snap)
+	if err != nil {
+		return err
+	}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0]}
+	return nil
+}
+
+// RangeSeq positions it over rows [a, b) by sequence number.
+func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0]}
+}
+
+// RangeSym positions it over the rows of symbol id with from <= ts < to.
+// Its cost is proportional to that symbol's rows in the range (plus one
+// walk of the symbol's postings directory), not to the table's rows.
+func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
+	if r.symOff < 0 {
+		return fmt.Errorf("reader: table has no sym column")
+	}
+	if int(id) >= r.syms.Len() {
+		if err := r.refreshSymbols(); err != nil {
+			return err
+		}
+		if int(id) >= r.syms.Len() {
+			return fmt.Errorf("%w: id %d", ErrUnknownSymbol, id)
+		}
+	}
+	snap, err := r.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	a, b, err := r.bounds(from, to, snap)
+	if err != nil {
+		return err
+	}
+	chunks, err := r.post.DataChunks(it.chunks[:0], r.syms.Dir(id), snap.NextChunk)
+	if err != nil {
+		return err
+	}
+	*it = Iter{r: r, end: b, sym: true, id: id, chunks: chunks, nextCk: snap.NextChunk}
+	// Positions: every chunk but the last is full; count the last one's
+	// entries below the published count.
+	if len(chunks) > 0 {
+		last := chunks[len(chunks)-1]
+		n := it.fill(last, snap.Visible)
+		it.npos = uint64(len(chunks)-1)*index.ChunkWords + uint64(n)
+	}
+	// First position whose seq >= a.
+	lo, hi := uint64(0), it.npos
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if it.at(m) < a {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	it.seq = lo
+	return nil
+}
+
+// fill is the number of entries of chunk c for rows below vis.
+func (it *Iter) fill(c, vis uint64) int {
+	lo, hi := 0, index.ChunkWords
+	for lo < hi {
+		m := (lo + hi) / 2
+		if e := it.r.post.Word(c, m); e != 0 && e-1 < vis {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// at is the seq at postings position p.
+func (it *Iter) at(p uint64) uint64 {
+	return it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords)) - 1
+}
+
+func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
+	a, err := r.seek(from, snap.FirstSeq, snap.Visible)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := r.seek(to, snap.FirstSeq, snap.Visible)
+	if err != nil {
+		return 0, 0, err
+	}
+	return a, max(a, b), nil
+}
+
+// Next advances to the next row; false at the end or on error (see Err).
+func (it *Iter) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	var seq uint64
+	if it.sym {
+		if it.seq >= it.npos {
+			return false
+		}
+		seq = it.at(it.seq)
+		if seq >= it.end {
+			return false
+		}
+	} else {
+		if it.seq >= it.end {
+			return false
+		}
+		seq = it.seq
+	}
+	row, err := it.r.Get(seq)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	if it.sym {
+		// The postings and the row must agree: a mismatch is damage.
+		if id := le.Uint32(row[it.r.symOff:]); id != it.id {
+			it.err = store.Corruptf(it.r.post.Path(), 0, "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
+			return false
+		}
+	}
+	it.seq++
+	it.row, it.cur = row, seq
+	return true
+}
+
+// Row is the current row.
+func (it *Iter) Row() store.Row { return it.row }
+
+// Seq is the current row's sequence number.
+func (it *Iter) Seq() uint64 { return it.cur }
+
+// Err is the error that ended the iteration, if any.
+func (it *Iter) Err() error { return it.err }

@@ -1,0 +1,5 @@
+package reader
+
+import "encoding/binary"
+
+var le = binary.LittleEndian

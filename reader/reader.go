@@ -1,0 +1,429 @@
+package reader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Options configures Open; nil means the defaults.
+type Options struct {
+	// LiveDir overrides the live slot directory recorded by the writer
+	// (for a tree moved to another path or machine).
+	LiveDir string
+}
+
+// Reader reads one table, in this process or another, without any lock:
+// every file is opened O_RDONLY and mapped PROT_READ, so it works on a tree
+// the process cannot write. A Reader is not safe for concurrent use: open
+// one per goroutine (they share nothing but the kernel's page cache).
+//
+// Rows are handed out as views into the mappings (no copy). A row from a
+// sealed durable segment stays valid until Close. A row from a live segment
+// stays valid until the writer has moved LiveSlots-1 segments past it and
+// recycled the slot; use ReadRow for a copy that is checked against
+// recycling.
+type Reader struct {
+	dir     string
+	ctl     *index.Ctl
+	ts      *index.TimeIndex
+	post    *index.Postings
+	syms    *index.Symbols
+	schema  *store.Schema
+	liveDir string
+	shift   uint
+	mask    uint64
+	rowSize uint64
+	sshift  uint
+	segSize int64
+	symOff  int
+	slots   []slotMap
+	segs    []segView // by segment number
+	visible uint64    // last loaded published count
+	closed  bool
+}
+
+type viewKind uint8
+
+const (
+	viewNone    viewKind = iota
+	viewDurable          // sealed durable file: immutable
+	viewLive             // live slot: valid while the slot's generation holds
+	viewPartial          // durable file of an unsealed segment: rows below Durable
+)
+
+type segView struct {
+	kind  viewKind
+	rows  []byte
+	slot  int
+	gen   uint64
+	path  string
+	file  []byte   // durable mapping to unmap (nil for live)
+	valid []uint64 // durable: bitset of 4 KiB blocks whose rows passed their check
+}
+
+type slotMap struct {
+	b   []byte
+	gen uint64
+}
+
+// Open opens table name in database directory db for reading.
+func Open(db, name string, opts *Options) (*Reader, error) {
+	if err := store.ValidTableName(name); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(db, name)
+	ctl, err := index.OpenCtl(filepath.Join(dir, store.CtlName), false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", store.ErrNoTable, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reader: open %s: %w", name, err)
+	}
+	r := &Reader{dir: dir, ctl: ctl, schema: ctl.Schema, symOff: -1}
+	if err := r.open(opts); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("reader: open %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (r *Reader) open(opts *Options) error {
+	c := r.ctl
+	var err error
+	if r.syms, err = index.OpenSymbols(filepath.Join(r.dir, store.SymName), c.TableID, false); err != nil {
+		return err
+	}
+	if r.ts, err = index.OpenTimeIndex(filepath.Join(r.dir, store.TimeIdxName), c.TableID, false); err != nil {
+		return err
+	}
+	if r.post, err = index.OpenPostings(filepath.Join(r.dir, store.PostName), c.TableID, false); err != nil {
+		return err
+	}
+	r.liveDir = c.LiveDir()
+	if opts != nil && opts.LiveDir != "" {
+		r.liveDir = opts.LiveDir
+	}
+	r.shift = c.SegShift
+	r.mask = c.RowsPerSeg() - 1
+	r.rowSize = uint64(c.Schema.RowSize)
+	r.sshift = c.StrideShift
+	r.segSize = store.SegFileSize(c.Schema.RowSize, c.RowsPerSeg())
+	if c.Schema.SymCol >= 0 {
+		r.symOff = c.Schema.ColAt(c.Schema.SymCol).Off
+	}
+	r.slots = make([]slotMap, c.LiveSlots)
+	r.visible = c.Visible()
+	return r.refreshSymbols()
+}
+
+// Close unmaps everything. Rows handed out before are invalid after it.
+func (r *Reader) Close() error {
+	if r.closed {
+		return ErrClosed
+	}
+	r.closed = true
+	var errs []error
+	for i := range r.segs {
+		errs = append(errs, store.Unmap(r.segs[i].file))
+	}
+	r.segs = nil
+	for i := range r.slots {
+		errs = append(errs, store.Unmap(r.slots[i].b))
+	}
+	if r.post != nil {
+		errs = append(errs, r.post.Close())
+	}
+	if r.ts != nil {
+		errs = append(errs, r.ts.Close())
+	}
+	if r.syms != nil {
+		errs = append(errs, r.syms.Close())
+	}
+	errs = append(errs, r.ctl.Close())
+	return errors.Join(errs...)
+}
+
+// Schema is the table's schema.
+func (r *Reader) Schema() *store.Schema { return r.schema }
+
+// Dir is the table's directory.
+func (r *Reader) Dir() string { return r.dir }
+
+// Count is the published row count (one acquire load): rows [First, Count)
+// can be read.
+func (r *Reader) Count() uint64 {
+	r.visible = r.ctl.Visible()
+	return r.visible
+}
+
+// Durable is the count of rows durable on disk.
+func (r *Reader) Durable() uint64 { return r.ctl.Durable() }
+
+// First is the first row not deleted by retention.
+func (r *Reader) First() uint64 {
+	s, err := r.ctl.Snapshot()
+	if err != nil {
+		return 0
+	}
+	return s.FirstSeq
+}
+
+// Snapshot is the seqlock-published state: count, last ts, first seq.
+func (r *Reader) Snapshot() (index.Snap, error) { return r.ctl.Snapshot() }
+
+// WriterPid is the pid recorded by the writer that has the table open, or 0.
+func (r *Reader) WriterPid() int { return r.ctl.WriterPid() }
+
+// OutOfOrder is the table's count of late rows rejected or restamped.
+func (r *Reader) OutOfOrder() uint64 { return r.ctl.OutOfOrder() }
+
+// SegmentRows is the number of rows per segment.
+func (r *Reader) SegmentRows() uint64 { return r.mask + 1 }
+
+// Get returns row seq as a view into the mapping, without copying and
+// without allocating once its segment is mapped.
+func (r *Reader) Get(seq uint64) (store.Row, error) {
+	if seq >= r.visible {
+		if r.visible = r.ctl.Visible(); seq >= r.visible {
+			return nil, ErrNotVisible
+		}
+	}
+	n := seq >> r.shift
+	if n < uint64(len(r.segs)) {
+		v := &r.segs[n]
+		off := (seq & r.mask) * r.rowSize
+		switch v.kind {
+		case viewDurable, viewPartial:
+			if v.valid[off>>18]&(1<<(off>>12&63)) != 0 {
+				return v.rows[off : off+r.rowSize], nil
+			}
+		case viewLive:
+			if r.ctl.SlotGen(v.slot) == v.gen {
+				return v.rows[off : off+r.rowSize], nil
+			}
+		}
+	}
+	return r.getSlow(seq)
+}
+
+// ReadRow copies row seq into dst (RowSize bytes) and checks afterwards that
+// the copy was not raced by a slot recycle: a seqlock-style read that is
+// safe to keep.
+func (r *Reader) ReadRow(seq uint64, dst []byte) error {
+	for {
+		row, err := r.Get(seq)
+		if err != nil {
+			return err
+		}
+		copy(dst, row)
+		v := &r.segs[seq>>r.shift]
+		if v.kind != viewLive || r.ctl.SlotGen(v.slot) == v.gen {
+			return nil
+		}
+	}
+}
+
+func (r *Reader) getSlow(seq uint64) (store.Row, error) {
+	if r.closed {
+		return nil, ErrClosed
+	}
+	snap, err := r.ctl.Snapshot()
+	if err == nil && seq < snap.FirstSeq {
+		return nil, ErrTruncated
+	}
+	n := seq >> r.shift
+	v, err := r.view(n)
+	if err != nil {
+		return nil, err
+	}
+	off := (seq & r.mask) * r.rowSize
+	switch v.kind {
+	case viewDurable:
+		if err := r.validate(v, n, off>>12, r.mask+1); err != nil {
+			return nil, err
+		}
+	case viewPartial:
+		d := r.ctl.Durable()
+		if seq >= d {
+			return nil, ErrUnavailable
+		}
+		// Bytes of rows below the durable count are final: validate the
+		// block, but mark it only if all of its rows are below it.
+		if err := r.validate(v, n, off>>12, d-n<<r.shift); err != nil {
+			return nil, err
+		}
+	}
+	return v.rows[off : off+r.rowSize], nil
+}
+
+// view (re)resolves where segment n is read from: its sealed durable file,
+// its live slot, or (unsealed, no live copy) its durable file as far as it
+// is durable.
+func (r *Reader) view(n uint64) (*segView, error) {
+	for uint64(len(r.segs)) <= n {
+		r.segs = append(r.segs, segView{})
+	}
+	v := &r.segs[n]
+	if v.kind == viewDurable {
+		return v, nil
+	}
+	if n < r.ctl.DurableSegs() {
+		return v, r.mapDurable(v, n, viewDurable)
+	}
+	if v.kind == viewLive && r.ctl.SlotGen(v.slot) == v.gen {
+		return v, nil
+	}
+	i := int(n % uint64(len(r.slots)))
+	if gen, seg := r.ctl.Slot(i); gen != 0 && seg == n {
+		if b, err := r.attachSlot(i, gen, n); err == nil {
+			if v.file != nil {
+				store.Unmap(v.file)
+			}
+			*v = segView{kind: viewLive, rows: b[store.BlockSize:], slot: i, gen: gen}
+			return v, nil
+		}
+	}
+	// Not live: sealed meanwhile, or no writer's live copy.
+	if n < r.ctl.DurableSegs() {
+		return v, r.mapDurable(v, n, viewDurable)
+	}
+	if v.kind == viewPartial {
+		return v, nil
+	}
+	return v, r.mapDurable(v, n, viewPartial)
+}
+
+func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, error) {
+	m := &r.slots[i]
+	if m.b != nil && store.LoadAcquire64(m.b, store.LiveGenOff) == gen {
+		m.gen = gen
+		return m.b, nil
+	}
+	path := filepath.Join(r.liveDir, store.SlotName(i))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != r.segSize {
+		return nil, fmt.Errorf("live slot %s is %d bytes, want %d", path, st.Size(), r.segSize)
+	}
+	b, err := store.MapShared(f, int(r.segSize), false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := store.UnmarshalSegHeader(path, b)
+	if err != nil || !h.Live || h.TableID != r.ctl.TableID || h.SegNo != n || store.LoadAcquire64(b, store.LiveGenOff) != gen {
+		store.Unmap(b)
+		return nil, fmt.Errorf("live slot %s is not segment %d generation %d", path, n, gen)
+	}
+	store.Unmap(m.b)
+	m.b, m.gen = b, gen
+	return b, nil
+}
+
+func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
+	path := store.SegPath(r.dir, n)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
+				return ErrTruncated
+			}
+		}
+		return fmt.Errorf("reader: segment %d: %w", n, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != r.segSize {
+		return store.Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), r.segSize)
+	}
+	b, err := store.MapShared(f, int(r.segSize), false)
+	if err != nil {
+		return err
+	}
+	h, err := store.UnmarshalSegHeader(path, b)
+	if err == nil && (h.Live || h.SegNo != n || h.TableID != r.ctl.TableID || h.RowSize != int(r.rowSize) || h.RowsPerSeg != r.mask+1) {
+		err = store.Corruptf(path, 0, "header is for segment %d of table %x, want segment %d of %x", h.SegNo, h.TableID, n, r.ctl.TableID)
+	}
+	if err != nil {
+		store.Unmap(b)
+		return err
+	}
+	if v.file != nil {
+		store.Unmap(v.file)
+	}
+	blocks := (uint64(r.segSize) - store.BlockSize) / store.BlockSize
+	*v = segView{kind: kind, rows: b[store.BlockSize:], path: path, file: b}
+	v.valid = make([]uint64, (blocks+63)/64)
+	return nil
+}
+
+// validate checks the rows that start in 4 KiB block blk of a durable
+// segment, up to row index limit of the segment. When the whole block was
+// checked it is marked, and later reads of it skip the check.
+func (r *Reader) validate(v *segView, n, blk, limit uint64) error {
+	if v.valid[blk>>6]&(1<<(blk&63)) != 0 {
+		return nil
+	}
+	first := (blk*store.BlockSize + r.rowSize - 1) / r.rowSize
+	last := min(((blk+1)*store.BlockSize+r.rowSize-1)/r.rowSize, r.mask+1)
+	base := n << r.shift
+	for i := first; i < min(last, limit); i++ {
+		off := i * r.rowSize
+		if !store.Valid(base+i, v.rows[off:off+r.rowSize]) {
+			return store.Corruptf(v.path, int64(store.BlockSize+off), "row %d fails its check", base+i)
+		}
+	}
+	if last <= limit {
+		v.valid[blk>>6] |= 1 << (blk & 63)
+	}
+	return nil
+}
+
+// refreshSymbols decodes dictionary entries published since the last call.
+func (r *Reader) refreshSymbols() error {
+	return r.syms.Refresh(r.ctl.SymCount(), r.ctl.SymBytes())
+}
+
+// Symbol returns the name of symbol id.
+func (r *Reader) Symbol(id uint32) (string, error) {
+	if int(id) >= r.syms.Len() {
+		if err := r.refreshSymbols(); err != nil {
+			return "", err
+		}
+		if int(id) >= r.syms.Len() {
+			return "", fmt.Errorf("%w: id %d (dictionary has %d)", ErrUnknownSymbol, id, r.syms.Len())
+		}
+	}
+	return r.syms.Name(id), nil
+}
+
+// SymbolID returns the id of a symbol name, without allocating when known.
+func (r *Reader) SymbolID(name []byte) (uint32, bool) {
+	if id, ok := r.syms.Lookup(name); ok {
+		return id, true
+	}
+	if r.refreshSymbols() != nil {
+		return 0, false
+	}
+	return r.syms.Lookup(name)
+}
+
+// Symbols returns the number of symbols in the dictionary.
+func (r *Reader) Symbols() int {
+	_ = r.refreshSymbols()
+	return r.syms.Len()
+}

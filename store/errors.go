@@ -1,0 +1,35 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt is matched (errors.Is) by every *CorruptError.
+	ErrCorrupt = errors.New("store: corrupt data")
+	// ErrSchema reports an invalid or mismatched schema.
+	ErrSchema = errors.New("store: bad schema")
+	// ErrNoTable reports a table directory that does not exist.
+	ErrNoTable = errors.New("store: no such table")
+)
+
+// CorruptError names the file and byte offset where a check failed and why.
+// It satisfies errors.Is(err, ErrCorrupt).
+type CorruptError struct {
+	Path   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: corrupt %s at offset %d: %s", e.Path, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Corruptf builds a *CorruptError.
+func Corruptf(path string, off int64, format string, args ...any) error {
+	return &CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}

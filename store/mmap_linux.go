@@ -1,0 +1,123 @@
+package store
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// MapShared maps length bytes of f from offset 0, MAP_SHARED. A writable
+// mapping is PROT_READ|PROT_WRITE; a read-only one is PROT_READ, so a stray
+// store faults. length may exceed the file size: pages past the end must not
+// be touched until the file has grown over them (that is how the index files
+// grow without remapping).
+func MapShared(f *os.File, length int, writable bool) ([]byte, error) {
+	prot := unix.PROT_READ
+	if writable {
+		prot |= unix.PROT_WRITE
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, length, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s (%d bytes): %w", f.Name(), length, err)
+	}
+	return b, nil
+}
+
+// MapAnon maps length bytes of zeroed, page-aligned anonymous memory: the
+// O_DIRECT flush buffer lives here, never on the Go heap.
+func MapAnon(length int) ([]byte, error) {
+	b, err := unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("mmap anonymous %d bytes: %w", length, err)
+	}
+	return b, nil
+}
+
+// Unmap releases a mapping made by MapShared or MapAnon. nil is a no-op.
+func Unmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return unix.Munmap(b)
+}
+
+// PopulateWrite pre-faults b writable (MADV_POPULATE_WRITE), so the writer
+// never takes a first-touch fault on it.
+func PopulateWrite(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+}
+
+// PopulateRead pre-faults b readable (MADV_POPULATE_READ).
+func PopulateRead(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_POPULATE_READ)
+}
+
+// AdviseRandom sets MADV_RANDOM: small folios, so page-cache writeback of a
+// mapped index file writes what changed and not a 2 MiB folio around it.
+func AdviseRandom(b []byte) error { return unix.Madvise(b, unix.MADV_RANDOM) }
+
+// MsyncSync writes the dirty pages of b back and waits (MS_SYNC).
+func MsyncSync(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Msync(b, unix.MS_SYNC)
+}
+
+// Fallocate reserves [0, size) of f (mode 0: the size grows too).
+func Fallocate(f *os.File, size int64) error {
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return fmt.Errorf("fallocate %s to %d bytes: %w", f.Name(), size, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory so that a created or renamed entry is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// BootID returns the kernel's boot id (16 bytes), or zeros if unknown. A
+// changed boot id means tmpfs was emptied: live segments are gone.
+func BootID() [16]byte {
+	var id [16]byte
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return id
+	}
+	j := 0
+	for i := 0; i < len(b) && j < 32; i++ {
+		c := b[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			continue
+		}
+		if j%2 == 0 {
+			id[j/2] = v << 4
+		} else {
+			id[j/2] |= v
+		}
+		j++
+	}
+	return id
+}

@@ -1,0 +1,202 @@
+package writer
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/tickdb/tickdb/store"
+)
+
+// flusher makes published rows durable. It copies rows out of the live
+// slot, from the block holding the first non-durable row, into an aligned
+// anonymous buffer, zero-pads the partial tail block and writes it with one
+// pwrite to the durable segment file opened O_DIRECT|O_DSYNC; then it
+// publishes the durable count. The tail block is rewritten by the next
+// flush, which is safe because nothing maps the durable file writable. The
+// live file itself is never written with O_DIRECT.
+type flusher struct {
+	w       *Writer
+	buf     []byte // anonymous mapping: page-aligned, off the Go heap
+	kickc   chan struct{}
+	stopc   chan struct{}
+	donec   chan struct{}
+	mu      sync.Mutex
+	cond    *sync.Cond
+	durable uint64 // flusher's own copy of the durable count
+	fd      *os.File
+	fdSeg   uint64 // segment of fd, +1 (0: none)
+	symSync uint64 // dictionary bytes known durable
+	warned  bool
+}
+
+func newFlusher(w *Writer) *flusher {
+	f := &flusher{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	f.cond = sync.NewCond(&f.mu)
+	f.durable = w.ctl.Durable()
+	f.symSync = w.ctl.SymBytes()
+	buf, err := store.MapAnon(w.opts.FlushBytes)
+	if err != nil {
+		w.fail.set(err)
+	}
+	f.buf = buf
+	return f
+}
+
+func (f *flusher) wake() {
+	select {
+	case f.kickc <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) stop() {
+	close(f.stopc)
+	<-f.donec
+}
+
+func (f *flusher) run() {
+	defer close(f.donec)
+	defer store.Unmap(f.buf)
+	defer f.closeFd()
+	// The flusher owns an OS thread while it runs so its syscalls never
+	// share one with the writer.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	period := f.w.opts.FlushInterval
+	if f.w.opts.Flush != FlushInterval {
+		period = 5 * time.Millisecond // sealed segments only, unless a Sync asks
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stopc:
+			return
+		case <-f.kickc:
+		case <-t.C:
+		}
+		if f.w.fail.get() != nil {
+			f.broadcast()
+			continue
+		}
+		v := f.w.ctl.Visible()
+		limit := v
+		if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
+			limit = v >> f.w.shift << f.w.shift
+		}
+		if err := f.flushTo(limit); err != nil {
+			f.w.fail.set(fmt.Errorf("writer: flusher: %w", err))
+			f.w.log.Error("writer: flusher failed", "table", f.w.name, "err", err)
+		}
+		f.broadcast()
+	}
+}
+
+func (f *flusher) broadcast() {
+	f.mu.Lock()
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// waitDurable asks for a flush and waits until target rows are durable.
+func (f *flusher) waitDurable(target uint64) error {
+	for {
+		want := f.w.sh.syncWant.Load()
+		if want >= target || f.w.sh.syncWant.CompareAndSwap(want, target) {
+			break
+		}
+	}
+	f.wake()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.w.ctl.Durable() < target {
+		if err := f.w.fail.get(); err != nil {
+			return err
+		}
+		select {
+		case <-f.donec:
+			return ErrClosed
+		default:
+		}
+		f.wake()
+		f.cond.Wait()
+	}
+	return nil
+}
+
+// flushTo writes rows [durable, limit) and publishes them durable, one
+// segment piece at a time.
+func (f *flusher) flushTo(limit uint64) error {
+	w := f.w
+	for f.durable < limit {
+		d := f.durable
+		n := d >> w.shift
+		base := n << w.shift
+		end := min(limit, base+w.rps)
+		s := w.slots[n%uint64(len(w.slots))]
+		if s.ready.Load() != n+1 {
+			return fmt.Errorf("live slot for segment %d not available", n)
+		}
+		fd, err := f.file(n)
+		if err != nil {
+			return err
+		}
+		start := ((d - base) * w.rowSize) &^ (store.BlockSize - 1)
+		stop := (end - base) * w.rowSize
+		for off := start; off < stop; {
+			m := min(uint64(len(f.buf)), stop-off)
+			copy(f.buf, s.rows[off:off+m])
+			padded := (m + store.BlockSize - 1) &^ (store.BlockSize - 1)
+			clear(f.buf[m:padded])
+			if _, err := fd.WriteAt(f.buf[:padded], int64(store.BlockSize+off)); err != nil {
+				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), store.BlockSize+off, err)
+			}
+			w.sh.flushes.Add(1)
+			w.sh.flushBytes.Add(padded)
+			off += m
+		}
+		// Rows may name symbols added just before them: the dictionary
+		// must be durable before they are declared durable.
+		if se := w.ctl.SymBytes(); se > f.symSync {
+			if err := w.syms.SyncTo(se); err != nil {
+				return err
+			}
+			f.symSync = se
+		}
+		f.durable = end
+		w.ctl.SetDurable(end)
+		if end == base+w.rps {
+			f.closeFd()
+			w.ctl.SetDurableSegs(n + 1)
+			if err := w.checkpoint(end); err != nil {
+				return err
+			}
+			w.prep.wake()
+		}
+		f.broadcast()
+	}
+	return nil
+}
+
+func (f *flusher) file(n uint64) (*os.File, error) {
+	if f.fdSeg == n+1 {
+		return f.fd, nil
+	}
+	f.closeFd()
+	fd, err := f.w.openDirect(n, &f.warned)
+	if err != nil {
+		return nil, err
+	}
+	f.fd, f.fdSeg = fd, n+1
+	return fd, nil
+}
+
+func (f *flusher) closeFd() {
+	if f.fd != nil {
+		f.fd.Close()
+		f.fd, f.fdSeg = nil, 0
+	}
+}

@@ -1,0 +1,161 @@
+package writer
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tickdb/tickdb/store"
+)
+
+// FlushPolicy says when published rows are made durable.
+type FlushPolicy int
+
+const (
+	// FlushInterval (default): the flusher writes what was published every
+	// FlushInterval, or as soon as FlushBytes are pending.
+	FlushInterval FlushPolicy = iota
+	// FlushOnSync: rows become durable when Sync is called, and whole
+	// segments when they are sealed.
+	FlushOnSync
+	// FlushNone: like FlushOnSync, for users who never call Sync; sealed
+	// segments are still written so their live slots can be recycled.
+	FlushNone
+)
+
+// ParseFlushPolicy parses "interval", "sync" or "none".
+func ParseFlushPolicy(s string) (FlushPolicy, error) {
+	switch s {
+	case "interval", "":
+		return FlushInterval, nil
+	case "sync":
+		return FlushOnSync, nil
+	case "none":
+		return FlushNone, nil
+	}
+	return 0, fmt.Errorf("writer: unknown flush policy %q (want interval, sync or none)", s)
+}
+
+// OutOfOrderPolicy says what happens to a row whose ts is before the last one.
+type OutOfOrderPolicy int
+
+const (
+	// OutOfOrderReject (default): the row is refused with ErrOutOfOrder and
+	// counted; nothing is stored.
+	OutOfOrderReject OutOfOrderPolicy = iota
+	// OutOfOrderStamp: the row is stored with ts replaced by the arrival
+	// time (wall clock, but never before the last ts), and counted.
+	OutOfOrderStamp
+)
+
+// LagPolicy says what happens when durable lag passes Options.MaxLag.
+type LagPolicy int
+
+const (
+	// LagAlarm (default): Publish calls Options.OnLag (rate-limited to one
+	// call per second) and logs a warning; appends go on.
+	LagAlarm LagPolicy = iota
+	// LagBlock: Publish waits until the lag is back under MaxLag/2.
+	LagBlock
+)
+
+// Options configures Open. The zero value (or nil) gives the documented
+// defaults.
+type Options struct {
+	// Schema is required to create a table; when opening an existing one it
+	// is checked against the stored schema if set.
+	Schema *store.Schema
+	// SegmentSize is the target bytes of rows per segment (default 64 MiB);
+	// the rows per segment are the largest power of two that fit, at least 16.
+	SegmentSize int64
+	// TimeStride is how many rows one time-index entry covers (default 64,
+	// a power of two).
+	TimeStride int
+	// LiveSlots is the number of live segments kept in shared memory
+	// (default 4, 2..16): the table's shared-memory use is LiveSlots ×
+	// segment file size.
+	LiveSlots int
+	// LiveDir is where the live segment slots go. Default: a directory named
+	// after the table's id under /dev/shm/tickdb, or, where /dev/shm is not
+	// a writable tmpfs, the table's own "live" directory.
+	LiveDir string
+	// Flush is the flush policy (default FlushInterval).
+	Flush FlushPolicy
+	// FlushInterval is the flusher's period (default 1 ms).
+	FlushInterval time.Duration
+	// FlushBytes is the pending size that triggers a flush before the
+	// interval ends, and the flusher's buffer size (default 1 MiB).
+	FlushBytes int
+	// OutOfOrder is the late-row policy (default OutOfOrderReject).
+	OutOfOrder OutOfOrderPolicy
+	// MaxLag is the durable lag in rows that triggers LagPolicy (default:
+	// one segment). Lag can never exceed LiveSlots-1 segments: past that
+	// the writer waits at the segment roll.
+	MaxLag uint64
+	// LagPolicy is what passing MaxLag does (default LagAlarm).
+	LagPolicy LagPolicy
+	// OnLag is called (from Publish, rate-limited) when the lag passes
+	// MaxLag under LagAlarm.
+	OnLag func(lag uint64)
+	// CPU pins the writer thread to this CPU in Pin (-1 or unset: no
+	// affinity). Use CPUSet to set CPU 0.
+	CPU    int
+	CPUSet bool
+	// FIFO asks Pin for SCHED_FIFO (a warning, not an error, where refused).
+	FIFO bool
+	// Logger receives start/stop/warning lines (default: discard).
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.SegmentSize <= 0 {
+		r.SegmentSize = 64 << 20
+	}
+	if r.TimeStride <= 0 {
+		r.TimeStride = 64
+	}
+	if r.LiveSlots == 0 {
+		r.LiveSlots = 4
+	}
+	if r.FlushInterval <= 0 {
+		r.FlushInterval = time.Millisecond
+	}
+	if r.FlushBytes <= 0 {
+		r.FlushBytes = 1 << 20
+	}
+	r.FlushBytes = (r.FlushBytes + store.BlockSize - 1) &^ (store.BlockSize - 1)
+	if !r.CPUSet && r.CPU == 0 {
+		r.CPU = -1
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+// defaultLiveRoot is /dev/shm/tickdb when /dev/shm is a writable directory.
+func defaultLiveRoot() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		root := "/dev/shm/tickdb"
+		if err := os.MkdirAll(root, 0o1777); err == nil {
+			return root
+		}
+	}
+	return ""
+}
+
+func liveDirFor(o *Options, tableDir string, tableID [16]byte) string {
+	if o.LiveDir != "" {
+		return o.LiveDir
+	}
+	if root := defaultLiveRoot(); root != "" {
+		return filepath.Join(root, fmt.Sprintf("%x", tableID))
+	}
+	return filepath.Join(tableDir, "live")
+}

@@ -1,0 +1,129 @@
+package writer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// preparer keeps the next live slot ready before the writer needs it: it
+// waits until the slot's previous segment is durable (then nobody needs its
+// live copy), points the slot at the new segment under a new generation,
+// creates the segment's durable file, pre-faults fresh slots
+// (MADV_POPULATE_WRITE) and grows the index files ahead of the writer.
+// Recycled slots are already resident, so a roll costs the writer nothing.
+type preparer struct {
+	w     *Writer
+	kickc chan struct{}
+	stopc chan struct{}
+	donec chan struct{}
+}
+
+// prepareAhead is how many segments past the current one are prepared.
+const prepareAhead = 1
+
+func newPreparer(w *Writer) *preparer {
+	return &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+}
+
+func (p *preparer) wake() {
+	select {
+	case p.kickc <- struct{}{}:
+	default:
+	}
+}
+
+func (p *preparer) stop() {
+	close(p.stopc)
+	<-p.donec
+}
+
+func (p *preparer) run() {
+	defer close(p.donec)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := p.step(); err != nil {
+			p.w.fail.set(fmt.Errorf("writer: preparer: %w", err))
+			p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
+			return
+		}
+		select {
+		case <-p.stopc:
+			return
+		case <-p.kickc:
+		case <-t.C:
+		}
+	}
+}
+
+func (p *preparer) step() error {
+	w := p.w
+	cur := w.sh.curSeg.Load()
+	for seg := cur; seg <= cur+prepareAhead; seg++ {
+		if ok, err := p.prepare(seg); err != nil || !ok {
+			return err
+		}
+	}
+	// Pre-fault slots that were made on the open path.
+	for _, s := range w.slots {
+		if s.b != nil && !s.populated && s.ready.Load() != 0 {
+			_ = store.PopulateWrite(s.b)
+			s.populated = true
+		}
+	}
+	// Index files: room for two more segments of rows.
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return nil // writer mid-publish; next tick
+	}
+	need := ((cur+2)<<w.shift)>>w.strideShft + 1
+	if w.ts.Capacity() < need {
+		if err := w.ts.Grow(need + 1<<16); err != nil {
+			return err
+		}
+	}
+	chunks := snap.NextChunk + 2*(w.rps/index.ChunkWords) + 4096
+	if w.post.Chunks() < chunks {
+		if err := w.post.Grow(chunks + 4096); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare makes seg's slot ready. It reports false when the slot still
+// holds a segment that is not durable yet (tried again on the next wake).
+func (p *preparer) prepare(seg uint64) (bool, error) {
+	w := p.w
+	s := w.slots[seg%uint64(len(w.slots))]
+	held := s.ready.Load()
+	if held == seg+1 {
+		return true, nil
+	}
+	if held > seg+1 {
+		return true, nil // already moved on past seg (cannot happen going forward)
+	}
+	if held != 0 && w.ctl.DurableSegs() < held {
+		w.fl.wake()
+		return false, nil
+	}
+	if s.b == nil {
+		if err := w.createSlotFile(s); err != nil {
+			return false, err
+		}
+	}
+	if err := w.ensureDurableFile(seg); err != nil {
+		return false, err
+	}
+	w.assignSlot(s, seg)
+	if !s.populated {
+		if err := store.PopulateWrite(s.b); err == nil {
+			s.populated = true
+		}
+	}
+	s.ready.Store(seg + 1)
+	return true, nil
+}

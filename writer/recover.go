@@ -1,0 +1,262 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// recover brings the table to a consistent state before the first append.
+//
+// Warm (the previous writer died, the machine did not restart): the live
+// slots in shared memory still hold every published row, and readers may
+// have seen them, so the published count is kept as it is and appends go on
+// in the same slots. Only unpublished postings entries are dropped.
+//
+// Cold (clean close, machine restart, or live slots gone): the durable files
+// are the truth. Rows are scanned forward from the durable count while the
+// check word, ts order and symbol id hold; the torn tail is cut; the index
+// files are re-built from their last checkpoint; the current segment's rows
+// are copied into a fresh live slot. The work is bounded by the rows past
+// the last checkpoint, not by the table's size.
+func (w *Writer) recover() error {
+	c := w.ctl
+	snap := c.RawSnap()
+	c.ResetSeqlock()
+	boot := store.BootID()
+	ok, err := w.tryWarm(snap, boot)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := w.recoverCold(boot); err != nil {
+			return err
+		}
+	}
+	c.SetWriter(os.Getpid(), index.StateOpen)
+	return c.Sync()
+}
+
+func (w *Writer) tryWarm(snap index.Snap, boot [16]byte) (bool, error) {
+	c := w.ctl
+	if c.State() != index.StateOpen || c.BootID() != boot || c.LiveDir() != w.liveDir {
+		return false, nil
+	}
+	if err := w.syms.Refresh(c.SymCount(), c.SymBytes()); err != nil {
+		return false, nil
+	}
+	for _, s := range w.slots {
+		if gen, seg := c.Slot(s.i); gen != 0 {
+			_ = w.attachSlotFile(s, gen, seg) // a slot that fails is simply not warm
+		}
+	}
+	v, d := snap.Visible, c.Durable()
+	if d > v {
+		return false, nil
+	}
+	for n := d >> w.shift; n<<w.shift < v; n++ {
+		if w.slots[n%uint64(len(w.slots))].ready.Load() != n+1 {
+			w.unmapSlots()
+			return false, nil
+		}
+	}
+	if err := w.pw.Reset(w.syms.Dirs(), v, snap.NextChunk); err != nil {
+		return false, err
+	}
+	w.nsyms = uint32(w.syms.Len())
+	w.seq, w.lastTs = v, snap.LastTs
+	if v == 0 {
+		w.lastTs = math.MinInt64
+	}
+	w.position()
+	w.publish()
+	w.log.Info("writer: warm recovery from live slots", "table", w.name, "rows", v, "durable", d)
+	return true, nil
+}
+
+// position points the writer at the segment holding seq if its slot is
+// ready; otherwise the first append rolls into it.
+func (w *Writer) position() {
+	n := w.seq >> w.shift
+	w.sh.curSeg.Store(n)
+	if s := w.slots[n%uint64(len(w.slots))]; s.ready.Load() == n+1 {
+		w.rows, w.segBase, w.segEnd = s.rows, n<<w.shift, n<<w.shift+w.rps
+		return
+	}
+	w.rows, w.segBase, w.segEnd = nil, w.seq, w.seq
+}
+
+func (w *Writer) unmapSlots() {
+	for _, s := range w.slots {
+		if s.b != nil {
+			store.Unmap(s.b)
+		}
+		s.b, s.rows = nil, nil
+		s.ready.Store(0)
+	}
+}
+
+func (w *Writer) recoverCold(boot [16]byte) error {
+	c := w.ctl
+	w.unmapSlots()
+	for _, s := range w.slots {
+		c.SetSlot(s.i, 0, 0)
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := c.SetLiveDir(w.liveDir); err != nil {
+		return err
+	}
+	c.SetBootID(boot)
+
+	nsym := w.syms.Scan()
+	w.nsyms = uint32(nsym)
+	d := c.Durable()
+	seq, lastTs, err := w.scanDurable(d, uint32(nsym))
+	if err != nil {
+		return err
+	}
+	ck := c.Checkpoint()
+	from := min(ck.Seq, seq)
+	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk); err != nil {
+		return err
+	}
+	if err := w.reindex(from, seq); err != nil {
+		return err
+	}
+
+	cur := seq >> w.shift
+	s := w.slots[cur%uint64(len(w.slots))]
+	if err := w.createSlotFile(s); err != nil {
+		return err
+	}
+	w.assignSlot(s, cur)
+	if used := (seq - cur<<w.shift) * w.rowSize; used > 0 {
+		b, err := w.mapDurable(cur)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return store.Corruptf(store.SegPath(w.dir, cur), 0, "segment file missing, rows up to %d expected in it", seq)
+		}
+		copy(s.rows[:used], b[store.BlockSize:store.BlockSize+used])
+		store.Unmap(b)
+	}
+	if err := w.cutDurableTail(seq, s.rows); err != nil {
+		return err
+	}
+	if err := w.ensureDurableFile(cur); err != nil {
+		return err
+	}
+	s.ready.Store(cur + 1)
+
+	w.seq, w.lastTs = seq, lastTs
+	c.SetDurable(seq)
+	c.SetDurableSegs(cur)
+	c.SetSyms(uint64(nsym), w.syms.End())
+	w.position()
+	w.publish()
+	if err := w.checkpoint(seq); err != nil {
+		return err
+	}
+	w.log.Info("writer: recovered from durable files", "table", w.name, "rows", seq, "was_durable", d, "reindexed", seq-from)
+	return nil
+}
+
+// scanDurable returns the count of rows that check out in the durable
+// files, scanning from row d (trusted: published durable) forward, and the
+// ts of the last of them.
+func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
+	lastTs := int64(math.MinInt64)
+	if d > 0 {
+		n := (d - 1) >> w.shift
+		b, err := w.mapDurable(n)
+		if err != nil {
+			return 0, 0, err
+		}
+		if b == nil {
+			return 0, 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
+		}
+		off := store.BlockSize + ((d-1)-n<<w.shift)*w.rowSize
+		row := b[off : off+w.rowSize]
+		if !store.Valid(d-1, row) {
+			store.Unmap(b)
+			return 0, 0, store.Corruptf(store.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
+		}
+		lastTs = int64(le64(row))
+		store.Unmap(b)
+	}
+	seq := d
+	for {
+		n := seq >> w.shift
+		b, err := w.mapDurable(n)
+		if err != nil {
+			if seq == n<<w.shift && errors.Is(err, store.ErrCorrupt) {
+				break // a segment file whose creation never completed
+			}
+			return 0, 0, err
+		}
+		if b == nil {
+			break
+		}
+		end := (n + 1) << w.shift
+		for seq < end {
+			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
+			row := b[off : off+w.rowSize]
+			ts := int64(le64(row))
+			if !store.Valid(seq, row) || ts < lastTs || (w.symOff >= 0 && le32(row[w.symOff:]) >= nsym) {
+				break
+			}
+			lastTs = ts
+			seq++
+		}
+		store.Unmap(b)
+		if seq < end {
+			break
+		}
+	}
+	return seq, lastTs, nil
+}
+
+// reindex adds rows [from, to) to the time index and postings, reading them
+// from the durable files.
+func (w *Writer) reindex(from, to uint64) error {
+	for seq := from; seq < to; {
+		n := seq >> w.shift
+		b, err := w.mapDurable(n)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return fmt.Errorf("segment %d missing while re-indexing row %d", n, seq)
+		}
+		end := min(to, (n+1)<<w.shift)
+		for ; seq < end; seq++ {
+			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
+			row := b[off : off+w.rowSize]
+			if seq&w.strideMask == 0 {
+				k := seq >> w.strideShft
+				if k >= w.ts.Capacity() {
+					if err := w.ts.Grow(k + 1<<16); err != nil {
+						store.Unmap(b)
+						return err
+					}
+				}
+				w.ts.Set(k, int64(le64(row)))
+			}
+			if w.symOff >= 0 {
+				if err := w.pw.Add(le32(row[w.symOff:]), seq); err != nil {
+					store.Unmap(b)
+					return err
+				}
+			}
+		}
+		store.Unmap(b)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package writer
+
+import "sync/atomic"
+
+// This file is the package's only user of sync/atomic: the in-process words
+// shared by the writer goroutine, the preparer and the flusher. Words shared
+// with other processes live in the control file (package index).
+
+// liveSlot is one live segment slot: a tmpfs file mapped read-write.
+type liveSlot struct {
+	i    int
+	path string
+	b    []byte // the whole file
+	rows []byte // b[BlockSize:]
+	// ready is segNo+1 of the segment this slot has been prepared for
+	// (header, generation and durable file in place), 0 for none. Written
+	// by the preparer (and recovery), read by the writer at a roll and by
+	// the flusher.
+	ready atomic.Uint64
+	// populated says the slot's pages have been pre-faulted. Preparer only.
+	populated bool
+}
+
+// shared holds the counters and hand-off words between the goroutines.
+type shared struct {
+	curSeg      atomic.Uint64 // segment the writer is filling (writer → preparer)
+	rollStalls  atomic.Uint64 // rolls that found the next slot not ready
+	stallNanos  atomic.Int64  // time the writer spent waiting at rolls
+	flushes     atomic.Uint64
+	flushBytes  atomic.Uint64
+	syncWant    atomic.Uint64 // highest row count a Sync waits for
+	lagAlarms   atomic.Uint64
+	lastLagWarn atomic.Int64
+}
+
+// failure is the first background error (flusher or preparer); once set
+// the writer refuses further work.
+type failure struct{ v atomic.Pointer[error] }
+
+func (f *failure) set(err error) {
+	if err != nil {
+		f.v.CompareAndSwap(nil, &err)
+	}
+}
+
+func (f *failure) get() error {
+	if p := f.v.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

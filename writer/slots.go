@@ -1,0 +1,216 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tickdb/tickdb/store"
+)
+
+// createSlotFile makes slot s's tmpfs file (segment file size, fallocated)
+// and maps it read-write. The pages are pre-faulted later by the preparer.
+func (w *Writer) createSlotFile(s *liveSlot) error {
+	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {
+		return fmt.Errorf("writer: live dir: %w", err)
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("writer: create live slot: %w", err)
+	}
+	defer f.Close()
+	if err := store.Fallocate(f, w.segSize); err != nil {
+		return err
+	}
+	b, err := store.MapShared(f, int(w.segSize), true)
+	if err != nil {
+		return err
+	}
+	s.b, s.rows, s.populated = b, b[store.BlockSize:], false
+	return nil
+}
+
+// attachSlotFile maps an existing slot file left by a previous writer of
+// this table if its header says it holds segNo under generation gen.
+func (w *Writer) attachSlotFile(s *liveSlot, gen, segNo uint64) error {
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != w.segSize {
+		return fmt.Errorf("live slot %s is %d bytes, want %d", s.path, st.Size(), w.segSize)
+	}
+	b, err := store.MapShared(f, int(w.segSize), true)
+	if err != nil {
+		return err
+	}
+	h, err := store.UnmarshalSegHeader(s.path, b)
+	if err == nil && (!h.Live || h.TableID != w.ctl.TableID || h.SegNo != segNo || h.RowSize != int(w.rowSize) ||
+		h.RowsPerSeg != w.rps || store.LoadAcquire64(b, store.LiveGenOff) != gen) {
+		err = fmt.Errorf("live slot %s holds another segment or generation", s.path)
+	}
+	if err != nil {
+		store.Unmap(b)
+		return err
+	}
+	s.b, s.rows, s.populated = b, b[store.BlockSize:], true
+	s.ready.Store(segNo + 1)
+	return nil
+}
+
+// assignSlot points slot s at segment seg under a new generation: header
+// first (its gen word cleared), then the gen word, then the control file's
+// slot entry, which is what readers check.
+func (w *Writer) assignSlot(s *liveSlot, seg uint64) {
+	gen := w.ctl.NextLiveGen()
+	store.SegHeader{Live: true, TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(s.b)
+	store.StoreRelease64(s.b, store.LiveGenOff, gen)
+	w.ctl.SetSlot(s.i, gen, seg)
+}
+
+// ensureDurableFile creates segment seg's durable file if it is missing or
+// incomplete: fallocated to full size, header block written, file and
+// directory fsynced before any row is written into it.
+func (w *Writer) ensureDurableFile(seg uint64) error {
+	path := store.SegPath(w.dir, seg)
+	if f, err := os.Open(path); err == nil {
+		hdr := make([]byte, store.BlockSize)
+		_, rerr := f.ReadAt(hdr, 0)
+		st, serr := f.Stat()
+		f.Close()
+		if rerr == nil && serr == nil && st.Size() == w.segSize {
+			if h, err := store.UnmarshalSegHeader(path, hdr); err == nil && !h.Live && h.SegNo == seg && h.TableID == w.ctl.TableID {
+				return nil
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("writer: create segment: %w", err)
+	}
+	defer f.Close()
+	if err := store.Fallocate(f, w.segSize); err != nil {
+		return err
+	}
+	hdr := make([]byte, store.BlockSize)
+	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		return fmt.Errorf("writer: write segment header %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("writer: fsync %s: %w", path, err)
+	}
+	return store.SyncDir(w.dir)
+}
+
+// openDirect opens a durable segment for the flusher: O_DIRECT|O_DSYNC, or
+// O_DSYNC alone on a file system without O_DIRECT (logged once).
+func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
+	path := store.SegPath(w.dir, seg)
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_DIRECT|unix.O_DSYNC, 0)
+	if errors.Is(err, unix.EINVAL) {
+		if !*warned {
+			w.log.Warn("writer: O_DIRECT not supported here, flushing with O_DSYNC", "dir", w.dir)
+			*warned = true
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|unix.O_DSYNC, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writer: open segment for flush: %w", err)
+	}
+	return f, nil
+}
+
+// mapDurable maps segment seg's durable file read-only (recovery scans).
+// It returns nil, nil when the file does not exist.
+func (w *Writer) mapDurable(seg uint64) ([]byte, error) {
+	path := store.SegPath(w.dir, seg)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != w.segSize {
+		return nil, store.Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), w.segSize)
+	}
+	b, err := store.MapShared(f, int(w.segSize), false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := store.UnmarshalSegHeader(path, b)
+	if err == nil && (h.Live || h.SegNo != seg || h.TableID != w.ctl.TableID || h.RowSize != int(w.rowSize) || h.RowsPerSeg != w.rps) {
+		err = store.Corruptf(path, 0, "header is for segment %d of table %x, want segment %d of %x", h.SegNo, h.TableID, seg, w.ctl.TableID)
+	}
+	if err != nil {
+		store.Unmap(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// cutDurableTail makes the durable files end exactly at row seq: the block
+// holding seq is rewritten from the live copy with zero padding, the rest of
+// that segment is punched out (reads as zeros) and later segment files are
+// removed. A later recovery can then never scan into rows of an older run.
+func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
+	seg := seq >> w.shift
+	path := store.SegPath(w.dir, seg)
+	if _, err := os.Stat(path); err == nil {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		used := int64(seq-seg<<w.shift) * int64(w.rowSize)
+		blk := used &^ (store.BlockSize - 1)
+		buf := make([]byte, store.BlockSize)
+		copy(buf, live[blk:used])
+		_, werr := f.WriteAt(buf, store.BlockSize+blk)
+		from := store.BlockSize + blk + store.BlockSize
+		if werr == nil && from < w.segSize {
+			werr = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, w.segSize-from)
+			if werr == nil {
+				werr = unix.Fallocate(int(f.Fd()), 0, from, w.segSize-from)
+			}
+		}
+		if werr == nil {
+			werr = f.Sync()
+		}
+		f.Close()
+		if werr != nil {
+			return fmt.Errorf("writer: cut tail of %s: %w", path, werr)
+		}
+	}
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, e := range ents {
+		var n uint64
+		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err == nil && n > seg && e.Name() == store.SegName(n) {
+			if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil {
+				return err
+			}
+			removed = true
+		}
+	}
+	if removed {
+		return store.SyncDir(w.dir)
+	}
+	return nil
+}

@@ -1,0 +1,550 @@
+package writer
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Writer is a table's single writer. Append, AppendBatch, Publish, Symbol
+// and Sync must be called from one goroutine at a time (normally the
+// goroutine that called Pin); Stats may be called from any goroutine.
+type Writer struct {
+	// Hot state, touched on every append.
+	seq        uint64 // next sequence number
+	lastTs     int64
+	segBase    uint64 // first seq of the current segment
+	segEnd     uint64 // first seq past the current segment
+	rows       []byte // current live slot's row area
+	rowSize    uint64
+	symOff     int // offset of the postings sym column, or -1
+	nsyms      uint32
+	strideMask uint64
+	strideShft uint
+	tsCap      uint64 // time index entries known to exist
+	published  uint64
+	ooo        uint64
+	ts         *index.TimeIndex
+	pw         *index.PostWriter
+
+	opts    Options
+	log     *slog.Logger
+	dir     string
+	name    string
+	liveDir string
+	schema  *store.Schema
+	shift   uint
+	rps     uint64 // rows per segment
+	segSize int64  // segment file size
+	lock    *os.File
+	ctl     *index.Ctl
+	post    *index.Postings
+	syms    *index.Symbols
+	slots   []*liveSlot
+	sh      shared
+	fail    failure
+	fl      *flusher
+	prep    *preparer
+	closed  bool
+	lagWait sync.Mutex
+}
+
+// Open opens (creating it if needed, when opts.Schema is set) the table
+// name under the database directory db, takes the writer lock, recovers
+// after a crash, and starts the flusher and the preparer.
+func Open(db, name string, opts *Options) (*Writer, error) {
+	o := opts.withDefaults()
+	if err := store.ValidTableName(name); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(db, name)
+	if _, err := os.Stat(filepath.Join(dir, store.CtlName)); errors.Is(err, os.ErrNotExist) {
+		if o.Schema == nil {
+			return nil, fmt.Errorf("%w: %s (give a schema to create it)", store.ErrNoTable, dir)
+		}
+		if err := createTable(db, name, &o); err != nil {
+			return nil, fmt.Errorf("writer: create table %s: %w", name, err)
+		}
+	}
+	lock, err := lockTable(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	if err := w.open(); err != nil {
+		w.closeFiles()
+		return nil, err
+	}
+	w.fl = newFlusher(w)
+	w.prep = newPreparer(w)
+	go w.fl.run()
+	go w.prep.run()
+	w.prep.wake()
+	w.log.Info("writer: open", "table", name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
+	return w, nil
+}
+
+func createTable(db, name string, o *Options) error {
+	s := o.Schema
+	rows := uint64(o.SegmentSize) / uint64(s.RowSize)
+	if rows < 16 {
+		rows = 16
+	}
+	shift := uint(63 - bits.LeadingZeros64(rows))
+	if o.TimeStride&(o.TimeStride-1) != 0 {
+		return fmt.Errorf("time stride %d is not a power of two", o.TimeStride)
+	}
+	g := index.Geometry{SegShift: shift, StrideShift: uint(bits.TrailingZeros64(uint64(o.TimeStride))), LiveSlots: o.LiveSlots}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(db, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(db, "."+name+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, step := range []func() error{
+		func() error { return index.CreateCtl(filepath.Join(tmp, store.CtlName), s, g, id) },
+		func() error { return index.CreateSymbols(filepath.Join(tmp, store.SymName), id) },
+		func() error { return index.CreateTimeIndex(filepath.Join(tmp, store.TimeIdxName), id) },
+		func() error { return index.CreatePostings(filepath.Join(tmp, store.PostName), id) },
+		func() error { return store.SyncDir(tmp) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, filepath.Join(db, name)); err != nil {
+		if _, statErr := os.Stat(filepath.Join(db, name, store.CtlName)); statErr == nil {
+			return nil // created concurrently by another process
+		}
+		return err
+	}
+	return store.SyncDir(db)
+}
+
+func (w *Writer) open() error {
+	var err error
+	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, store.CtlName), true); err != nil {
+		return err
+	}
+	c := w.ctl
+	if w.opts.Schema != nil && !w.opts.Schema.Equal(c.Schema) {
+		return fmt.Errorf("%w: table %s has columns %s, asked for %s", store.ErrSchema, w.name, c.Schema, w.opts.Schema)
+	}
+	w.schema = c.Schema
+	w.rowSize = uint64(c.Schema.RowSize)
+	if c.Schema.SymCol >= 0 {
+		w.symOff = c.Schema.ColAt(c.Schema.SymCol).Off
+	}
+	w.shift = c.SegShift
+	w.rps = c.RowsPerSeg()
+	w.segSize = store.SegFileSize(c.Schema.RowSize, w.rps)
+	w.strideShft = c.StrideShift
+	w.strideMask = 1<<c.StrideShift - 1
+	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, store.SymName), c.TableID, true); err != nil {
+		return err
+	}
+	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, store.TimeIdxName), c.TableID, true); err != nil {
+		return err
+	}
+	if w.post, err = index.OpenPostings(filepath.Join(w.dir, store.PostName), c.TableID, true); err != nil {
+		return err
+	}
+	w.pw = index.NewPostWriter(w.post, 1)
+	w.pw.Grow = w.growPostings
+	w.liveDir = liveDirFor(&w.opts, w.dir, c.TableID)
+	w.slots = make([]*liveSlot, c.LiveSlots)
+	for i := range w.slots {
+		w.slots[i] = &liveSlot{i: i, path: filepath.Join(w.liveDir, store.SlotName(i))}
+	}
+	if err := w.recover(); err != nil {
+		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
+	}
+	w.tsCap = w.ts.Capacity()
+	return nil
+}
+
+// Schema is the table's schema.
+func (w *Writer) Schema() *store.Schema { return w.schema }
+
+// Dir is the table's directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// LiveDir is where the live segment slots are.
+func (w *Writer) LiveDir() string { return w.liveDir }
+
+// Len is the number of rows appended (published or not).
+func (w *Writer) Len() uint64 { return w.seq }
+
+// LastTs is the ts of the last appended row (math.MinInt64 when empty).
+func (w *Writer) LastTs() int64 { return w.lastTs }
+
+// NewRow returns a zeroed row buffer for this table's schema.
+func (w *Writer) NewRow() store.Row { return w.schema.NewRow() }
+
+// Append stores one row (RowSize bytes; the check word is filled in here)
+// and returns its sequence number. The row is visible to readers after the
+// next Publish. It allocates nothing and never waits for I/O; it waits only
+// at a segment roll when the preparer is behind (counted in Stats).
+func (w *Writer) Append(row store.Row) (uint64, error) {
+	if uint64(len(row)) != w.rowSize {
+		return 0, ErrRowSize
+	}
+	return w.append(row)
+}
+
+func (w *Writer) append(row []byte) (uint64, error) {
+	ts := int64(le64(row))
+	stamped := false
+	if ts < w.lastTs {
+		w.ooo++
+		if w.opts.OutOfOrder == OutOfOrderReject {
+			return 0, ErrOutOfOrder
+		}
+		ts = max(time.Now().UnixNano(), w.lastTs)
+		stamped = true
+	}
+	var sym uint32
+	if w.symOff >= 0 {
+		sym = le32(row[w.symOff:])
+		if sym >= w.nsyms {
+			return 0, ErrUnknownSymbol
+		}
+	}
+	if w.seq == w.segEnd {
+		if err := w.roll(); err != nil {
+			return 0, err
+		}
+	}
+	seq := w.seq
+	off := (seq - w.segBase) * w.rowSize
+	dst := w.rows[off : off+w.rowSize]
+	copy(dst, row)
+	if stamped {
+		putLe64(dst, uint64(ts))
+	}
+	store.Seal(seq, dst)
+	if seq&w.strideMask == 0 {
+		k := seq >> w.strideShft
+		if k >= w.tsCap {
+			if err := w.growTimeIndex(k + 1); err != nil {
+				return 0, err
+			}
+		}
+		w.ts.Set(k, ts)
+	}
+	if w.symOff >= 0 {
+		if err := w.pw.Add(sym, seq); err != nil {
+			return 0, err
+		}
+	}
+	w.lastTs = ts
+	w.seq = seq + 1
+	return seq, nil
+}
+
+// AppendBatch appends len(rows)/RowSize rows laid end to end and returns the
+// first one's sequence number and how many were stored. On an error the
+// rows before the failing one are stored (n says how many) and the rest are
+// not.
+func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
+	rs := int(w.rowSize)
+	if len(rows)%rs != 0 {
+		return w.seq, 0, ErrRowSize
+	}
+	first = w.seq
+	for off := 0; off < len(rows); off += rs {
+		if _, err := w.append(rows[off : off+rs]); err != nil {
+			return first, n, err
+		}
+		n++
+	}
+	return first, n, nil
+}
+
+// Publish makes every appended row visible to readers, in this and other
+// processes: one seqlock-guarded store of the row count and last ts. It
+// allocates nothing and never waits for I/O unless LagBlock is set and the
+// durable lag is over MaxLag.
+func (w *Writer) Publish() {
+	if w.seq == w.published {
+		return
+	}
+	w.publish()
+	if w.opts.MaxLag > 0 {
+		w.checkLag()
+	}
+}
+
+func (w *Writer) publish() {
+	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, NextChunk: w.pw.NextChunk()})
+	w.published = w.seq
+	if w.ooo != 0 {
+		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
+		w.ooo = 0
+	}
+}
+
+func (w *Writer) checkLag() {
+	lag := w.seq - w.ctl.Durable()
+	if lag <= w.opts.MaxLag {
+		return
+	}
+	w.sh.lagAlarms.Add(1)
+	if w.opts.LagPolicy == LagBlock {
+		w.fl.wake()
+		for w.seq-w.ctl.Durable() > w.opts.MaxLag/2 && w.fail.get() == nil {
+			time.Sleep(50 * time.Microsecond)
+		}
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-w.sh.lastLagWarn.Load() >= int64(time.Second) {
+		w.sh.lastLagWarn.Store(now)
+		w.log.Warn("writer: durable lag over limit", "table", w.name, "lag_rows", lag, "max", w.opts.MaxLag)
+		if w.opts.OnLag != nil {
+			w.opts.OnLag(lag)
+		}
+	}
+}
+
+// Sync publishes and returns once every row appended before it is durable
+// (written with O_DIRECT|O_DSYNC to the durable segment files).
+func (w *Writer) Sync() error {
+	if w.closed {
+		return ErrClosed
+	}
+	w.Publish()
+	return w.fl.waitDurable(w.seq)
+}
+
+// Symbol returns the dictionary id of name, adding it (and publishing the
+// dictionary) if it is new. Allocates only for a new symbol.
+func (w *Writer) Symbol(name []byte) (uint32, error) {
+	if id, ok := w.syms.Lookup(name); ok {
+		return id, nil
+	}
+	return w.addSymbol(name)
+}
+
+// SymbolString is Symbol for a string.
+func (w *Writer) SymbolString(name string) (uint32, error) {
+	if id, ok := w.syms.Lookup([]byte(name)); ok {
+		return id, nil
+	}
+	return w.addSymbol([]byte(name))
+}
+
+func (w *Writer) addSymbol(name []byte) (uint32, error) {
+	if w.closed {
+		return 0, ErrClosed
+	}
+	dir, err := w.pw.NewSymbol()
+	if err != nil {
+		return 0, err
+	}
+	id, err := w.syms.Append(name, dir)
+	if err != nil {
+		return 0, err
+	}
+	w.nsyms = uint32(w.syms.Len())
+	w.ctl.SetSyms(uint64(w.nsyms), w.syms.End())
+	// Publish the chunk allocator with the symbol, so a reader (or a
+	// restarted writer) never sees a symbol whose chunks are unpublished.
+	w.publish()
+	return id, nil
+}
+
+// SymbolName returns the name of symbol id.
+func (w *Writer) SymbolName(id uint32) string { return w.syms.Name(id) }
+
+// Stats is a snapshot of the writer's counters.
+type Stats struct {
+	Appended   uint64 // rows appended
+	Visible    uint64 // rows published
+	Durable    uint64 // rows durable
+	OutOfOrder uint64 // late rows rejected or restamped (since creation)
+	Symbols    int
+	RollStalls uint64        // rolls that waited for the preparer
+	StallTime  time.Duration // total wait at rolls
+	Flushes    uint64        // O_DIRECT writes
+	FlushBytes uint64
+	LagAlarms  uint64
+}
+
+// Stats returns the current counters.
+func (w *Writer) Stats() Stats {
+	return Stats{
+		Appended:   w.seq,
+		Visible:    w.ctl.Visible(),
+		Durable:    w.ctl.Durable(),
+		OutOfOrder: w.ctl.OutOfOrder() + w.ooo,
+		Symbols:    int(w.nsyms),
+		RollStalls: w.sh.rollStalls.Load(),
+		StallTime:  time.Duration(w.sh.stallNanos.Load()),
+		Flushes:    w.sh.flushes.Load(),
+		FlushBytes: w.sh.flushBytes.Load(),
+		LagAlarms:  w.sh.lagAlarms.Load(),
+	}
+}
+
+// roll moves the writer to the next segment: it publishes (a sealed
+// segment is always fully visible, so the flusher can finish it) and
+// switches to the live slot the preparer has made ready, waiting for it if
+// the preparer is behind.
+func (w *Writer) roll() error {
+	if err := w.fail.get(); err != nil {
+		return err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	w.publish()
+	n := w.seq >> w.shift
+	w.sh.curSeg.Store(n)
+	s := w.slots[n%uint64(len(w.slots))]
+	if s.ready.Load() != n+1 {
+		w.sh.rollStalls.Add(1)
+		start := time.Now()
+		for s.ready.Load() != n+1 {
+			if err := w.fail.get(); err != nil {
+				return err
+			}
+			w.prep.wake()
+			w.fl.wake()
+			time.Sleep(20 * time.Microsecond)
+		}
+		w.sh.stallNanos.Add(int64(time.Since(start)))
+	}
+	w.rows = s.rows
+	w.segBase = n << w.shift
+	w.segEnd = w.segBase + w.rps
+	w.prep.wake()
+	return nil
+}
+
+func (w *Writer) growTimeIndex(need uint64) error {
+	if err := w.ts.Grow(need + 1<<16); err != nil {
+		return err
+	}
+	w.tsCap = w.ts.Capacity()
+	return nil
+}
+
+func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + 4096) }
+
+// Close publishes, makes every row durable, checkpoints the index files,
+// removes the live slots from shared memory and releases the lock. The
+// table's files are then complete on disk.
+func (w *Writer) Close() error {
+	if w.closed {
+		return ErrClosed
+	}
+	w.publish()
+	w.prep.stop()
+	err := w.fl.waitDurable(w.seq)
+	w.closed = true
+	w.fl.stop()
+	if err == nil {
+		err = w.checkpoint(w.seq)
+	}
+	if err == nil {
+		err = w.removeLive()
+	}
+	if err == nil {
+		w.ctl.SetWriter(0, index.StateClosed)
+		err = w.ctl.Sync()
+	}
+	if e := w.closeFiles(); err == nil {
+		err = e
+	}
+	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
+	return err
+}
+
+// checkpoint makes the dictionary, time index and postings durable for rows
+// below visible and records that in the control file.
+func (w *Writer) checkpoint(visible uint64) error {
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	count := w.ctl.SymCount()
+	end := w.ctl.SymBytes()
+	if err := w.syms.SyncTo(end); err != nil {
+		return err
+	}
+	if err := w.ts.Sync(snap.Visible>>w.strideShft + 1); err != nil {
+		return err
+	}
+	if err := w.post.Sync(snap.NextChunk); err != nil {
+		return err
+	}
+	w.ctl.SetCheckpoint(index.Checkpoint{Seq: min(snap.Visible, visible), NextChunk: snap.NextChunk, SymCount: count})
+	return w.ctl.Sync()
+}
+
+func (w *Writer) removeLive() error {
+	for _, s := range w.slots {
+		w.ctl.SetSlot(s.i, 0, 0)
+	}
+	for _, s := range w.slots {
+		if s.b != nil {
+			store.Unmap(s.b)
+			s.b, s.rows = nil, nil
+		}
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (w *Writer) closeFiles() error {
+	var errs []error
+	for _, s := range w.slots {
+		if s != nil && s.b != nil {
+			errs = append(errs, store.Unmap(s.b))
+			s.b, s.rows = nil, nil
+		}
+	}
+	if w.post != nil {
+		errs = append(errs, w.post.Close())
+	}
+	if w.ts != nil {
+		errs = append(errs, w.ts.Close())
+	}
+	if w.syms != nil {
+		errs = append(errs, w.syms.Close())
+	}
+	if w.ctl != nil {
+		errs = append(errs, w.ctl.Close())
+	}
+	if w.lock != nil {
+		errs = append(errs, w.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+var _ = math.MinInt64

@@ -1,0 +1,241 @@
+package reader
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// VerifyReport says what Verify checked.
+type VerifyReport struct {
+	Rows        uint64 // published rows checked
+	Unpublished uint64 // rows published but neither live nor durable (a crash tail; not damage)
+	Segments    uint64
+	Symbols     int
+	TimeEntries uint64
+	Postings    uint64
+}
+
+// Verify checks table name read-only, without any lock, so it is safe while
+// a writer runs: file headers, the dictionary, every published row's check
+// word and ts order (in the live slot and, where durable, in the durable
+// file too), every time-index entry against its row, and every postings
+// entry against its row (each row in exactly one symbol's postings). It
+// returns the first damage as a *store.CorruptError (file and offset). A
+// tail left unpublished by a crash is not damage. progress, if not nil, is
+// called with rows checked so far.
+func Verify(db, name string, progress func(done, total uint64)) (VerifyReport, error) {
+	var rep VerifyReport
+	r, err := Open(db, name, nil)
+	if err != nil {
+		return rep, err
+	}
+	defer r.Close()
+	snap, err := r.ctl.Snapshot()
+	if err != nil {
+		return rep, err
+	}
+	rep.Symbols = r.syms.Len()
+	if err := r.checkCtl(snap); err != nil {
+		return rep, err
+	}
+	vis := snap.Visible
+	if d := r.ctl.Durable(); !r.liveAvailable(vis) && d < vis {
+		rep.Unpublished = vis - d
+		vis = d
+	}
+	if err := r.verifyRows(snap.FirstSeq, vis, &rep, progress); err != nil {
+		return rep, err
+	}
+	if err := r.verifyTimeIndex(snap.FirstSeq, vis, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.verifyPostings(snap, vis, &rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func (r *Reader) checkCtl(s index.Snap) error {
+	d, ds := r.ctl.Durable(), r.ctl.DurableSegs()
+	switch {
+	case s.FirstSeq > s.Visible:
+		return store.Corruptf(r.ctl.Path, 4120, "first row %d is past the published count %d", s.FirstSeq, s.Visible)
+	case d > s.Visible:
+		return store.Corruptf(r.ctl.Path, 4224, "durable count %d is past the published count %d", d, s.Visible)
+	case ds<<r.shift > d:
+		return store.Corruptf(r.ctl.Path, 4232, "%d durable segments hold more rows than the durable count %d", ds, d)
+	case !r.post.CoversChunks(s.NextChunk):
+		return store.Corruptf(r.post.Path(), int64(s.NextChunk)*store.BlockSize, "published chunk count %d is past the end of the file", s.NextChunk)
+	}
+	return nil
+}
+
+// liveAvailable reports whether the segment holding the last published row
+// has a live copy (otherwise rows past Durable cannot be read).
+func (r *Reader) liveAvailable(vis uint64) bool {
+	if vis == 0 {
+		return true
+	}
+	n := (vis - 1) >> r.shift
+	if n < r.ctl.DurableSegs() {
+		return true
+	}
+	gen, seg := r.ctl.Slot(int(n % uint64(len(r.slots))))
+	if gen == 0 || seg != n {
+		return false
+	}
+	_, err := r.attachSlot(int(n%uint64(len(r.slots))), gen, n)
+	return err == nil
+}
+
+func (r *Reader) rowPlace(seq uint64) (string, int64) {
+	n := seq >> r.shift
+	off := int64(store.BlockSize + (seq&r.mask)*r.rowSize)
+	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive {
+		return filepath.Join(r.liveDir, store.SlotName(r.segs[n].slot)), off
+	}
+	return store.SegPath(r.dir, n), off
+}
+
+func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(done, total uint64)) error {
+	prev := int64(-1 << 63)
+	nsym := uint32(r.syms.Len())
+	lastSeg := ^uint64(0)
+	for seq := first; seq < vis; seq++ {
+		row, err := r.Get(seq)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", seq, err)
+		}
+		if n := seq >> r.shift; n != lastSeg {
+			lastSeg = n
+			rep.Segments++
+			if err := r.verifyDurableCopy(n, vis); err != nil {
+				return err
+			}
+		}
+		if !store.Valid(seq, row) {
+			path, off := r.rowPlace(seq)
+			return store.Corruptf(path, off, "row %d fails its check", seq)
+		}
+		ts := row.Ts()
+		if ts < prev {
+			path, off := r.rowPlace(seq)
+			return store.Corruptf(path, off, "row %d has ts %d, before the previous row's %d", seq, ts, prev)
+		}
+		prev = ts
+		if r.symOff >= 0 {
+			if id := le.Uint32(row[r.symOff:]); id >= nsym {
+				if r.refreshSymbols(); id >= uint32(r.syms.Len()) {
+					path, off := r.rowPlace(seq)
+					return store.Corruptf(path, off+int64(r.symOff), "row %d names symbol %d, the dictionary has %d", seq, id, r.syms.Len())
+				}
+				nsym = uint32(r.syms.Len())
+			}
+		}
+		rep.Rows++
+		if progress != nil && rep.Rows&(1<<20-1) == 0 {
+			progress(rep.Rows, vis-first)
+		}
+	}
+	if progress != nil {
+		progress(rep.Rows, vis-first)
+	}
+	return nil
+}
+
+// verifyDurableCopy checks the durable file of a segment that is read from
+// its live slot: every row below the durable count must check out there
+// too, since that copy is what survives a machine restart.
+func (r *Reader) verifyDurableCopy(n, vis uint64) error {
+	v := &r.segs[n]
+	if v.kind != viewLive {
+		return nil
+	}
+	base := n << r.shift
+	d := min(r.ctl.Durable(), vis, base+r.mask+1)
+	if d <= base {
+		return nil
+	}
+	var dv segView
+	if err := r.mapDurable(&dv, n, viewPartial); err != nil {
+		return err
+	}
+	defer store.Unmap(dv.file)
+	for seq := base; seq < d; seq++ {
+		off := (seq - base) * r.rowSize
+		if !store.Valid(seq, dv.rows[off:off+r.rowSize]) {
+			return store.Corruptf(dv.path, int64(store.BlockSize+off), "row %d fails its check", seq)
+		}
+	}
+	return nil
+}
+
+func (r *Reader) verifyTimeIndex(first, vis uint64, rep *VerifyReport) error {
+	if vis == 0 {
+		return nil
+	}
+	kmax := (vis - 1) >> r.sshift
+	if !r.ts.Covers(kmax + 1) {
+		return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	}
+	for k := (first + 1<<r.sshift - 1) >> r.sshift; k <= kmax; k++ {
+		seq := k << r.sshift
+		row, err := r.Get(seq)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", seq, err)
+		}
+		if got := r.ts.At(k); got != row.Ts() {
+			return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "entry %d is %d, row %d has ts %d", k, got, seq, row.Ts())
+		}
+		rep.TimeEntries++
+	}
+	return nil
+}
+
+func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) error {
+	if r.symOff < 0 {
+		return nil
+	}
+	var chunks []uint64
+	var total uint64
+	for id := 0; id < r.syms.Len(); id++ {
+		var err error
+		chunks, err = r.post.DataChunks(chunks[:0], r.syms.Dir(uint32(id)), s.NextChunk)
+		if err != nil {
+			return err
+		}
+		prev := uint64(0)
+		for _, c := range chunks {
+			for i := 0; i < index.ChunkWords; i++ {
+				e := r.post.Word(c, i)
+				off := int64(c)*store.BlockSize + int64(i)*8
+				if e == 0 || e-1 >= vis {
+					break
+				}
+				if e <= prev {
+					return store.Corruptf(r.post.Path(), off, "symbol %d: entry for row %d after row %d", id, e-1, prev-1)
+				}
+				prev = e
+				if e-1 < s.FirstSeq {
+					continue
+				}
+				row, err := r.Get(e - 1)
+				if err != nil {
+					return fmt.Errorf("row %d: %w", e-1, err)
+				}
+				if got := le.Uint32(row[r.symOff:]); got != uint32(id) {
+					return store.Corruptf(r.post.Path(), off, "symbol %d lists row %d, which has symbol %d", id, e-1, got)
+				}
+				total++
+			}
+		}
+	}
+	rep.Postings = total
+	if want := vis - s.FirstSeq; total != want {
+		return store.Corruptf(r.post.Path(), 0, "postings list %d rows, %d are published", total, want)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package reader_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// writeTicks writes n rows over 3 symbols into db/name with tiny segments
+// (128 rows) and returns the open writer.
+func writeTicks(t *testing.T, db, live, name string, n int) *writer.Writer {
+	t.Helper()
+	s := store.TickSchema()
+	w, err := writer.Open(db, name, &writer.Options{Schema: s, SegmentSize: 4096, LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	symc, _ := s.Col("sym")
+	size, _ := s.Col("size")
+	var ids []uint32
+	for _, name := range []string{"AAA", "BBB", "CCC"} {
+		id, err := w.SymbolString(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	row := s.NewRow()
+	for i := 0; i < n; i++ {
+		row.SetTs(int64(i / 2))
+		row.SetSym(symc, ids[i%len(ids)])
+		row.SetI64(size, int64(i))
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestVerifyCleanWhileWriterOpen(t *testing.T) {
+	db, live := testutil.DB(t)
+	w := writeTicks(t, db, live, "t", 1000)
+	rep, err := reader.Verify(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows != 1000 || rep.Postings != 1000 || rep.Symbols != 3 || rep.TimeEntries != (1000+63)/64 {
+		t.Fatalf("report %+v", rep)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = reader.Verify(db, "t", nil); err != nil || rep.Rows != 1000 {
+		t.Fatalf("after close: %+v %v", rep, err)
+	}
+}
+
+func TestVerifyFindsFlippedByte(t *testing.T) {
+	db, live := testutil.DB(t)
+	w := writeTicks(t, db, live, "t", 1000)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Row 300 is row 44 of segment 2 (128 rows per segment).
+	path := store.SegPath(db+"/t", 2)
+	off := int64(store.BlockSize + 44*32 + 9)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte{0}
+	f.ReadAt(b, off)
+	b[0] ^= 0x10
+	f.WriteAt(b, off)
+	f.Close()
+	_, err = reader.Verify(db, "t", nil)
+	var ce *store.CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("want CorruptError, got %v", err)
+	}
+	if ce.Path != path || ce.Offset != off-9 {
+		t.Fatalf("got %s at %d, want %s at %d", ce.Path, ce.Offset, path, off-9)
+	}
+}

@@ -1,0 +1,26 @@
+// Package reader reads tickdb tables, in the writer's process or any other,
+// without locks: get a row by sequence number in O(1), seek by time in
+// O(log n), iterate a time range (optionally one symbol, at a cost
+// proportional to that symbol's rows) without copying, tail new rows with a
+// choice of idle strategy, and verify a table read-only.
+//
+// # Concurrency
+//
+// A Reader is for one goroutine; open one per goroutine or process. Readers
+// never block the writer and never see a torn or unpublished row: they load
+// the published count with an acquire load (or the seqlock for multi-word
+// state) and only then read rows below it.
+//
+// # Durability
+//
+// Readers see what is published, durable or not. Durable reports how much
+// of it is on disk.
+//
+// # Caveats
+//
+// Rows are views into read-only mappings. A row of a sealed durable segment
+// stays valid until Close; a row read from a live slot stays valid until the
+// writer recycles the slot (LiveSlots-1 segments later); ReadRow copies with
+// a recycle check. Rows of durable segments are validated (check word) the
+// first time each 4 KiB block is read.
+package reader

@@ -1,0 +1,43 @@
+// Package writer is a table's single, pinned writer: it appends fixed-width
+// rows into a live segment in shared memory, publishes them through the
+// control file's seqlock, and makes them durable with O_DIRECT in the
+// background.
+//
+// Three goroutines work for one Writer:
+//
+//   - the caller's goroutine (pinned with Pin: locked to its OS thread,
+//     optionally to a CPU and SCHED_FIFO) runs Append, AppendBatch, Publish,
+//     Symbol and Sync. Appends copy a row into the mapped live slot, write its
+//     check word, a time-index entry every stride and a postings entry; they
+//     allocate nothing and do no system call.
+//   - the preparer keeps the next live slot ready: it waits until the slot's
+//     previous segment is durable, re-labels it (new generation), creates
+//     the next durable segment file and grows the index files, so a segment
+//     roll costs the writer a pointer swap.
+//   - the flusher copies newly published rows out of the live slot into an
+//     aligned buffer and writes them with one pwrite to the durable segment
+//     file (O_DIRECT|O_DSYNC), then publishes the durable count.
+//
+// # Concurrency
+//
+// One Writer per table across all processes: Open takes an flock on the
+// table's LOCK file and fails at once with a *LockedError naming the
+// holder's pid. The methods that append must be called from one goroutine at
+// a time; Stats is safe from any goroutine.
+//
+// # Durability
+//
+// Publish makes rows visible, not durable. Sync returns when every row
+// appended before it is durable. With FlushInterval (default) rows become
+// durable within about FlushInterval of being published. If the process is
+// killed, published rows survive in shared memory and the next Open
+// continues from them; if the machine restarts, rows up to the last durable
+// count survive and a torn tail is cut (docs/FORMAT.md §9).
+//
+// # Caveats
+//
+// Shared memory use is bounded: LiveSlots × segment file size per table.
+// When appends outrun the disk for longer than LiveSlots-1 segments, the
+// writer waits at the segment roll (counted in Stats); set MaxLag with
+// LagAlarm or LagBlock to act earlier.
+package writer

@@ -79,15 +79,19 @@ func (p *preparer) step() error {
 	if err != nil {
 		return nil // writer mid-publish; next tick
 	}
+	// Growth is proportional (a quarter more) so small tables stay small
+	// and large ones grow rarely.
 	need := ((cur+2)<<w.shift)>>w.strideShft + 1
 	if w.ts.Capacity() < need {
-		if err := w.ts.Grow(need + 1<<16); err != nil {
+		if err := w.ts.Grow(need + need/4 + 4096); err != nil {
 			return err
 		}
 	}
-	chunks := snap.NextChunk + 2*(w.rps/index.ChunkWords) + 4096
+	// A segment of rows needs at most one chunk per 512 rows plus one
+	// partial chunk per symbol (and a directory now and then).
+	chunks := snap.NextChunk + 2*(w.rps/index.ChunkWords) + 2*uint64(w.ctl.SymCount()) + 64
 	if w.post.Chunks() < chunks {
-		if err := w.post.Grow(chunks + 4096); err != nil {
+		if err := w.post.Grow(chunks + chunks/4); err != nil {
 			return err
 		}
 	}

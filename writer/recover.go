@@ -242,7 +242,7 @@ func (w *Writer) reindex(from, to uint64) error {
 			if seq&w.strideMask == 0 {
 				k := seq >> w.strideShft
 				if k >= w.ts.Capacity() {
-					if err := w.ts.Grow(k + 1<<16); err != nil {
+					if err := w.ts.Grow(k + k/4 + 4096); err != nil {
 						store.Unmap(b)
 						return err
 					}

@@ -442,14 +442,14 @@ func (w *Writer) roll() error {
 }
 
 func (w *Writer) growTimeIndex(need uint64) error {
-	if err := w.ts.Grow(need + 1<<16); err != nil {
+	if err := w.ts.Grow(need + need/4 + 4096); err != nil {
 		return err
 	}
 	w.tsCap = w.ts.Capacity()
 	return nil
 }
 
-func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + 4096) }
+func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + need/4 + 256) }
 
 // Close publishes, makes every row durable, checkpoints the index files,
 // removes the live slots from shared memory and releases the lock. The

@@ -241,6 +241,12 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The count can only go down when a writer recovered from the durable
+	// files after losing its live copy; that also changed the slot
+	// generations, which is what sent us here. Re-check against it.
+	if r.visible = r.ctl.Visible(); seq >= r.visible {
+		return nil, ErrNotVisible
+	}
 	off := (seq & r.mask) * r.rowSize
 	switch v.kind {
 	case viewDurable:

@@ -167,6 +167,7 @@ func (f *flusher) flushTo(limit uint64) error {
 			f.symSync = se
 		}
 		f.durable = end
+		w.ctl.SetFlushes(w.sh.flushes.Load())
 		w.ctl.SetDurable(end)
 		if end == base+w.rps {
 			f.closeFd()

@@ -150,12 +150,17 @@ func defaultLiveRoot() string {
 	return ""
 }
 
+// liveDirFor returns the live directory as an absolute path: it is recorded
+// in ctl for readers in other processes, whose working directory differs.
 func liveDirFor(o *Options, tableDir string, tableID [16]byte) string {
+	dir := filepath.Join(tableDir, "live")
 	if o.LiveDir != "" {
-		return o.LiveDir
+		dir = o.LiveDir
+	} else if root := defaultLiveRoot(); root != "" {
+		dir = filepath.Join(root, fmt.Sprintf("%x", tableID))
 	}
-	if root := defaultLiveRoot(); root != "" {
-		return filepath.Join(root, fmt.Sprintf("%x", tableID))
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
-	return filepath.Join(tableDir, "live")
+	return dir
 }

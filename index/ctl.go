@@ -214,10 +214,31 @@ type Snap struct {
 	NextChunk uint64
 }
 
+// Snapshot retry bounds. A writer thread preempted between the two halves
+// of Publish holds the lock word odd for as long as the OS keeps it off the
+// CPU, which on a busy machine is milliseconds: that is not an error (the
+// writer's own flusher reads this snapshot, and failing there stops the
+// writer). Only a writer that died mid-publish holds it odd for good.
+const (
+	snapSpins    = 1000                   // tight retries first
+	snapPatience = 100 * time.Millisecond // then sleeping retries, this long
+)
+
 // Snapshot reads the seqlock-published state: load the lock word, copy, and
-// re-check; retried a bounded number of times (ErrBusy after that).
+// re-check; retried in a tight loop, then with short sleeps (which leave
+// the CPU to a preempted writer) for up to snapPatience, and ErrBusy after
+// that.
 func (c *Ctl) Snapshot() (Snap, error) {
-	for i := 0; i < 1000; i++ {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		if i >= snapSpins {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(snapPatience)
+			} else if time.Now().After(deadline) {
+				return Snap{}, ErrBusy
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
 		s1 := store.LoadAcquire64(c.b, offSeqlock)
 		if s1&1 != 0 {
 			continue
@@ -232,7 +253,6 @@ func (c *Ctl) Snapshot() (Snap, error) {
 			return s, nil
 		}
 	}
-	return Snap{}, ErrBusy
 }
 
 // Publish stores s under the seqlock: mark odd, store the words (visible

@@ -21,9 +21,6 @@ type preparer struct {
 	donec chan struct{}
 }
 
-// prepareAhead is how many segments past the current one are prepared.
-const prepareAhead = 1
-
 func newPreparer(w *Writer) *preparer {
 	return &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
 }
@@ -61,8 +58,11 @@ func (p *preparer) run() {
 
 func (p *preparer) step() error {
 	w := p.w
+	// As many segments ahead as there are slots to hold them: each one
+	// waits only for its slot's previous segment to be durable, so with
+	// small segments the writer is not left waiting for file creation.
 	cur := w.sh.curSeg.Load()
-	for seg := cur; seg <= cur+prepareAhead; seg++ {
+	for seg := cur; seg < cur+uint64(len(w.slots)); seg++ {
 		if ok, err := p.prepare(seg); err != nil || !ok {
 			return err
 		}

@@ -34,7 +34,7 @@ type Reader struct {
 	post    *index.Postings
 	syms    *index.Symbols
 	schema  *store.Schema
-	liveDir string
+	liveDir string // Options.LiveDir, or "" to follow the one in ctl
 	shift   uint
 	mask    uint64
 	rowSize uint64
@@ -104,7 +104,6 @@ func (r *Reader) open(opts *Options) error {
 	if r.post, err = index.OpenPostings(filepath.Join(r.dir, store.PostName), c.TableID, false); err != nil {
 		return err
 	}
-	r.liveDir = c.LiveDir()
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
 	}
@@ -310,7 +309,7 @@ func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, error) {
 		m.gen = gen
 		return m.b, nil
 	}
-	path := filepath.Join(r.liveDir, store.SlotName(i))
+	path := filepath.Join(r.liveDirPath(), store.SlotName(i))
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -335,6 +334,17 @@ func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, error) {
 	store.Unmap(m.b)
 	m.b, m.gen = b, gen
 	return b, nil
+}
+
+// liveDirPath is where the live slots are: the writer records its live
+// directory in ctl when it opens the table, which can be after this reader
+// opened it (a table just created, a writer restarted with another live
+// directory), so it is read from ctl at each attach, unless overridden.
+func (r *Reader) liveDirPath() string {
+	if r.liveDir != "" {
+		return r.liveDir
+	}
+	return r.ctl.LiveDir()
 }
 
 func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {

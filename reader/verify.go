@@ -95,7 +95,7 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 	n := seq >> r.shift
 	off := int64(store.BlockSize + (seq&r.mask)*r.rowSize)
 	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive {
-		return filepath.Join(r.liveDir, store.SlotName(r.segs[n].slot)), off
+		return filepath.Join(r.liveDirPath(), store.SlotName(r.segs[n].slot)), off
 	}
 	return store.SegPath(r.dir, n), off
 }

@@ -63,8 +63,16 @@ func (p *preparer) step() error {
 	// small segments the writer is not left waiting for file creation.
 	cur := w.sh.curSeg.Load()
 	for seg := cur; seg < cur+uint64(len(w.slots)); seg++ {
-		if ok, err := p.prepare(seg); err != nil || !ok {
+		ok, err := p.prepare(seg)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			// Its slot still holds a segment that is not durable. Go on:
+			// the index files must grow ahead of the writer even then
+			// (when the writer outruns the flusher, that is always),
+			// or the writer grows them itself, in the append path.
+			break
 		}
 	}
 	// Pre-fault slots that were made on the open path.

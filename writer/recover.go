@@ -102,6 +102,12 @@ func (w *Writer) unmapSlots() {
 
 func (w *Writer) recoverCold(boot [16]byte) error {
 	c := w.ctl
+	// Until this recovery has published its result, the live slots and the
+	// published words disagree (a slot is made for the recovered count
+	// while visible still holds the old one): a writer that dies here must
+	// leave a table the next writer recovers cold again, never warm. The
+	// state word says so; recover sets it open once this returns.
+	c.SetWriter(os.Getpid(), index.StateClosed)
 	w.unmapSlots()
 	for _, s := range w.slots {
 		c.SetSlot(s.i, 0, 0)
@@ -123,6 +129,9 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	}
 	ck := c.Checkpoint()
 	from := min(ck.Seq, seq)
+	if err := w.publishCheckpoint(from, ck); err != nil {
+		return err
+	}
 	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk); err != nil {
 		return err
 	}
@@ -166,6 +175,52 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	}
 	w.log.Info("writer: recovered from durable files", "table", w.name, "rows", seq, "was_durable", d, "reindexed", seq-from)
 	return nil
+}
+
+// publishCheckpoint publishes the state the index files are trusted for,
+// rows below from (at most the last checkpoint), before recoverCold
+// rebuilds the postings past it. Reset clears the postings entries of rows
+// from `from` on and reindex writes them again: readers must not be shown
+// those rows meanwhile (a RangeSym would silently miss some), and a writer
+// that dies in between must leave a table whose published words agree with
+// its index files. The rows past from are still in the durable files; the
+// scan finds them again and recoverCold publishes them when it is done.
+// The durable words go down first, so that durable never exceeds visible.
+func (w *Writer) publishCheckpoint(from uint64, ck index.Checkpoint) error {
+	c := w.ctl
+	old := c.RawSnap()
+	if from >= old.Visible {
+		return nil
+	}
+	lastTs := int64(math.MinInt64)
+	if from > 0 {
+		n := (from - 1) >> w.shift
+		b, err := w.mapDurable(n)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
+		}
+		off := store.BlockSize + ((from-1)-n<<w.shift)*w.rowSize
+		lastTs = int64(le64(b[off:]))
+		store.Unmap(b)
+	}
+	// Symbols whose postings start past the checkpoint are not covered by it.
+	dirs := w.syms.Dirs()
+	nsym := 0
+	for nsym < len(dirs) && nsym < int(c.SymCount()) && dirs[nsym] < ck.NextChunk {
+		nsym++
+	}
+	end := uint64(store.BlockSize)
+	for id := 0; id < nsym; id++ {
+		end += uint64(store.SymEntrySize(len(w.syms.Name(uint32(id)))))
+	}
+	c.SetDurableSegs(min(c.DurableSegs(), from>>w.shift))
+	c.SetDurable(min(c.Durable(), from))
+	c.SetSyms(uint64(nsym), end)
+	c.Publish(index.Snap{Visible: from, LastTs: lastTs, FirstSeq: old.FirstSeq, NextChunk: min(old.NextChunk, ck.NextChunk)})
+	return c.Sync()
 }
 
 // scanDurable returns the count of rows that check out in the durable

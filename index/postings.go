@@ -64,22 +64,35 @@ func (p *Postings) DataChunks(dst []uint64, dir, nextChunk uint64) ([]uint64, er
 	if !p.CoversChunks(nextChunk) {
 		return dst, store.Corruptf(p.m.Path, int64(nextChunk)*store.BlockSize, "published chunk count %d is past the end of the file", nextChunk)
 	}
+	// Chunks are allocated in increasing order, so a symbol's chain (a
+	// directory, its data chunks, the next directory, ...) goes strictly
+	// forward: a link that does not is damage, and the walk is bounded by
+	// nextChunk (a cycle would otherwise append without end).
+	var prev, prevDir uint64
 	for hops := 0; dir != 0; hops++ {
-		if dir >= nextChunk || hops > 1<<24 {
-			if dir >= nextChunk && hops > 0 {
+		if dir >= nextChunk {
+			if hops > 0 {
 				return dst, nil // next directory not yet published
 			}
 			return dst, store.Corruptf(p.m.Path, int64(dir)*store.BlockSize, "directory chunk %d out of range (next chunk %d)", dir, nextChunk)
 		}
+		if dir <= prev {
+			return dst, store.Corruptf(p.m.Path, int64(prevDir)*store.BlockSize, "directory chunk %d links back to %d", prevDir, dir)
+		}
 		base := dir * ChunkWords
+		prev = dir
 		for i := 1; i < ChunkWords; i++ {
 			c := p.w[base+uint64(i)]
 			if c == 0 || c >= nextChunk {
 				return dst, nil
 			}
+			if c <= prev {
+				return dst, store.Corruptf(p.m.Path, int64(base+uint64(i))*8, "directory chunk %d slot %d: data chunk %d is not after %d", dir, i, c, prev)
+			}
+			prev = c
 			dst = append(dst, c)
 		}
-		dir = p.w[base]
+		prevDir, dir = dir, p.w[base]
 	}
 	return dst, nil
 }
@@ -216,8 +229,11 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 			continue
 		}
 		// Cut directory links and slots that point at untrusted chunks.
+		// Directories are allocated in increasing order, so the chain
+		// left behind goes strictly forward below limit, and every walk
+		// of it below ends.
 		dir := first
-		for hops := 0; ; hops++ {
+		for {
 			for i := 1; i < ChunkWords; i++ {
 				if c := w[dir*ChunkWords+uint64(i)]; c >= limit {
 					clear(w[dir*ChunkWords+uint64(i) : (dir+1)*ChunkWords])
@@ -229,7 +245,13 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 			if nx == 0 {
 				break
 			}
-			if nx >= limit || hops > 1<<24 {
+			// Only a full directory is linked (nextData); readers follow
+			// no other link, so one out of a partial directory is cut.
+			full := w[(dir+1)*ChunkWords-1] != 0
+			if full && nx <= dir {
+				return store.Corruptf(pw.p.m.Path, int64(dir)*store.BlockSize, "symbol %d: directory chunk %d links back to %d", id, dir, nx)
+			}
+			if !full || nx >= limit {
 				w[dir*ChunkWords] = 0
 				break
 			}
@@ -256,16 +278,21 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 		// Re-walk the directories to drop the slots of chunks after keep.
 		s := symPost{}
 		dir, pos := first, 0
-		for hops := 0; dir != 0; hops++ {
+		for dir != 0 {
+			partial := false
 			for i := 1; i < ChunkWords; i++ {
 				c := w[dir*ChunkWords+uint64(i)]
 				if c == 0 {
+					partial = true // DataChunks stops here too
 					break
 				}
 				switch {
 				case pos < keep:
 				case pos == keep:
 					clear(w[c*ChunkWords+uint64(fill) : (c+1)*ChunkWords])
+					// Later slots and the link are dropped (stray ones too).
+					clear(w[dir*ChunkWords+uint64(i)+1 : (dir+1)*ChunkWords])
+					w[dir*ChunkWords] = 0
 					s = symPost{dir: dir, slot: i + 1, at: c*ChunkWords + uint64(fill)}
 				default:
 					w[dir*ChunkWords+uint64(i)] = 0
@@ -273,18 +300,20 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 				pos++
 			}
 			nx := w[dir*ChunkWords]
-			if pos > keep && nx != 0 {
+			if (pos > keep || partial) && nx != 0 {
 				w[dir*ChunkWords] = 0
 				break
 			}
 			dir = nx
 		}
 		if s.dir == 0 {
-			// No data chunk at all (its slot was past limit): give it one.
+			// No data chunk at all (its slot was past limit): give it one
+			// in a directory cleared of whatever was left.
 			c, err := pw.alloc()
 			if err != nil {
 				return err
 			}
+			clear(w[first*ChunkWords : (first+1)*ChunkWords])
 			w[first*ChunkWords+1] = c
 			s = symPost{dir: first, slot: 2, at: c * ChunkWords}
 		}

@@ -163,3 +163,14 @@ func (s *Symbols) Sync() error { return s.m.sync(int64(s.end)) }
 // SyncTo writes the dictionary back up to file offset end. It touches only
 // the mapping, so the flusher may call it while the writer appends entries.
 func (s *Symbols) SyncTo(end uint64) error { return s.m.sync(int64(end)) }
+
+// ClearTail zeroes the bytes after the last decoded entry, up to the size
+// of the largest possible entry: a writer that died between writing an
+// entry and publishing it leaves one there, with a valid check, naming a
+// postings chunk that a later writer may reuse. Writer only (recovery).
+func (s *Symbols) ClearTail() {
+	end := min(s.end+uint64(store.SymEntrySize(store.MaxSymLen)), uint64(s.m.size.Load()))
+	if s.end < end {
+		clear(s.m.b[s.end:end])
+	}
+}

@@ -59,7 +59,34 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 			b = m
 		}
 	}
+	// The time index is not checksummed; it only steered the search. The
+	// rows around the answer passed their checks, so they prove it: if
+	// they disagree, the index entry the search trusted last is damaged
+	// (entry lo said ts >= t, or entry lo-1 said ts < t, for its row).
+	if a > first {
+		row, err := r.Get(a - 1)
+		if err != nil {
+			return 0, err
+		}
+		if row.Ts() >= t {
+			return 0, r.badTimeEntry(lo-1, row.Ts())
+		}
+	}
+	if a < vis {
+		row, err := r.Get(a)
+		if err != nil {
+			return 0, err
+		}
+		if row.Ts() < t {
+			return 0, r.badTimeEntry(lo, row.Ts())
+		}
+	}
 	return a, nil
+}
+
+func (r *Reader) badTimeEntry(k uint64, rowTs int64) error {
+	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has ts %d",
+		k, r.ts.At(k), k<<r.sshift, rowTs)
 }
 
 // Iter walks rows in sequence (= time) order. Reuse one Iter across
@@ -77,6 +104,12 @@ type Iter struct {
 	row    store.Row
 	cur    uint64
 	err    error
+	// All-rows mode: rows [runSeq, runEnd) are final (see finalRun) and lie
+	// in run, rs bytes each, so Next hands them out without a Get.
+	run    []byte
+	runSeq uint64
+	runEnd uint64
+	rs     uint64
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -180,6 +213,17 @@ func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error)
 
 // Next advances to the next row; false at the end or on error (see Err).
 func (it *Iter) Next() bool {
+	// Fast path: the next row of a run of final rows (runEnd is 0 outside
+	// all-rows mode, and never past end).
+	if s := it.seq; s < it.runEnd && !it.r.closed {
+		off := (s - it.runSeq) * it.rs
+		it.row, it.cur, it.seq = it.run[off:off+it.rs], s, s+1
+		return true
+	}
+	return it.next()
+}
+
+func (it *Iter) next() bool {
 	if it.err != nil {
 		return false
 	}
@@ -203,6 +247,10 @@ func (it *Iter) Next() bool {
 		it.err = err
 		return false
 	}
+	if !it.sym {
+		it.run, it.runSeq, it.runEnd = it.r.finalRun(seq, it.end)
+		it.rs = it.r.rowSize
+	}
 	if it.sym {
 		// The postings and the row must agree: a mismatch is damage.
 		if id := le.Uint32(row[it.r.symOff:]); id != it.id {
@@ -213,6 +261,39 @@ func (it *Iter) Next() bool {
 	it.seq++
 	it.row, it.cur = row, seq
 	return true
+}
+
+// finalRun returns the rows after seq, up to end, that are final: the
+// rest of the rows that start in seq's 4 KiB block, when seq's segment is
+// sealed and read from its durable file and that block has passed its
+// check (Get has just validated it or found it validated). Neither those
+// bytes nor their mapping change until Close, so a scan can skip Get for
+// them. Rows of a live slot are left to Get, which checks the slot's
+// generation for each one, and so are rows of an unsealed segment's
+// durable file, whose mapping Get replaces when the segment is sealed. The
+// run is empty otherwise.
+func (r *Reader) finalRun(seq, end uint64) (run []byte, first, stop uint64) {
+	n := seq >> r.shift
+	if n >= uint64(len(r.segs)) {
+		return nil, 0, 0
+	}
+	v := &r.segs[n]
+	if v.kind != viewDurable {
+		return nil, 0, 0
+	}
+	i := seq & r.mask
+	blk := i * r.rowSize >> 12
+	if v.valid[blk>>6]&(1<<(blk&63)) == 0 {
+		return nil, 0, 0
+	}
+	// The rows that start in the block: the ones its check covered.
+	last := min(((blk+1)*store.BlockSize+r.rowSize-1)/r.rowSize, r.mask+1)
+	first = seq + 1
+	stop = min(n<<r.shift+last, end)
+	if first >= stop {
+		return nil, 0, 0
+	}
+	return v.rows[(i+1)*r.rowSize : last*r.rowSize], first, stop
 }
 
 // Row is the current row.

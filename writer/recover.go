@@ -51,7 +51,11 @@ func (w *Writer) tryWarm(snap index.Snap, boot [16]byte) (bool, error) {
 	}
 	for _, s := range w.slots {
 		if gen, seg := c.Slot(s.i); gen != 0 {
-			_ = w.attachSlotFile(s, gen, seg) // a slot that fails is simply not warm
+			if w.attachSlotFile(s, gen, seg) != nil {
+				// Not usable (a writer died while assigning it): no reader
+				// may pair this entry with the file made in its place.
+				c.SetSlot(s.i, 0, 0)
+			}
 		}
 	}
 	v, d := snap.Visible, c.Durable()
@@ -67,6 +71,7 @@ func (w *Writer) tryWarm(snap index.Snap, boot [16]byte) (bool, error) {
 	if err := w.pw.Reset(w.syms.Dirs(), v, snap.NextChunk); err != nil {
 		return false, err
 	}
+	w.syms.ClearTail()
 	w.nsyms = uint32(w.syms.Len())
 	w.seq, w.lastTs = v, snap.LastTs
 	if v == 0 {
@@ -121,6 +126,18 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	c.SetBootID(boot)
 
 	nsym := w.syms.Scan()
+	// An entry made after the checkpoint names a directory chunk allocated
+	// after it; one that does not is a stale, never published entry whose
+	// chunk was reused: the dictionary ends before it.
+	ck0 := c.Checkpoint()
+	for id := int(ck0.SymCount); id < nsym; id++ {
+		if w.syms.Dir(uint32(id)) < ck0.NextChunk {
+			w.syms.Truncate(id)
+			nsym = id
+			break
+		}
+	}
+	w.syms.ClearTail()
 	w.nsyms = uint32(nsym)
 	d := c.Durable()
 	seq, lastTs, err := w.scanDurable(d, uint32(nsym))

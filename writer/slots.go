@@ -17,7 +17,12 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {
 		return fmt.Errorf("writer: live dir: %w", err)
 	}
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	// A new inode, never the old one truncated: a reader may still map a
+	// file left here by an earlier writer and must keep its bytes.
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("writer: replace live slot: %w", err)
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("writer: create live slot: %w", err)
 	}

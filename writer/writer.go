@@ -205,6 +205,9 @@ func (w *Writer) NewRow() store.Row { return w.schema.NewRow() }
 // next Publish. It allocates nothing and never waits for I/O; it waits only
 // at a segment roll when the preparer is behind (counted in Stats).
 func (w *Writer) Append(row store.Row) (uint64, error) {
+	if w.closed {
+		return 0, ErrClosed // the live slot is unmapped: never touch it
+	}
 	if uint64(len(row)) != w.rowSize {
 		return 0, ErrRowSize
 	}
@@ -266,6 +269,9 @@ func (w *Writer) append(row []byte) (uint64, error) {
 // rows before the failing one are stored (n says how many) and the rest are
 // not.
 func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
+	if w.closed {
+		return w.seq, 0, ErrClosed
+	}
 	rs := int(w.rowSize)
 	if len(rows)%rs != 0 {
 		return w.seq, 0, ErrRowSize
@@ -286,6 +292,12 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 // durable lag is over MaxLag.
 func (w *Writer) Publish() {
 	if w.seq == w.published {
+		if w.ooo != 0 {
+			// Only rejected rows since the last publish: the counter
+			// still has to reach readers.
+			w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
+			w.ooo = 0
+		}
 		return
 	}
 	w.publish()
@@ -310,6 +322,16 @@ func (w *Writer) checkLag() {
 	}
 	w.sh.lagAlarms.Add(1)
 	if w.opts.LagPolicy == LagBlock {
+		// Under FlushOnSync and FlushNone the flusher writes only sealed
+		// segments unless asked for more: ask for the rows this waits on,
+		// or the wait never ends.
+		target := w.seq - w.opts.MaxLag/2
+		for {
+			want := w.sh.syncWant.Load()
+			if want >= target || w.sh.syncWant.CompareAndSwap(want, target) {
+				break
+			}
+		}
 		w.fl.wake()
 		for w.seq-w.ctl.Durable() > w.opts.MaxLag/2 && w.fail.get() == nil {
 			time.Sleep(50 * time.Microsecond)

@@ -491,3 +491,41 @@ func TestPythonReader(t *testing.T) {
 		t.Errorf("python on a damaged row: %v, stderr %q; want an error containing %q", err, stderr, wantMsg)
 	}
 }
+
+// TestPythonReaderAfterReopen: a writer that reopens a closed table puts
+// only the block it appends to in its new live slot (the slot header's
+// liveFrom); the rows of that segment before it must come from the durable
+// file. Python must read every row right while the reopened writer is open.
+func TestPythonReaderAfterReopen(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table = "ticks"
+	opts := &writer.Options{Schema: pySchema, SegmentSize: 64 << 10, LiveDir: live}
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ticks := genTicks(3000, ids)
+	row := w.NewRow()
+	appendTicks(t, w, row, ticks, 0, 1500)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = writer.Open(db, table, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	appendTicks(t, w, row, ticks, 1500, 1600)
+	w.Publish()
+	sum, rows := runPython(t, py, db, table)
+	if sum.Count != 1600 || sum.Unavailable != 0 {
+		t.Fatalf("python summary %+v, want 1600 rows", sum)
+	}
+	checkRows(t, rows, ticks)
+}

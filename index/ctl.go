@@ -59,6 +59,9 @@ const (
 const (
 	StateClosed = 0 // no writer, or the last one closed cleanly
 	StateOpen   = 1 // a writer has the table open (or died with it open)
+	// StateRecovering: a writer is recovering from the durable files (or
+	// died doing so); the next one recovers that way again.
+	StateRecovering = 2
 )
 
 // ErrBusy is returned when a seqlock read keeps seeing a write in progress.

@@ -64,6 +64,19 @@ type segView struct {
 	path  string
 	file  []byte   // durable mapping to unmap (nil for live)
 	valid []uint64 // durable: bitset of 4 KiB blocks whose rows passed their check
+	// Live only: the slot holds rows from index from on; the rows before
+	// it (a writer that reopened the table copied in only the block it
+	// appends to) are read from the durable file, mapped in low.
+	from uint64
+	low  *segView
+}
+
+// release unmaps what the view holds.
+func (v *segView) release() {
+	store.Unmap(v.file)
+	if v.low != nil {
+		store.Unmap(v.low.file)
+	}
 }
 
 type slotMap struct {
@@ -128,7 +141,7 @@ func (r *Reader) Close() error {
 	r.closed = true
 	var errs []error
 	for i := range r.segs {
-		errs = append(errs, store.Unmap(r.segs[i].file))
+		r.segs[i].release()
 	}
 	r.segs = nil
 	for i := range r.slots {
@@ -203,7 +216,12 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 			}
 		case viewLive:
 			if r.ctl.SlotGen(v.slot) == v.gen {
-				return v.rows[off : off+r.rowSize], nil
+				if seq&r.mask >= v.from {
+					return v.rows[off : off+r.rowSize], nil
+				}
+				if l := v.low; l != nil && l.valid[off>>18]&(1<<(off>>12&63)) != 0 {
+					return l.rows[off : off+r.rowSize], nil
+				}
 			}
 		}
 	}
@@ -262,6 +280,22 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 		if err := r.validate(v, n, off>>12, d-n<<r.shift); err != nil {
 			return nil, err
 		}
+	case viewLive:
+		if seq&r.mask < v.from {
+			// Below the slot's first row: durable (and final) by
+			// construction, read from the durable file.
+			if v.low == nil {
+				l := &segView{}
+				if err := r.mapDurable(l, n, viewPartial); err != nil {
+					return nil, err
+				}
+				v.low = l
+			}
+			if err := r.validate(v.low, n, off>>12, v.from); err != nil {
+				return nil, err
+			}
+			return v.low.rows[off : off+r.rowSize], nil
+		}
 	}
 	return v.rows[off : off+r.rowSize], nil
 }
@@ -286,10 +320,9 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	i := int(n % uint64(len(r.slots)))
 	if gen, seg := r.ctl.Slot(i); gen != 0 && seg == n {
 		if b, err := r.attachSlot(i, gen, n); err == nil {
-			if v.file != nil {
-				store.Unmap(v.file)
-			}
-			*v = segView{kind: viewLive, rows: b[store.BlockSize:], slot: i, gen: gen}
+			v.release()
+			from := min(store.LoadAcquire64(b, store.LiveFromOff), r.mask+1)
+			*v = segView{kind: viewLive, rows: b[store.BlockSize:], slot: i, gen: gen, from: from}
 			return v, nil
 		}
 	}
@@ -378,9 +411,7 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		store.Unmap(b)
 		return err
 	}
-	if v.file != nil {
-		store.Unmap(v.file)
-	}
+	v.release()
 	blocks := (uint64(r.segSize) - store.BlockSize) / store.BlockSize
 	*v = segView{kind: kind, rows: b[store.BlockSize:], path: path, file: b}
 	v.valid = make([]uint64, (blocks+63)/64)

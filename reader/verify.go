@@ -94,7 +94,7 @@ func (r *Reader) liveAvailable(vis uint64) bool {
 func (r *Reader) rowPlace(seq uint64) (string, int64) {
 	n := seq >> r.shift
 	off := int64(store.BlockSize + (seq&r.mask)*r.rowSize)
-	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive {
+	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive && seq&r.mask >= r.segs[n].from {
 		return filepath.Join(r.liveDirPath(), store.SlotName(r.segs[n].slot)), off
 	}
 	return store.SegPath(r.dir, n), off

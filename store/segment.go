@@ -21,12 +21,17 @@ func CRC32C(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 //	@48 rowsPerSeg u64   a power of two
 //	@56 check u32        CRC32C of bytes [0,56)
 //	@64 gen u64          live slots only: the assignment generation, mutable
+//	@72 liveFrom u64     live slots only: rows of the segment below this
+//	                     index are not in the slot; read them from the
+//	                     durable file (set before gen is published)
 //
 // Row i of the segment (seq = baseSeq+i) sits at BlockSize + i*rowSize.
 const (
 	segHeaderCheckOff = 56
 	// LiveGenOff is the offset of a live slot's generation word.
 	LiveGenOff = 64
+	// LiveFromOff is the offset of a live slot's first-row-held word.
+	LiveFromOff = 72
 )
 
 // SegHeader is a decoded segment header.

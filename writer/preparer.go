@@ -123,14 +123,14 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 		return false, nil
 	}
 	if s.b == nil {
-		if err := w.createSlotFile(s); err != nil {
+		if err := w.createSlotFile(s, true); err != nil {
 			return false, err
 		}
 	}
 	if err := w.ensureDurableFile(seg); err != nil {
 		return false, err
 	}
-	w.assignSlot(s, seg)
+	w.assignSlot(s, seg, 0)
 	if !s.populated {
 		if err := store.PopulateWrite(s.b); err == nil {
 			s.populated = true

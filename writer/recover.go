@@ -105,6 +105,11 @@ func (w *Writer) unmapSlots() {
 	}
 }
 
+// openPopulate is how much of a new live slot the open path pre-faults
+// after the next row: enough for the first milliseconds of appends, while
+// the preparer faults in the rest.
+const openPopulate = 1 << 20
+
 func (w *Writer) recoverCold(boot [16]byte) error {
 	c := w.ctl
 	// Until this recovery has published its result, the live slots and the
@@ -112,7 +117,8 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// while visible still holds the old one): a writer that dies here must
 	// leave a table the next writer recovers cold again, never warm. The
 	// state word says so; recover sets it open once this returns.
-	c.SetWriter(os.Getpid(), index.StateClosed)
+	clean := c.State() == index.StateClosed
+	c.SetWriter(os.Getpid(), index.StateRecovering)
 	w.unmapSlots()
 	for _, s := range w.slots {
 		c.SetSlot(s.i, 0, 0)
@@ -158,11 +164,19 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 
 	cur := seq >> w.shift
 	s := w.slots[cur%uint64(len(w.slots))]
-	if err := w.createSlotFile(s); err != nil {
+	// The slot gets only the block holding the next row (the flusher
+	// rewrites from there); readers read the rows before that block from
+	// the durable file, so opening costs the same whatever the table's or
+	// the segment's size.
+	if err := w.createSlotFile(s, false); err != nil {
 		return err
 	}
-	w.assignSlot(s, cur)
-	if used := (seq - cur<<w.shift) * w.rowSize; used > 0 {
+	used := (seq - cur<<w.shift) * w.rowSize
+	blk := used &^ (store.BlockSize - 1)
+	if err := store.PopulateWrite(s.rows[blk:min(blk+openPopulate, uint64(len(s.rows)))]); err != nil {
+		return fmt.Errorf("writer: pre-fault live slot %s: %w", s.path, err)
+	}
+	if used > blk {
 		b, err := w.mapDurable(cur)
 		if err != nil {
 			return err
@@ -170,11 +184,16 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 		if b == nil {
 			return store.Corruptf(store.SegPath(w.dir, cur), 0, "segment file missing, rows up to %d expected in it", seq)
 		}
-		copy(s.rows[:used], b[store.BlockSize:store.BlockSize+used])
+		copy(s.rows[blk:used], b[store.BlockSize+blk:store.BlockSize+used])
 		store.Unmap(b)
 	}
-	if err := w.cutDurableTail(seq, s.rows); err != nil {
-		return err
+	w.assignSlot(s, cur, (blk+w.rowSize-1)/w.rowSize)
+	// After a clean close nothing was ever written past the durable count
+	// (the last flush zero-padded its block), so there is no tail to cut.
+	if !clean || seq != d {
+		if err := w.cutDurableTail(seq, s.rows); err != nil {
+			return err
+		}
 	}
 	if err := w.ensureDurableFile(cur); err != nil {
 		return err
@@ -187,8 +206,12 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	c.SetSyms(uint64(nsym), w.syms.End())
 	w.position()
 	w.publish()
-	if err := w.checkpoint(seq); err != nil {
-		return err
+	// The index files were rebuilt past the checkpoint: record it. With
+	// nothing re-indexed (a clean reopen) the last checkpoint still holds.
+	if from < seq {
+		if err := w.checkpoint(seq); err != nil {
+			return err
+		}
 	}
 	w.log.Info("writer: recovered from durable files", "table", w.name, "rows", seq, "was_durable", d, "reindexed", seq-from)
 	return nil

@@ -11,9 +11,11 @@ import (
 	"github.com/tickdb/tickdb/store"
 )
 
-// createSlotFile makes slot s's tmpfs file (segment file size, fallocated)
-// and maps it read-write. The pages are pre-faulted later by the preparer.
-func (w *Writer) createSlotFile(s *liveSlot) error {
+// createSlotFile makes slot s's tmpfs file and maps it read-write. With
+// reserve the file is fallocated whole (the preparer's path); without, it is
+// sized sparse after checking that the file system has room for it (the
+// open path, which must be quick), and the preparer fills it in later.
+func (w *Writer) createSlotFile(s *liveSlot, reserve bool) error {
 	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {
 		return fmt.Errorf("writer: live dir: %w", err)
 	}
@@ -27,8 +29,18 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 		return fmt.Errorf("writer: create live slot: %w", err)
 	}
 	defer f.Close()
-	if err := store.Fallocate(f, w.segSize); err != nil {
-		return err
+	if reserve {
+		if err := store.Fallocate(f, w.segSize); err != nil {
+			return err
+		}
+	} else {
+		var st unix.Statfs_t
+		if err := unix.Fstatfs(int(f.Fd()), &st); err == nil && int64(st.Bavail)*st.Bsize < w.segSize {
+			return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, int64(st.Bavail)*st.Bsize, w.segSize)
+		}
+		if err := f.Truncate(w.segSize); err != nil {
+			return err
+		}
 	}
 	b, err := store.MapShared(f, int(w.segSize), true)
 	if err != nil {
@@ -74,9 +86,14 @@ func (w *Writer) attachSlotFile(s *liveSlot, gen, segNo uint64) error {
 // assignSlot points slot s at segment seg under a new generation: header
 // first (its gen word cleared), then the gen word, then the control file's
 // slot entry, which is what readers check.
-func (w *Writer) assignSlot(s *liveSlot, seg uint64) {
+//
+// liveFrom is the first row index the slot holds (0 but on the open path,
+// where only the block holding the next row is copied in and the rows
+// before it are read from the durable file).
+func (w *Writer) assignSlot(s *liveSlot, seg, liveFrom uint64) {
 	gen := w.ctl.NextLiveGen()
 	store.SegHeader{Live: true, TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(s.b)
+	store.StoreRelease64(s.b, store.LiveFromOff, liveFrom)
 	store.StoreRelease64(s.b, store.LiveGenOff, gen)
 	w.ctl.SetSlot(s.i, gen, seg)
 }

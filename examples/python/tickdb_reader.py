@@ -505,12 +505,20 @@ class Table:
         if len(m) < 72 or int(m[64:72].view("<u8")[0]) != gen:
             return None
         self._check_seg_header(m, path, b"TICKLIV\0", n)
+        # liveFrom (@72): rows of the segment below it are not in the slot
+        # (a reopened writer copied in only the block it appends to); they
+        # are durable and come from the durable file.
+        live_from = (n << self.seg_shift) + int(m[72:80].view("<u8")[0])
+        low = None
+        if a < live_from:
+            low = self._durable_rows(n, a, min(b, live_from))
+            a = min(b, live_from)
         off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
         buf = np.array(m[off:off + (b - a) * self.row_size])
         if self._word(e) != gen:
             return None  # the slot moved on to a newer segment while we copied
         verify_rows(buf, self.row_size, a, path, off)
-        return buf
+        return buf if low is None else np.concatenate([low, buf])
 
     def _live_usable(self):
         """Live slots belong to this boot (after a restart only durable files count, §9)."""

@@ -11,7 +11,7 @@ import (
 // published rows (Count() if there is none). O(log n): a binary search of
 // the sparse time index, then of at most one stride of rows.
 func (r *Reader) SeekTime(t int64) (uint64, error) {
-	snap, err := r.ctl.Snapshot()
+	snap, err := r.Snapshot()
 	if err != nil {
 		return 0, err
 	}
@@ -114,7 +114,7 @@ type Iter struct {
 
 // Range positions it over rows with from <= ts < to (all symbols).
 func (r *Reader) Range(from, to int64, it *Iter) error {
-	snap, err := r.ctl.Snapshot()
+	snap, err := r.Snapshot()
 	if err != nil {
 		return err
 	}
@@ -135,6 +135,9 @@ func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
 // Its cost is proportional to that symbol's rows in the range (plus one
 // walk of the symbol's postings directory), not to the table's rows.
 func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
+	if r.closed {
+		return ErrClosed
+	}
 	if r.symOff < 0 {
 		return fmt.Errorf("reader: table has no sym column")
 	}
@@ -146,7 +149,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 			return fmt.Errorf("%w: id %d", ErrUnknownSymbol, id)
 		}
 	}
-	snap, err := r.ctl.Snapshot()
+	snap, err := r.Snapshot()
 	if err != nil {
 		return err
 	}

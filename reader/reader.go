@@ -168,17 +168,25 @@ func (r *Reader) Dir() string { return r.dir }
 
 // Count is the published row count (one acquire load): rows [First, Count)
 // can be read.
+// After Close it returns the last count seen.
 func (r *Reader) Count() uint64 {
-	r.visible = r.ctl.Visible()
+	if !r.closed {
+		r.visible = r.ctl.Visible()
+	}
 	return r.visible
 }
 
-// Durable is the count of rows durable on disk.
-func (r *Reader) Durable() uint64 { return r.ctl.Durable() }
+// Durable is the count of rows durable on disk (0 after Close).
+func (r *Reader) Durable() uint64 {
+	if r.closed {
+		return 0
+	}
+	return r.ctl.Durable()
+}
 
 // First is the first row not deleted by retention.
 func (r *Reader) First() uint64 {
-	s, err := r.ctl.Snapshot()
+	s, err := r.Snapshot()
 	if err != nil {
 		return 0
 	}
@@ -186,13 +194,28 @@ func (r *Reader) First() uint64 {
 }
 
 // Snapshot is the seqlock-published state: count, last ts, first seq.
-func (r *Reader) Snapshot() (index.Snap, error) { return r.ctl.Snapshot() }
+func (r *Reader) Snapshot() (index.Snap, error) {
+	if r.closed {
+		return index.Snap{}, ErrClosed
+	}
+	return r.ctl.Snapshot()
+}
 
 // WriterPid is the pid recorded by the writer that has the table open, or 0.
-func (r *Reader) WriterPid() int { return r.ctl.WriterPid() }
+func (r *Reader) WriterPid() int {
+	if r.closed {
+		return 0
+	}
+	return r.ctl.WriterPid()
+}
 
 // OutOfOrder is the table's count of late rows rejected or restamped.
-func (r *Reader) OutOfOrder() uint64 { return r.ctl.OutOfOrder() }
+func (r *Reader) OutOfOrder() uint64 {
+	if r.closed {
+		return 0
+	}
+	return r.ctl.OutOfOrder()
+}
 
 // SegmentRows is the number of rows per segment.
 func (r *Reader) SegmentRows() uint64 { return r.mask + 1 }
@@ -201,6 +224,9 @@ func (r *Reader) SegmentRows() uint64 { return r.mask + 1 }
 // without allocating once its segment is mapped.
 func (r *Reader) Get(seq uint64) (store.Row, error) {
 	if seq >= r.visible {
+		if r.closed {
+			return nil, ErrClosed
+		}
 		if r.visible = r.ctl.Visible(); seq >= r.visible {
 			return nil, ErrNotVisible
 		}
@@ -442,11 +468,17 @@ func (r *Reader) validate(v *segView, n, blk, limit uint64) error {
 
 // refreshSymbols decodes dictionary entries published since the last call.
 func (r *Reader) refreshSymbols() error {
+	if r.closed {
+		return ErrClosed
+	}
 	return r.syms.Refresh(r.ctl.SymCount(), r.ctl.SymBytes())
 }
 
 // Symbol returns the name of symbol id.
 func (r *Reader) Symbol(id uint32) (string, error) {
+	if r.closed {
+		return "", ErrClosed
+	}
 	if int(id) >= r.syms.Len() {
 		if err := r.refreshSymbols(); err != nil {
 			return "", err
@@ -460,6 +492,9 @@ func (r *Reader) Symbol(id uint32) (string, error) {
 
 // SymbolID returns the id of a symbol name, without allocating when known.
 func (r *Reader) SymbolID(name []byte) (uint32, bool) {
+	if r.closed {
+		return 0, false
+	}
 	if id, ok := r.syms.Lookup(name); ok {
 		return id, true
 	}
@@ -471,6 +506,9 @@ func (r *Reader) SymbolID(name []byte) (uint32, bool) {
 
 // Symbols returns the number of symbols in the dictionary.
 func (r *Reader) Symbols() int {
+	if r.closed {
+		return 0
+	}
 	_ = r.refreshSymbols()
 	return r.syms.Len()
 }

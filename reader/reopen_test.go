@@ -114,3 +114,55 @@ func TestReopenMidSegmentReadsLowRowsFromDurable(t *testing.T) {
 	f.WriteAt(b, off+17)
 	f.Close()
 }
+
+// Every method of a closed Reader returns an error or a zero value; none
+// touches the unmapped files.
+func TestReaderAfterClose(t *testing.T) {
+	db, live := testutil.DB(t)
+	w := writeTicks(t, db, live, "t", 300)
+	defer w.Close()
+	r, err := reader.Open(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it reader.Iter
+	if err := r.Range(0, 1<<62, &it); err != nil || !it.Next() {
+		t.Fatal(err)
+	}
+	tail := r.Tail(0, nil)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(0); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("Get: %v", err)
+	}
+	if _, err := r.Get(1 << 40); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("Get past the count: %v", err)
+	}
+	if _, err := r.SeekTime(5); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("SeekTime: %v", err)
+	}
+	if err := r.Range(0, 10, &it); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("Range: %v", err)
+	}
+	if err := r.RangeSym(0, 10, 0, &it); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("RangeSym: %v", err)
+	}
+	if it.Next() {
+		t.Error("Next after Close")
+	}
+	if _, _, _, err := tail.Poll(); err == nil {
+		t.Error("Poll after Close")
+	}
+	if _, err := r.Symbol(0); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("Symbol: %v", err)
+	}
+	_, _ = r.SymbolID([]byte("AAA"))
+	_ = r.Count() + r.Durable() + r.First() + r.OutOfOrder() + uint64(r.WriterPid()+r.Symbols())
+	if _, err := r.Snapshot(); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("Snapshot: %v", err)
+	}
+	if err := r.Close(); !errors.Is(err, reader.ErrClosed) {
+		t.Errorf("second Close: %v", err)
+	}
+}

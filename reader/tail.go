@@ -37,6 +37,9 @@ func (t *Tail) Next() uint64 { return t.next }
 func (t *Tail) Poll() (row store.Row, seq uint64, ok bool, err error) {
 	for {
 		if t.next >= t.r.visible {
+			if t.r.closed {
+				return nil, 0, false, ErrClosed
+			}
 			if t.r.visible = t.r.ctl.Visible(); t.next >= t.r.visible {
 				return nil, 0, false, nil
 			}

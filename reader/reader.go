@@ -408,33 +408,14 @@ func (r *Reader) liveDirPath() string {
 
 func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	path := store.SegPath(r.dir, n)
-	f, err := os.Open(path)
+	b, err := store.MapSegment(path, store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
 				return ErrTruncated
 			}
+			return fmt.Errorf("reader: segment %d: %w", n, err)
 		}
-		return fmt.Errorf("reader: segment %d: %w", n, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st.Size() != r.segSize {
-		return store.Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), r.segSize)
-	}
-	b, err := store.MapShared(f, int(r.segSize), false)
-	if err != nil {
-		return err
-	}
-	h, err := store.UnmarshalSegHeader(path, b)
-	if err == nil && (h.Live || h.SegNo != n || h.TableID != r.ctl.TableID || h.RowSize != int(r.rowSize) || h.RowsPerSeg != r.mask+1) {
-		err = store.Corruptf(path, 0, "header is for segment %d of table %x, want segment %d of %x", h.SegNo, h.TableID, n, r.ctl.TableID)
-	}
-	if err != nil {
-		store.Unmap(b)
 		return err
 	}
 	v.release()

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"hash/crc32"
+	"os"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -185,4 +186,38 @@ func ParseSymEntry(path string, off int64, b []byte, id uint32) (name []byte, di
 		return nil, 0, 0, Corruptf(path, off, "symbol %d: entry check %08x, computed %08x", id, got, want)
 	}
 	return name, dir, SymEntrySize(n), nil
+}
+
+// MapSegment maps the segment file at path read-only and checks that its
+// header is segment seg of table id with this geometry: the one way every
+// reader and the writer's recovery map a durable segment. An error from
+// opening the file is returned as is (os.ErrNotExist included).
+func MapSegment(path string, want SegHeader) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := SegFileSize(want.RowSize, want.RowsPerSeg)
+	if st.Size() != size {
+		return nil, Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), size)
+	}
+	b, err := MapShared(f, int(size), false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := UnmarshalSegHeader(path, b)
+	if err == nil && h != want {
+		err = Corruptf(path, 0, "header is for segment %d of table %x (%d-byte rows, %d a segment, live %v), want segment %d of %x (%d, %d, live %v)",
+			h.SegNo, h.TableID, h.RowSize, h.RowsPerSeg, h.Live, want.SegNo, want.TableID, want.RowSize, want.RowsPerSeg, want.Live)
+	}
+	if err != nil {
+		Unmap(b)
+		return nil, err
+	}
+	return b, nil
 }

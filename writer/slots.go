@@ -154,35 +154,12 @@ func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
 // mapDurable maps segment seg's durable file read-only (recovery scans).
 // It returns nil, nil when the file does not exist.
 func (w *Writer) mapDurable(seg uint64) ([]byte, error) {
-	path := store.SegPath(w.dir, seg)
-	f, err := os.Open(path)
+	b, err := store.MapSegment(store.SegPath(w.dir, seg),
+		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() != w.segSize {
-		return nil, store.Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), w.segSize)
-	}
-	b, err := store.MapShared(f, int(w.segSize), false)
-	if err != nil {
-		return nil, err
-	}
-	h, err := store.UnmarshalSegHeader(path, b)
-	if err == nil && (h.Live || h.SegNo != seg || h.TableID != w.ctl.TableID || h.RowSize != int(w.rowSize) || h.RowsPerSeg != w.rps) {
-		err = store.Corruptf(path, 0, "header is for segment %d of table %x, want segment %d of %x", h.SegNo, h.TableID, seg, w.ctl.TableID)
-	}
-	if err != nil {
-		store.Unmap(b)
-		return nil, err
-	}
-	return b, nil
+	return b, err
 }
 
 // cutDurableTail makes the durable files end exactly at row seq: the block

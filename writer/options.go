@@ -99,10 +99,9 @@ type Options struct {
 	// OnLag is called (from Publish, rate-limited) when the lag passes
 	// MaxLag under LagAlarm.
 	OnLag func(lag uint64)
-	// CPU pins the writer thread to this CPU in Pin (-1 or unset: no
-	// affinity). Use CPUSet to set CPU 0.
+	// PinCPU makes Pin bind the writer thread to CPU (sched_setaffinity).
+	PinCPU bool
 	CPU    int
-	CPUSet bool
 	// FIFO asks Pin for SCHED_FIFO (a warning, not an error, where refused).
 	FIFO bool
 	// Logger receives start/stop/warning lines (default: discard).
@@ -130,9 +129,6 @@ func (o *Options) withDefaults() Options {
 		r.FlushBytes = 1 << 20
 	}
 	r.FlushBytes = (r.FlushBytes + store.BlockSize - 1) &^ (store.BlockSize - 1)
-	if !r.CPUSet && r.CPU == 0 {
-		r.CPU = -1
-	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}

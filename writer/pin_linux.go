@@ -15,7 +15,7 @@ import (
 // (no CAP_SYS_NICE or rlimit) is logged as a warning, not returned.
 func (w *Writer) Pin() error {
 	runtime.LockOSThread()
-	if w.opts.CPU >= 0 {
+	if w.opts.PinCPU {
 		var set unix.CPUSet
 		set.Set(w.opts.CPU)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {

@@ -967,8 +967,8 @@ func TestPin(t *testing.T) {
 		ok   bool
 	}{
 		{"no_affinity", nil, true},
-		{"cpu_0", func(o *writer.Options) { o.CPU, o.CPUSet = 0, true }, true},
-		{"cpu_out_of_range", func(o *writer.Options) { o.CPU = 1 << 16 }, false},
+		{"cpu_0", func(o *writer.Options) { o.CPU, o.PinCPU = 0, true }, true},
+		{"cpu_out_of_range", func(o *writer.Options) { o.CPU, o.PinCPU = 1<<16, true }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -156,7 +156,7 @@ func runDemo(cmd *cobra.Command, o *demoOpts) (err error) {
 		Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if o.cpu >= 0 {
-		wo.CPU, wo.CPUSet = o.cpu, true
+		wo.CPU, wo.PinCPU = o.cpu, true
 	}
 	w, err := writer.Open(db, demoTable, wo)
 	if err != nil {

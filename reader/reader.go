@@ -44,6 +44,7 @@ type Reader struct {
 	slots   []slotMap
 	segs    []segView // by segment number
 	visible uint64    // last loaded published count
+	boot    [16]byte  // this machine's boot id
 	closed  bool
 }
 
@@ -129,6 +130,7 @@ func (r *Reader) open(opts *Options) error {
 		r.symOff = c.Schema.ColAt(c.Schema.SymCol).Off
 	}
 	r.slots = make([]slotMap, c.LiveSlots)
+	r.boot = store.BootID()
 	r.visible = c.Visible()
 	return r.refreshSymbols()
 }
@@ -171,7 +173,7 @@ func (r *Reader) Dir() string { return r.dir }
 // After Close it returns the last count seen.
 func (r *Reader) Count() uint64 {
 	if !r.closed {
-		r.visible = r.ctl.Visible()
+		r.visible = r.loadVisible()
 	}
 	return r.visible
 }
@@ -198,7 +200,28 @@ func (r *Reader) Snapshot() (index.Snap, error) {
 	if r.closed {
 		return index.Snap{}, ErrClosed
 	}
-	return r.ctl.Snapshot()
+	s, err := r.ctl.Snapshot()
+	if err == nil {
+		s.Visible = r.capVisible(s.Visible)
+	}
+	return s, err
+}
+
+// loadVisible is the published count (one acquire load), capped by
+// capVisible.
+func (r *Reader) loadVisible() uint64 { return r.capVisible(r.ctl.Visible()) }
+
+// capVisible caps a published count after a machine restart that a writer
+// has not recovered from yet (the boot id in ctl is another boot's and the
+// writer never closed): then only rows below the durable count are on disk,
+// and the time index and postings only below the last checkpoint, so a
+// reader shows no more than both. The first writer to open the table
+// recovers it and records this boot.
+func (r *Reader) capVisible(v uint64) uint64 {
+	if r.ctl.State() == index.StateClosed || r.ctl.BootID() == r.boot {
+		return v
+	}
+	return min(v, r.ctl.Durable(), r.ctl.Checkpoint().Seq)
 }
 
 // WriterPid is the pid recorded by the writer that has the table open, or 0.
@@ -227,7 +250,7 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 		if r.closed {
 			return nil, ErrClosed
 		}
-		if r.visible = r.ctl.Visible(); seq >= r.visible {
+		if r.visible = r.loadVisible(); seq >= r.visible {
 			return nil, ErrNotVisible
 		}
 	}
@@ -287,7 +310,7 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	// The count can only go down when a writer recovered from the durable
 	// files after losing its live copy; that also changed the slot
 	// generations, which is what sent us here. Re-check against it.
-	if r.visible = r.ctl.Visible(); seq >= r.visible {
+	if r.visible = r.loadVisible(); seq >= r.visible {
 		return nil, ErrNotVisible
 	}
 	off := (seq & r.mask) * r.rowSize

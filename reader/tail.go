@@ -40,7 +40,7 @@ func (t *Tail) Poll() (row store.Row, seq uint64, ok bool, err error) {
 			if t.r.closed {
 				return nil, 0, false, ErrClosed
 			}
-			if t.r.visible = t.r.ctl.Visible(); t.next >= t.r.visible {
+			if t.r.visible = t.r.loadVisible(); t.next >= t.r.visible {
 				return nil, 0, false, nil
 			}
 		}

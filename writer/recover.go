@@ -150,6 +150,14 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	if err != nil {
 		return err
 	}
+	// Rows past the durable count were found in the files, but the write
+	// that put them there may have been cut short before its O_DSYNC flush:
+	// flush them now, before they are declared durable.
+	for n := d >> w.shift; seq > d && n <= (seq-1)>>w.shift; n++ {
+		if err := syncFile(store.SegPath(w.dir, n)); err != nil {
+			return err
+		}
+	}
 	ck := c.Checkpoint()
 	from := min(ck.Seq, seq)
 	if err := w.publishCheckpoint(from, ck); err != nil {
@@ -352,6 +360,19 @@ func (w *Writer) reindex(from, to uint64) error {
 			}
 		}
 		store.Unmap(b)
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("writer: fsync %s: %w", path, err)
 	}
 	return nil
 }

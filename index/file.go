@@ -133,5 +133,17 @@ func (m *mappedFile) sync(end int64) error {
 	if n := m.size.Load(); end > n {
 		end = n
 	}
-	return store.MsyncSync(m.b[:(end+store.BlockSize-1)&^(store.BlockSize-1)])
+	b := m.b[:(end+store.BlockSize-1)&^(store.BlockSize-1)]
+	if m.rw {
+		// Drop this process's page table entries first: writeback would
+		// otherwise write-protect each mapped dirty page with its own TLB
+		// shootdown, interrupting the writer thousands of times a segment.
+		// The pages stay dirty in the page cache (a shared file mapping
+		// loses nothing), msync writes them, and the writer re-faults the
+		// few it still uses.
+		if err := store.DropMapping(b); err != nil {
+			return err
+		}
+	}
+	return store.MsyncSync(b)
 }

@@ -63,6 +63,17 @@ func PopulateRead(b []byte) error {
 // mapped index file writes what changed and not a 2 MiB folio around it.
 func AdviseRandom(b []byte) error { return unix.Madvise(b, unix.MADV_RANDOM) }
 
+// DropMapping removes the process's page table entries for b
+// (MADV_DONTNEED). On a shared file mapping the data is kept: dirty pages
+// stay dirty in the page cache and the next access faults them back in.
+// Never use it on private or anonymous memory, which it would zero.
+func DropMapping(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_DONTNEED)
+}
+
 // MsyncSync writes the dirty pages of b back and waits (MS_SYNC).
 func MsyncSync(b []byte) error {
 	if len(b) == 0 {

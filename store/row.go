@@ -70,8 +70,7 @@ func Check(seq uint64, row []byte) uint32 {
 	h := seq*checkMul + checkSeed
 	if n == 28 {
 		_ = row[27]
-		h += le.Uint64(row[0:])*checkM1 + le.Uint64(row[8:])*checkM2 +
-			le.Uint64(row[16:])*checkM3 + uint64(le.Uint32(row[24:]))*checkM4
+		return Check32(seq, le.Uint64(row[0:]), le.Uint64(row[8:]), le.Uint64(row[16:]), le.Uint32(row[24:]))
 	} else {
 		m := uint64(checkMul)
 		i := 0
@@ -82,6 +81,17 @@ func Check(seq uint64, row []byte) uint32 {
 		m += checkStep
 		h += uint64(le.Uint32(row[i:])) * m
 	}
+	h ^= h >> 33
+	h *= checkMix
+	h ^= h >> 33
+	return uint32(h)
+}
+
+// Check32 is Check for a 32-byte row given as its first three words and
+// the 4 bytes before the check word: the writer's append loop computes it
+// from registers, without a call that spills them (it inlines).
+func Check32(seq, w0, w1, w2 uint64, lo uint32) uint32 {
+	h := seq*checkMul + checkSeed + w0*checkM1 + w1*checkM2 + w2*checkM3 + uint64(lo)*checkM4
 	h ^= h >> 33
 	h *= checkMix
 	h ^= h >> 33

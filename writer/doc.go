@@ -23,7 +23,8 @@
 // One Writer per table across all processes: Open takes an flock on the
 // table's LOCK file and fails at once with a *LockedError naming the
 // holder's pid. The methods that append must be called from one goroutine at
-// a time; Stats is safe from any goroutine.
+// a time, and so must Stats; other goroutines and processes watch a table
+// through a reader (Count, Durable, OutOfOrder).
 //
 // # Durability
 //

@@ -17,6 +17,16 @@ import (
 // publishes the durable count. The tail block is rewritten by the next
 // flush, which is safe because nothing maps the durable file writable. The
 // live file itself is never written with O_DIRECT.
+//
+// A flush that keeps up is small (what one interval published). With a
+// backlog (the writer outran the disk) each pwrite carries up to
+// Options.FlushBytes (8 MiB by default): with one write in flight at a time, every O_DSYNC write
+// ends in a device cache flush, so fewer, larger writes reach more of the
+// disk's bandwidth (1 MiB → 8 MiB: about +20 % on the reference disk).
+// durable is published after every write, so Sync waiters and the lag
+// figures move on while a backlog drains. At a segment seal the index
+// checkpoint is handed to the checkpointer and the flusher goes on to the
+// next segment.
 type flusher struct {
 	w       *Writer
 	buf     []byte // anonymous mapping: page-aligned, off the Go heap
@@ -157,26 +167,43 @@ func (f *flusher) flushTo(limit uint64) error {
 			w.sh.flushes.Add(1)
 			w.sh.flushBytes.Add(padded)
 			off += m
-		}
-		// Rows may name symbols added just before them: the dictionary
-		// must be durable before they are declared durable.
-		if se := w.ctl.SymBytes(); se > f.symSync {
-			if err := w.syms.SyncTo(se); err != nil {
+			// Rows [d, done) are on disk (a row cut by the end of this
+			// write is not: it is counted after the next one).
+			done := base + off/w.rowSize
+			if off == stop {
+				done = end
+			}
+			if err := f.publishDurable(done); err != nil {
 				return err
 			}
-			f.symSync = se
 		}
-		f.durable = end
-		w.ctl.SetFlushes(w.sh.flushes.Load())
-		w.ctl.SetDurable(end)
 		if end == base+w.rps {
 			f.closeFd()
 			w.ctl.SetDurableSegs(n + 1)
-			if err := w.checkpoint(end); err != nil {
-				return err
-			}
+			w.ck.wake()
 			w.prep.wake()
+			f.broadcast()
 		}
+	}
+	return nil
+}
+
+// publishDurable declares rows below done durable; their bytes are on disk.
+// Rows may name symbols added just before them: the dictionary entries
+// are written back first (symBytes is loaded after the rows were written,
+// and every row's symbol was published before the row).
+func (f *flusher) publishDurable(done uint64) error {
+	w := f.w
+	if se := w.ctl.SymBytes(); se > f.symSync {
+		if err := w.syms.SyncTo(se); err != nil {
+			return err
+		}
+		f.symSync = se
+	}
+	if done > f.durable {
+		f.durable = done
+		w.ctl.SetFlushes(w.sh.flushes.Load())
+		w.ctl.SetDurable(done)
 		f.broadcast()
 	}
 	return nil

@@ -15,7 +15,7 @@ type FlushPolicy int
 
 const (
 	// FlushInterval (default): the flusher writes what was published every
-	// FlushInterval, or as soon as FlushBytes are pending.
+	// FlushInterval.
 	FlushInterval FlushPolicy = iota
 	// FlushOnSync: rows become durable when Sync is called, and whole
 	// segments when they are sealed.
@@ -85,8 +85,10 @@ type Options struct {
 	Flush FlushPolicy
 	// FlushInterval is the flusher's period (default 1 ms).
 	FlushInterval time.Duration
-	// FlushBytes is the pending size that triggers a flush before the
-	// interval ends, and the flusher's buffer size (default 1 MiB).
+	// FlushBytes is the most one flush write carries, and the size of the
+	// flusher's buffer (anonymous memory; default 8 MiB): a flush that keeps
+	// up writes what a FlushInterval brought, a backlog drains in writes
+	// this large, which the disk takes faster than small ones.
 	FlushBytes int
 	// OutOfOrder is the late-row policy (default OutOfOrderReject).
 	OutOfOrder OutOfOrderPolicy
@@ -126,7 +128,7 @@ func (o *Options) withDefaults() Options {
 		r.FlushInterval = time.Millisecond
 	}
 	if r.FlushBytes <= 0 {
-		r.FlushBytes = 1 << 20
+		r.FlushBytes = 8 << 20
 	}
 	r.FlushBytes = (r.FlushBytes + store.BlockSize - 1) &^ (store.BlockSize - 1)
 	if r.Logger == nil {

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +19,7 @@ import (
 
 // Writer is a table's single writer. Append, AppendBatch, Publish, Symbol
 // and Sync must be called from one goroutine at a time (normally the
-// goroutine that called Pin); Stats may be called from any goroutine.
+// goroutine that called Pin), and so must Stats.
 type Writer struct {
 	// Hot state, touched on every append.
 	seq        uint64 // next sequence number
@@ -55,7 +56,9 @@ type Writer struct {
 	fail    failure
 	fl      *flusher
 	prep    *preparer
+	ck      *checkpointer
 	closed  bool
+	final   Stats // the counters at Close
 	lagWait sync.Mutex
 }
 
@@ -87,8 +90,10 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 	}
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
+	w.ck = newCheckpointer(w)
 	go w.fl.run()
 	go w.prep.run()
+	go w.ck.run()
 	w.prep.wake()
 	w.log.Info("writer: open", "table", name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
 	return w, nil
@@ -156,6 +161,9 @@ func (w *Writer) open() error {
 	}
 	w.shift = c.SegShift
 	w.rps = c.RowsPerSeg()
+	if w.opts.MaxLag == 0 {
+		w.opts.MaxLag = w.rps // the documented default: one segment
+	}
 	w.segSize = store.SegFileSize(c.Schema.RowSize, w.rps)
 	w.strideShft = c.StrideShift
 	w.strideMask = 1<<c.StrideShift - 1
@@ -211,7 +219,56 @@ func (w *Writer) Append(row store.Row) (uint64, error) {
 	if uint64(len(row)) != w.rowSize {
 		return 0, ErrRowSize
 	}
+	if len(row) == 32 {
+		return w.append32((*[32]byte)(row))
+	}
 	return w.append(row)
+}
+
+// append32 is append for one 32-byte row on the common path (ts in order,
+// known symbol, room in the segment and the time index), in registers and
+// without a memmove; anything else goes to append.
+func (w *Writer) append32(r *[32]byte) (uint64, error) {
+	w0 := binary.LittleEndian.Uint64(r[0:])
+	w1 := binary.LittleEndian.Uint64(r[8:])
+	w2 := binary.LittleEndian.Uint64(r[16:])
+	lo := binary.LittleEndian.Uint32(r[24:])
+	seq := w.seq
+	t := int64(w0)
+	if t < w.lastTs || seq == w.segEnd {
+		return w.append(r[:])
+	}
+	var sym uint32
+	if w.symOff >= 0 {
+		if sym = binary.LittleEndian.Uint32(r[w.symOff:]); sym >= w.nsyms {
+			return w.append(r[:])
+		}
+	}
+	if seq&w.strideMask == 0 {
+		k := seq >> w.strideShft
+		if k >= w.tsCap {
+			return w.append(r[:])
+		}
+		w.ts.Set(k, t)
+	}
+	put32((*[32]byte)(w.rows[(seq-w.segBase)*32:]), seq, w0, w1, w2, lo)
+	if w.symOff >= 0 {
+		if err := w.pw.Add(sym, seq); err != nil {
+			return 0, err
+		}
+	}
+	w.lastTs = t
+	w.seq = seq + 1
+	return seq, nil
+}
+
+// put32 stores a 32-byte row at seq: its first 28 bytes (w0, w1, w2, lo)
+// and the check word.
+func put32(d *[32]byte, seq, w0, w1, w2 uint64, lo uint32) {
+	binary.LittleEndian.PutUint64(d[0:], w0)
+	binary.LittleEndian.PutUint64(d[8:], w1)
+	binary.LittleEndian.PutUint64(d[16:], w2)
+	binary.LittleEndian.PutUint64(d[24:], uint64(lo)|uint64(store.Check32(seq, w0, w1, w2, lo))<<32)
 }
 
 func (w *Writer) append(row []byte) (uint64, error) {
@@ -277,6 +334,26 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 		return w.seq, 0, ErrRowSize
 	}
 	first = w.seq
+	if rs == 32 {
+		// The fused loop takes every row it can; the one it stops at
+		// (a roll, a late row, an unknown symbol, time-index growth)
+		// goes through append, then the loop resumes.
+		for len(rows) > 0 {
+			k, err := w.appendRows32(rows)
+			if n += k; err != nil {
+				return first, n, err
+			}
+			if rows = rows[k*32:]; len(rows) == 0 {
+				break
+			}
+			if _, err := w.append(rows[:32]); err != nil {
+				return first, n, err
+			}
+			n++
+			rows = rows[32:]
+		}
+		return first, n, nil
+	}
 	for off := 0; off < len(rows); off += rs {
 		if _, err := w.append(rows[off : off+rs]); err != nil {
 			return first, n, err
@@ -284,6 +361,72 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 		n++
 	}
 	return first, n, nil
+}
+
+// appendRows32 is the append path for 32-byte rows, fused into one loop:
+// for each row of src (whole 32-byte rows) it checks the ts order and the
+// symbol, stores the row's words with the check word into the live slot
+// (four 8-byte stores, no memmove), sets the time-index entry every K rows
+// and adds the postings entry. It stops, without touching it, at the first
+// row that needs more than that: the end of the current segment (a roll),
+// a late row, an unknown symbol, or a time-index entry past the file's
+// capacity; append handles that row. It returns how many rows it stored,
+// and the error of a failed postings allocation (the only one it can meet:
+// that row's bytes are written but it is not counted, as in append).
+func (w *Writer) appendRows32(src []byte) (int, error) {
+	seq := w.seq
+	n := uint64(len(src) / 32)
+	if room := w.segEnd - seq; n > room {
+		n = room
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	off := (seq - w.segBase) * 32
+	dst := w.rows[off : off+n*32]
+	src = src[:n*32]
+	lastTs := w.lastTs
+	nsyms := w.nsyms
+	symOff := w.symOff
+	mask, shift, tsCap := w.strideMask, w.strideShft, w.tsCap
+	ts, pw := w.ts, w.pw
+	s := seq
+	for len(src) >= 32 && len(dst) >= 32 {
+		r := (*[32]byte)(src)
+		w0 := binary.LittleEndian.Uint64(r[0:])
+		w1 := binary.LittleEndian.Uint64(r[8:])
+		w2 := binary.LittleEndian.Uint64(r[16:])
+		lo := binary.LittleEndian.Uint32(r[24:])
+		t := int64(w0)
+		if t < lastTs {
+			break
+		}
+		var sym uint32
+		if symOff >= 0 {
+			if sym = binary.LittleEndian.Uint32(r[symOff:]); sym >= nsyms {
+				break
+			}
+		}
+		if s&mask == 0 {
+			k := s >> shift
+			if k >= tsCap {
+				break
+			}
+			ts.Set(k, t)
+		}
+		put32((*[32]byte)(dst), s, w0, w1, w2, lo)
+		if symOff >= 0 {
+			if err := pw.Add(sym, s); err != nil {
+				w.seq, w.lastTs = s, lastTs
+				return int(s - seq), err
+			}
+		}
+		lastTs = t
+		s++
+		src, dst = src[32:], dst[32:]
+	}
+	w.seq, w.lastTs = s, lastTs
+	return int(s - seq), nil
 }
 
 // Publish makes every appended row visible to readers, in this and other
@@ -412,8 +555,15 @@ type Stats struct {
 	LagAlarms  uint64
 }
 
-// Stats returns the current counters.
+// Stats returns the current counters (after Close, the final ones).
 func (w *Writer) Stats() Stats {
+	if w.closed {
+		return w.final
+	}
+	return w.stats()
+}
+
+func (w *Writer) stats() Stats {
 	return Stats{
 		Appended:   w.seq,
 		Visible:    w.ctl.Visible(),
@@ -485,6 +635,7 @@ func (w *Writer) Close() error {
 	err := w.fl.waitDurable(w.seq)
 	w.closed = true
 	w.fl.stop()
+	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}
@@ -495,6 +646,7 @@ func (w *Writer) Close() error {
 		w.ctl.SetWriter(0, index.StateClosed)
 		err = w.ctl.Sync()
 	}
+	w.final = w.stats()
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
@@ -503,7 +655,9 @@ func (w *Writer) Close() error {
 }
 
 // checkpoint makes the dictionary, time index and postings durable for rows
-// below visible and records that in the control file.
+// below visible and records that in the control file. It runs on the
+// checkpointer after a segment seal, and synchronously on the open and
+// close paths (never two at a time).
 func (w *Writer) checkpoint(visible uint64) error {
 	snap, err := w.ctl.Snapshot()
 	if err != nil {

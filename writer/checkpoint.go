@@ -1,0 +1,69 @@
+package writer
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// checkpointer runs the index checkpoint (Writer.checkpoint: msync of
+// sym.dat, ts.idx and post.idx, then the checkpoint words in ctl and an
+// msync of ctl) on its own goroutine, so the flusher goes on writing rows
+// while it runs. The flusher wakes it after sealing a segment; wakes that
+// arrive while a checkpoint runs collapse into one more run.
+//
+// The checkpoint words keep their meaning (docs/FORMAT.md §9): a
+// checkpoint reads the published snapshot first, writes the index files
+// back up to it, and only then records ckSeq (at most the durable count it
+// started from), ckNextChunk and ckSymCount, so they never describe more
+// than is on disk. Running late costs only recovery work: a cold open
+// re-indexes the rows past the last checkpoint from the durable files,
+// however many segments that spans. Close stops the checkpointer (letting
+// a running checkpoint finish) and then checkpoints synchronously after
+// the final flush.
+type checkpointer struct {
+	w     *Writer
+	kickc chan struct{}
+	stopc chan struct{}
+	donec chan struct{}
+}
+
+func newCheckpointer(w *Writer) *checkpointer {
+	return &checkpointer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+}
+
+// wake asks for a checkpoint; it never blocks.
+func (c *checkpointer) wake() {
+	select {
+	case c.kickc <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the goroutine after the checkpoint in progress, if any.
+func (c *checkpointer) stop() {
+	close(c.stopc)
+	<-c.donec
+}
+
+func (c *checkpointer) run() {
+	defer close(c.donec)
+	// Its msyncs block for tens of milliseconds: keep them off threads
+	// the writer or the flusher might run on.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w := c.w
+	for {
+		select {
+		case <-c.stopc:
+			return
+		case <-c.kickc:
+		}
+		if w.fail.get() != nil {
+			continue
+		}
+		if err := w.checkpoint(w.ctl.Durable()); err != nil {
+			w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
+			w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
+		}
+	}
+}

@@ -157,17 +157,27 @@ func (pw *PostWriter) NewSymbol() (uint64, error) {
 	return dir, nil
 }
 
-// Add records that row seq has symbol id. The hot path: one store, and an
-// allocation every 512 rows of the symbol.
+// Add records that row seq has symbol id: one store, and an allocation
+// every 512 rows of the symbol.
 func (pw *PostWriter) Add(id uint32, seq uint64) error {
+	if pw.Put(id, seq) {
+		return nil
+	}
+	return pw.Advance(id)
+}
+
+// Put is Add's store, small enough to inline into the writer's append
+// loop: it reports false when it filled the symbol's chunk, and then the
+// caller must call Advance(id) before the symbol's next Put.
+func (pw *PostWriter) Put(id uint32, seq uint64) bool {
 	s := &pw.syms[id]
 	pw.p.w[s.at] = seq + 1
 	s.at++
-	if s.at%ChunkWords == 0 {
-		return pw.nextData(s)
-	}
-	return nil
+	return s.at%ChunkWords != 0
 }
+
+// Advance gives symbol id a new data chunk after Put filled its last one.
+func (pw *PostWriter) Advance(id uint32) error { return pw.nextData(&pw.syms[id]) }
 
 func (pw *PostWriter) nextData(s *symPost) error {
 	if s.slot == ChunkWords {

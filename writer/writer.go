@@ -252,8 +252,8 @@ func (w *Writer) append32(r *[32]byte) (uint64, error) {
 		w.ts.Set(k, t)
 	}
 	put32((*[32]byte)(w.rows[(seq-w.segBase)*32:]), seq, w0, w1, w2, lo)
-	if w.symOff >= 0 {
-		if err := w.pw.Add(sym, seq); err != nil {
+	if w.symOff >= 0 && !w.pw.Put(sym, seq) {
+		if err := w.pw.Advance(sym); err != nil {
 			return 0, err
 		}
 	}
@@ -416,9 +416,11 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 		}
 		put32((*[32]byte)(dst), s, w0, w1, w2, lo)
 		if symOff >= 0 {
-			if err := pw.Add(sym, s); err != nil {
-				w.seq, w.lastTs = s, lastTs
-				return int(s - seq), err
+			if !pw.Put(sym, s) {
+				if err := pw.Advance(sym); err != nil {
+					w.seq, w.lastTs = s, lastTs
+					return int(s - seq), err
+				}
 			}
 		}
 		lastTs = t

@@ -141,7 +141,10 @@ func (o *Options) withDefaults() Options {
 func defaultLiveRoot() string {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		root := "/dev/shm/tickdb"
-		if err := os.MkdirAll(root, 0o1777); err == nil {
+		// Sticky and world-writable, like /dev/shm: every user's writers
+		// share it, each in a directory of its own.
+		if err := os.MkdirAll(root, 0o777); err == nil {
+			_ = os.Chmod(root, os.ModeSticky|0o777)
 			return root
 		}
 	}

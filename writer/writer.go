@@ -696,6 +696,11 @@ func (w *Writer) removeLive() error {
 	if err := os.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	if w.opts.LiveDir == "" {
+		// The shared root (/dev/shm/tickdb) goes too when this was the
+		// last table in it; another writer's directory keeps it.
+		_ = os.Remove(filepath.Dir(w.liveDir))
+	}
 	return nil
 }
 

@@ -31,7 +31,6 @@ package reader_test
 // TestMain is needed.
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -396,18 +395,14 @@ func benchOpen(b *testing.B, db string) {
 	keys := []string{"reader-open-ns", "writer-open-ns", "base-rss-KiB", "reader-rss-KiB", "writer-rss-KiB", "rss-settled-KiB", "first-get-ns"}
 	vals := map[string][]float64{}
 	for b.Loop() {
-		child, err := benchutil.StartChild(b, "TestBenchChildOpen", "open", "TICKDB_BENCH_DB="+db, "TICKDB_BENCH_LIVE="+live)
-		if err != nil {
+		child := testutil.StartChild(b, "TestBenchChildOpen", "open",
+			&testutil.ChildOptions{Env: []string{"TICKDB_BENCH_DB=" + db, "TICKDB_BENCH_LIVE=" + live}})
+		fields := child.Expect(b, "OPEN", 5*time.Minute, nil)
+		if err := child.Wait(time.Minute); err != nil {
 			b.Fatal(err)
 		}
-		line, err := child.Expect("OPEN ", 5*time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := child.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		for _, kv := range strings.Fields(line) {
+		line := strings.Join(fields, " ")
+		for _, kv := range fields {
 			k, v, _ := strings.Cut(kv, "=")
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -427,9 +422,7 @@ func benchOpen(b *testing.B, db string) {
 // TestBenchChildOpen is benchOpen's child process; it skips unless run as
 // that child. It prints one line: OPEN key=value ...
 func TestBenchChildOpen(t *testing.T) {
-	if !benchutil.IsChild("open") {
-		t.Skip("child of the open benchmarks")
-	}
+	testutil.ChildRole(t, "open")
 	db, live := os.Getenv("TICKDB_BENCH_DB"), os.Getenv("TICKDB_BENCH_LIVE")
 	base := benchutil.RSSKiB()
 	t0 := time.Now()
@@ -460,7 +453,7 @@ func TestBenchChildOpen(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("OPEN reader-open-ns=%d writer-open-ns=%d base-rss-KiB=%d reader-rss-KiB=%d writer-rss-KiB=%d rss-settled-KiB=%d first-get-ns=%d\n",
+	testutil.Report("OPEN reader-open-ns=%d writer-open-ns=%d base-rss-KiB=%d reader-rss-KiB=%d writer-rss-KiB=%d rss-settled-KiB=%d first-get-ns=%d",
 		ro.Nanoseconds(), wo.Nanoseconds(), base, rssR, rssW, rssS, fg.Nanoseconds())
 }
 

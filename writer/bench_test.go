@@ -23,6 +23,7 @@ package writer_test
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,14 +254,9 @@ func benchObserve(b *testing.B, spin bool) {
 	const pace = 20_000 // ns
 	db, live := b.TempDir(), testutil.LiveDir(b)
 	w := benchWriter(b, db, writer.Options{LiveDir: live, OutOfOrder: writer.OutOfOrderStamp})
-	child, err := benchutil.StartChild(b, "TestBenchChildObserve", "observe",
-		"TICKDB_BENCH_DB="+db, "TICKDB_BENCH_LIVE="+live)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := child.Expect("READY", 30*time.Second); err != nil {
-		b.Fatal(err)
-	}
+	child := testutil.StartChild(b, "TestBenchChildObserve", "observe",
+		&testutil.ChildOptions{Env: []string{"TICKDB_BENCH_DB=" + db, "TICKDB_BENCH_LIVE=" + live}})
+	child.Expect(b, "READY", 30*time.Second, nil)
 	_, sym, price, size := benchutil.TickSchema()
 	row := store.Row(make([]byte, 32))
 	row.SetSym(sym, 0)
@@ -292,11 +288,8 @@ func benchObserve(b *testing.B, spin bool) {
 		publish(1)
 	}
 	publish(-1)
-	line, err := child.Expect("HIST ", 60*time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := child.Wait(); err != nil {
+	line := strings.Join(child.Expect(b, "HIST", 60*time.Second, nil), "")
+	if err := child.Wait(time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	h, err := benchutil.DecodeHist(line)
@@ -315,9 +308,7 @@ func benchObserve(b *testing.B, spin bool) {
 // TestBenchChildObserve is BenchmarkPublishObserve's reader process; it
 // skips unless run as that child.
 func TestBenchChildObserve(t *testing.T) {
-	if !benchutil.IsChild("observe") {
-		t.Skip("child of BenchmarkPublishObserve")
-	}
+	testutil.ChildRole(t, "observe")
 	r, err := reader.Open(os.Getenv("TICKDB_BENCH_DB"), "ticks", &reader.Options{LiveDir: os.Getenv("TICKDB_BENCH_LIVE")})
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +317,7 @@ func TestBenchChildObserve(t *testing.T) {
 	_, _, _, size := benchutil.TickSchema()
 	h := benchutil.NewHist()
 	last := r.Count()
-	fmt.Println("READY")
+	testutil.Report("READY")
 	quiet := time.Now()
 	for spins := 0; ; spins++ {
 		c := r.Count()
@@ -359,7 +350,7 @@ func TestBenchChildObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Println("HIST " + line)
+	testutil.Report("HIST %s", line)
 }
 
 // BenchmarkFlusher is the flusher's throughput while the writer appends

@@ -197,6 +197,11 @@ func (it *Iter) fill(c, vis uint64) int {
 	return lo
 }
 
+// entryOff is the file offset of postings position p.
+func (it *Iter) entryOff(p uint64) int64 {
+	return int64(it.chunks[p/index.ChunkWords])*store.BlockSize + int64(p%index.ChunkWords)*8
+}
+
 // at is the seq at postings position p.
 func (it *Iter) at(p uint64) uint64 {
 	return it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords)) - 1
@@ -236,6 +241,12 @@ func (it *Iter) next() bool {
 			return false
 		}
 		seq = it.at(it.seq)
+		// Entries only go up: one that does not is damage (a flipped word
+		// would otherwise skip rows or end the range early unnoticed).
+		if it.seq > 0 && seq <= it.at(it.seq-1) {
+			it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, it.at(it.seq-1))
+			return false
+		}
 		if seq >= it.end {
 			return false
 		}
@@ -257,7 +268,7 @@ func (it *Iter) next() bool {
 	if it.sym {
 		// The postings and the row must agree: a mismatch is damage.
 		if id := le.Uint32(row[it.r.symOff:]); id != it.id {
-			it.err = store.Corruptf(it.r.post.Path(), 0, "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
+			it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
 			return false
 		}
 	}

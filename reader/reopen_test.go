@@ -1,7 +1,9 @@
 package reader_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -232,4 +234,46 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 	f, _ = os.OpenFile(filepath.Join(db, "t", store.CtlName), os.O_RDWR, 0)
 	f.WriteAt(boot[:], 4208)
 	f.Close()
+}
+
+// A damaged postings entry must not make a symbol query return rows out of
+// order or skip some: entries only go up, and one that does not is
+// reported against post.idx.
+func TestRangeSymDetectsPostingsOutOfOrder(t *testing.T) {
+	db, live := testutil.DB(t)
+	w := writeTicks(t, db, live, "t", 600) // symbols AAA, BBB, CCC round robin
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// AAA's first directory is chunk 1 and its first data chunk chunk 2
+	// (allocated in that order at creation); its entry i is row 3i.
+	path := filepath.Join(db, "t", store.PostName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], 450+1) // entry 10 (row 30) now names row 450
+	if _, err := f.WriteAt(b[:], 2*store.BlockSize+10*8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := reader.Open(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	id, _ := r.SymbolID([]byte("AAA"))
+	var it reader.Iter
+	if err := r.RangeSym(math.MinInt64, math.MaxInt64, id, &it); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it.Next() {
+		n++
+	}
+	var ce *store.CorruptError
+	if !errors.As(it.Err(), &ce) || ce.Path != path || ce.Offset != 2*store.BlockSize+11*8 {
+		t.Fatalf("after %d rows: want CorruptError in %s at %d, got %v", n, path, 2*store.BlockSize+11*8, it.Err())
+	}
 }

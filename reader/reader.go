@@ -392,24 +392,11 @@ func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, error) {
 		return m.b, nil
 	}
 	path := filepath.Join(r.liveDirPath(), store.SlotName(i))
-	f, err := os.Open(path)
+	b, err := store.MapSegment(path, store.SegHeader{Live: true, TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() != r.segSize {
-		return nil, fmt.Errorf("live slot %s is %d bytes, want %d", path, st.Size(), r.segSize)
-	}
-	b, err := store.MapShared(f, int(r.segSize), false)
-	if err != nil {
-		return nil, err
-	}
-	h, err := store.UnmarshalSegHeader(path, b)
-	if err != nil || !h.Live || h.TableID != r.ctl.TableID || h.SegNo != n || store.LoadAcquire64(b, store.LiveGenOff) != gen {
+	if store.LoadAcquire64(b, store.LiveGenOff) != gen {
 		store.Unmap(b)
 		return nil, fmt.Errorf("live slot %s is not segment %d generation %d", path, n, gen)
 	}

@@ -90,15 +90,17 @@ func Fallocate(f *os.File, size int64) error {
 	return nil
 }
 
-// SyncDir fsyncs a directory so that a created or renamed entry is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+// SyncPath fsyncs the file or directory at path: a directory so that an
+// entry created or renamed in it is durable, a file that another handle
+// wrote.
+func SyncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// that put them there may have been cut short before its O_DSYNC flush:
 	// flush them now, before they are declared durable.
 	for n := d >> w.shift; seq > d && n <= (seq-1)>>w.shift; n++ {
-		if err := syncFile(store.SegPath(w.dir, n)); err != nil {
+		if err := store.SyncPath(store.SegPath(w.dir, n)); err != nil {
 			return err
 		}
 	}
@@ -360,19 +360,6 @@ func (w *Writer) reindex(from, to uint64) error {
 			}
 		}
 		store.Unmap(b)
-	}
-	return nil
-}
-
-// syncFile fsyncs the file at path.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("writer: fsync %s: %w", path, err)
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("writer: fsync %s: %w", path, err)
 	}
-	return store.SyncDir(w.dir)
+	return store.SyncPath(w.dir)
 }
 
 // openDirect opens a durable segment for the flusher: O_DIRECT|O_DSYNC, or
@@ -209,7 +209,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 		}
 	}
 	if removed {
-		return store.SyncDir(w.dir)
+		return store.SyncPath(w.dir)
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func createTable(db, name string, o *Options) error {
 		func() error { return index.CreateSymbols(filepath.Join(tmp, store.SymName), id) },
 		func() error { return index.CreateTimeIndex(filepath.Join(tmp, store.TimeIdxName), id) },
 		func() error { return index.CreatePostings(filepath.Join(tmp, store.PostName), id) },
-		func() error { return store.SyncDir(tmp) },
+		func() error { return store.SyncPath(tmp) },
 	} {
 		if err := step(); err != nil {
 			return err
@@ -142,7 +142,7 @@ func createTable(db, name string, o *Options) error {
 		}
 		return err
 	}
-	return store.SyncDir(db)
+	return store.SyncPath(db)
 }
 
 func (w *Writer) open() error {

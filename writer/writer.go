@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/tickdb/tickdb/index"
@@ -59,7 +57,6 @@ type Writer struct {
 	ck      *checkpointer
 	closed  bool
 	final   Stats // the counters at Close
-	lagWait sync.Mutex
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -730,4 +727,3 @@ func (w *Writer) closeFiles() error {
 	return errors.Join(errs...)
 }
 
-var _ = math.MinInt64

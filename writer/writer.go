@@ -726,4 +726,3 @@ func (w *Writer) closeFiles() error {
 	}
 	return errors.Join(errs...)
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io"
 	"io/fs"
 	"os"
@@ -98,7 +99,7 @@ func TestReadOnlyTree(t *testing.T) {
 	if _, err := os.Stat(live); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a reader created the live dir %s: %v", live, err)
 	}
-	verifyTable(t, db, roTable, rows)
+	tablecheck.Verify(t, db, roTable, rows)
 }
 
 // TestChildReadOnly reads the read-only tree in another process (as nobody

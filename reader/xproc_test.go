@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -118,17 +119,6 @@ func expectTailDone(t *testing.T, c *testutil.Child, rows uint64) tailResult {
 	return r
 }
 
-func verifyTable(t *testing.T, db, name string, rows uint64) {
-	t.Helper()
-	rep, err := reader.Verify(db, name, nil)
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	if rep.Rows != rows || rep.Unpublished != 0 || rep.Postings != rows {
-		t.Fatalf("verify: %+v, want %d rows", rep, rows)
-	}
-}
-
 // TestXprocTail: a reader process follows a writer through many segment
 // rolls and live-slot recycles, checking every row.
 func TestXprocTail(t *testing.T) {
@@ -149,7 +139,7 @@ func TestXprocTail(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	verifyTable(t, db, xprocTable, rows)
+	tablecheck.Verify(t, db, xprocTable, rows)
 }
 
 // TestXprocTailWaitsForTable: the reader process starts before the table
@@ -174,7 +164,7 @@ func TestXprocTailWaitsForTable(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	verifyTable(t, db, xprocTable, rows)
+	tablecheck.Verify(t, db, xprocTable, rows)
 }
 
 // TestXprocSlowTail: the reader process is a slow consumer. It stops in
@@ -205,7 +195,7 @@ func TestXprocSlowTail(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	verifyTable(t, db, xprocTable, rows)
+	tablecheck.Verify(t, db, xprocTable, rows)
 }
 
 // TestChildXprocTail is the reader process of the tests above. Mode
@@ -279,16 +269,9 @@ func TestChildXprocTail(t *testing.T) {
 			live++
 		}
 		copy(buf, row)
-		if err := g.Check(buf, seq, names.Name); err != nil {
-			// The slot may have been recycled between Get's generation
-			// check and the copy above (the documented lifetime of a live
-			// view): a checked copy must then be right.
-			if rerr := r.ReadRow(seq, buf); rerr != nil {
-				fail("%v; ReadRow: %v", err, rerr)
-			}
-			if err2 := g.Check(buf, seq, names.Name); err2 != nil {
-				fail("%v; checked copy: %v", err, err2)
-			}
+		if wasLate, err := g.CheckCopy(buf, seq, names.Name, r.ReadRow); err != nil {
+			fail("%v", err)
+		} else if wasLate {
 			late++
 		}
 		if lag := (r.Count() - seq) / rps; lag > maxLag {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -367,7 +368,7 @@ func (h *crashHarness) finish() {
 	if err := xpCheckRows(h.rd, 0, n); err != nil {
 		t.Fatal(err)
 	}
-	xpVerify(t, h.db, crashTable, n)
+	tablecheck.Verify(t, h.db, crashTable, n)
 	// Every segment up to the last row has its file; past it, at most the
 	// one the preparer made ready ahead of the writer.
 	segs := (n + 2047) / 2048
@@ -555,15 +556,9 @@ func TestChildCrashTailer(t *testing.T) {
 		}
 		want++
 		copy(buf, row)
-		if err := g.Check(buf, seq, names.Name); err != nil {
-			// The live slot may have been recycled between Get's
-			// generation check and the copy: a checked copy must be right.
-			if rerr := r.ReadRow(seq, buf); rerr != nil {
-				fail("%v; ReadRow: %v", err, rerr)
-			}
-			if err2 := g.Check(buf, seq, names.Name); err2 != nil {
-				fail("%v; checked copy: %v", err, err2)
-			}
+		if wasLate, err := g.CheckCopy(buf, seq, names.Name, r.ReadRow); err != nil {
+			fail("%v", err)
+		} else if wasLate {
 			late++
 		}
 		if seq%50_000 == 0 {

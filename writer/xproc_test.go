@@ -3,6 +3,7 @@ package writer_test
 import (
 	"errors"
 	"fmt"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestSecondWriterProcess(t *testing.T) {
 		t.Fatalf("live dir after a clean close: %v", err)
 	}
 	xpCheck(t, r, 0, published+more)
-	xpVerify(t, db, lockTable, published+more)
+	tablecheck.Verify(t, db, lockTable, published+more)
 }
 
 // TestChildLockHolder opens the table as its writer, appends and syncs
@@ -201,17 +202,4 @@ func xpCheckRows(r *reader.Reader, from, to uint64) error {
 		}
 	}
 	return nil
-}
-
-// xpVerify runs reader.Verify and checks it saw rows rows and no
-// unpublished tail.
-func xpVerify(t *testing.T, db, name string, rows uint64) {
-	t.Helper()
-	rep, err := reader.Verify(db, name, nil)
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	if rep.Rows != rows || rep.Unpublished != 0 || rep.Postings != rows {
-		t.Fatalf("verify: %+v, want %d rows", rep, rows)
-	}
 }

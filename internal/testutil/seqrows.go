@@ -172,3 +172,21 @@ func (w *WriterSyms) ID(seq uint64) (uint32, error) {
 	}
 	return w.rec[k], nil
 }
+
+// CheckCopy checks a copy of row seq in buf, taken from a zero-copy view.
+// A live-slot view may have been recycled between the reader's generation
+// check and the copy (its documented lifetime): then readRow (the reader's
+// ReadRow) must give a checked copy that is right, and late is true.
+func (g *SeqRows) CheckCopy(buf store.Row, seq uint64, name func(uint32) (string, error), readRow func(uint64, []byte) error) (late bool, err error) {
+	err = g.Check(buf, seq, name)
+	if err == nil {
+		return false, nil
+	}
+	if rerr := readRow(seq, buf); rerr != nil {
+		return true, fmt.Errorf("%v; ReadRow: %v", err, rerr)
+	}
+	if err2 := g.Check(buf, seq, name); err2 != nil {
+		return true, fmt.Errorf("%v; checked copy: %v", err, err2)
+	}
+	return true, nil
+}

@@ -161,8 +161,12 @@ func (f *flusher) flushTo(limit uint64) error {
 			copy(f.buf, s.rows[off:off+m])
 			padded := (m + store.BlockSize - 1) &^ (store.BlockSize - 1)
 			clear(f.buf[m:padded])
+			t0 := time.Now()
 			if _, err := fd.WriteAt(f.buf[:padded], int64(store.BlockSize+off)); err != nil {
 				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), store.BlockSize+off, err)
+			}
+			if w.opts.OnFlush != nil {
+				w.opts.OnFlush(int(padded), time.Since(t0))
 			}
 			w.sh.flushes.Add(1)
 			w.sh.flushBytes.Add(padded)

@@ -101,6 +101,9 @@ type Options struct {
 	// OnLag is called (from Publish, rate-limited) when the lag passes
 	// MaxLag under LagAlarm.
 	OnLag func(lag uint64)
+	// OnFlush, when set, is called from the flusher goroutine after each
+	// O_DIRECT write with its size and duration (for latency histograms).
+	OnFlush func(bytes int, d time.Duration)
 	// PinCPU makes Pin bind the writer thread to CPU (sched_setaffinity).
 	PinCPU bool
 	CPU    int

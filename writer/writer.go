@@ -500,6 +500,18 @@ func (w *Writer) Sync() error {
 	return w.fl.waitDurable(w.seq)
 }
 
+// WaitDurable returns once the first n rows are durable. Unlike the other
+// methods it may be called from any goroutine, while the writer's goroutine
+// goes on appending; n must not exceed the published count (rows are
+// flushed only once published). It returns ErrClosed if the writer closes
+// first (Close itself makes every row durable, or returns its error).
+func (w *Writer) WaitDurable(n uint64) error {
+	if w.ctl.Durable() >= n {
+		return nil
+	}
+	return w.fl.waitDurable(n)
+}
+
 // Symbol returns the dictionary id of name, adding it (and publishing the
 // dictionary) if it is new. Allocates only for a new symbol.
 func (w *Writer) Symbol(name []byte) (uint32, error) {

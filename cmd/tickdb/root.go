@@ -62,6 +62,7 @@ them back from a second process and prints throughput and latency.`,
 	root.AddCommand(
 		newDemoCmd(g),
 		newDemoReaderCmd(g),
+		newServeCmd(g),
 	)
 	return root
 }

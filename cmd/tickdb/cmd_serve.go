@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/ingest"
+	"github.com/tickdb/tickdb/writer"
+)
+
+type serveOpts struct {
+	ilp, http     string
+	cpu           int
+	token         string
+	flush         string
+	flushInterval time.Duration
+	ooo           string
+	liveDir       string
+	maxConns      int
+	idle          time.Duration
+	lineLimit     byteSize
+	loops         int
+	segment       byteSize
+	logLevel      string
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the line protocol over TCP (epoll) and HTTP into the database",
+		Long: `serve accepts InfluxDB/QuestDB line protocol on a TCP listener (epoll event
+loops, no goroutine per connection) and over HTTP (POST /write and
+/api/v2/write), and feeds every table through one pinned writer goroutine.
+A table is created from its first line. HTTP also serves GET /query,
+/metrics (Prometheus), /settings (for QuestDB's clients) and /health.
+
+Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
+it gracefully: every accepted row is made durable before it exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ilp, "ilp", "127.0.0.1:9009", `line-protocol TCP address ("off" to disable)`)
+	f.StringVar(&o.http, "http", "127.0.0.1:9000", `HTTP address ("off" to disable)`)
+	f.IntVar(&o.cpu, "cpu", -1, "pin the writer thread to this CPU (-1: not pinned)")
+	f.StringVar(&o.token, "token", "", "require this token on HTTP (Authorization: Bearer or Token)")
+	f.StringVar(&o.flush, "flush", "interval", "flush policy: interval, sync or none")
+	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
+	f.StringVar(&o.ooo, "out-of-order", "reject", "late rows: reject (counted) or stamp (stored with the arrival time)")
+	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
+	f.IntVar(&o.maxConns, "max-conns", 4096, "line-protocol connection limit")
+	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections idle this long")
+	f.Var(&o.lineLimit, "line-limit", "longest line accepted (bytes, or with K/M)")
+	f.IntVar(&o.loops, "loops", 2, "epoll event loops")
+	f.Var(&o.segment, "segment-size", "segment file size for new tables")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	flush, err := writer.ParseFlushPolicy(o.flush)
+	if err != nil {
+		return fmt.Errorf("--flush: %w", err)
+	}
+	var ooo writer.OutOfOrderPolicy
+	switch o.ooo {
+	case "reject":
+		ooo = writer.OutOfOrderReject
+	case "stamp":
+		ooo = writer.OutOfOrderStamp
+	default:
+		return fmt.Errorf("--out-of-order %q: want reject or stamp", o.ooo)
+	}
+	srv, err := ingest.Start(&ingest.Options{
+		DB: g.db, ILPAddr: o.ilp, HTTPAddr: o.http, Loops: o.loops,
+		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token,
+		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
+		LiveRoot: o.liveDir, Logger: log,
+		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment)},
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("tickdb serve: started", "db", g.db, "ilp", addrString(srv.ILPAddr()), "http", addrString(srv.HTTPAddr()))
+	<-cmd.Context().Done()
+	log.Info("tickdb serve: stopping")
+	err = srv.Close()
+	stats := srv.Stats()
+	names := make([]string, 0, len(stats))
+	for n := range stats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st := stats[n]
+		log.Info("tickdb serve: table", "table", n, "rows", st.Appended, "durable", st.Durable)
+	}
+	if err != nil {
+		log.Error("tickdb serve: stopped with an error", "err", err)
+		return err
+	}
+	log.Info("tickdb serve: stopped")
+	return nil
+}
+
+func addrString(a fmt.Stringer) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
+}

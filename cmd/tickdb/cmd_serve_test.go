@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+)
+
+// serveProc is "tickdb serve" running as a separate process (this test
+// binary re-executed as the CLI, see TestMain).
+type serveProc struct {
+	cmd       *exec.Cmd
+	ilp, http string
+	mu        sync.Mutex
+	log       strings.Builder
+	done      chan error
+}
+
+var startedRE = regexp.MustCompile(`msg="tickdb serve: started" db=\S+ ilp=(\S+) http=(\S+)`)
+
+func startServe(t *testing.T, args ...string) *serveProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{done: make(chan error, 1)}
+	p.cmd = exec.Command(exe, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
+	p.cmd.Env = append(os.Environ(), demoChildEnv+"=1")
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
+	started := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := startedRE.FindStringSubmatch(sc.Text()); m != nil {
+				started <- m[1:]
+			}
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	select {
+	case m := <-started:
+		p.ilp, p.http = m[0], m[1]
+	case <-time.After(time.Minute):
+		t.Fatalf("tickdb serve did not start:\n%s", p.logText())
+	}
+	return p
+}
+
+func (p *serveProc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// TestServeCommand runs "tickdb serve", writes over TCP and HTTP, stops it
+// with SIGTERM and checks the exit status, the log lines and the rows.
+func TestServeCommand(t *testing.T) {
+	db, live := testutil.DB(t)
+	p := startServe(t, "--db", db, "--live-dir", live, "--token", "tok")
+	c, err := net.DialTimeout("tcp", p.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "trades,sym=AAPL price=189.5,size=100i 1000\ntrades,sym=MSFT price=410.25,size=7i 2000\n")
+	c.Close()
+	req, _ := http.NewRequest("POST", "http://"+p.http+"/write", strings.NewReader("trades,sym=AAPL price=190,size=5i 3000\n"))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := (&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /write: %d", resp.StatusCode)
+	}
+	// The HTTP row is durable and after the TCP rows only if those were
+	// stored first; wait until all three are visible.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := reader.Open(db, "trades", nil)
+		if err == nil {
+			n := r.Count()
+			r.Close()
+			if n == 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rows never reached 3:\n%s", p.logText())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("tickdb serve exit: %v\n%s", err, p.logText())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("tickdb serve did not stop on SIGTERM:\n%s", p.logText())
+	}
+	log := p.logText()
+	for _, want := range []string{`msg="tickdb serve: stopping"`, `msg="tickdb serve: table" table=trades rows=3 durable=3`, `msg="tickdb serve: stopped"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log has no %s:\n%s", want, log)
+		}
+	}
+	r, err := reader.Open(db, "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Count() != 3 || r.Durable() != 3 {
+		t.Fatalf("count %d durable %d after stop", r.Count(), r.Durable())
+	}
+	if ents, _ := os.ReadDir(live); len(ents) != 0 {
+		t.Fatalf("live dir not emptied after a clean stop: %v", ents)
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--flush", "sometimes"}, "unknown flush policy"},
+		{[]string{"serve", "--out-of-order", "maybe"}, "want reject or stamp"},
+		{[]string{"serve", "--ilp", "256.1.1.1:1"}, "ilp address"},
+	} {
+		var out, errb strings.Builder
+		if code := run(append(tc.args, "--db", t.TempDir(), "--http", "off"), &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}

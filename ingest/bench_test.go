@@ -1,0 +1,189 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// Ingestion over real sockets on 127.0.0.1, the load generator in the same
+// process as the server (so both share this machine's two cores).
+//
+//	go test -run '^$' -bench 'Ingest' -benchtime 2000000x -count 3 ./ingest
+//
+// BenchmarkIngestTCP sends b.N pre-encoded tick lines over conns
+// connections as fast as the server reads and stops the clock when the
+// last row is visible to a reader.
+func BenchmarkIngestTCP(b *testing.B) {
+	for _, conns := range []int{1, 8} {
+		for _, ts := range []bool{false, true} {
+			if ts && conns > 1 {
+				continue // one table, several clients' clocks: rows would arrive out of order
+			}
+			b.Run(fmt.Sprintf("conns=%d/ts=%v", conns, ts), func(b *testing.B) { benchIngest(b, conns, ts) })
+		}
+	}
+}
+
+func benchIngest(b *testing.B, conns int, withTs bool) {
+	o := &Options{}
+	if v := os.Getenv("TICKDB_BENCH_READBUF"); v != "" {
+		o.ReadBuffer, _ = strconv.Atoi(v)
+	}
+	srv, db := testServer(b, o)
+	data := loadgen.Ticks("ticks", b.N, 500, 1, withTs)
+	parts := loadgen.Split(data, conns)
+	b.SetBytes(int64(len(data) / b.N))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := loadgen.Send(srv.ILPAddr().String(), parts, 256<<10); err != nil {
+		b.Fatal(err)
+	}
+	var r *reader.Reader
+	for r == nil {
+		r, _ = reader.Open(db, "ticks", nil)
+	}
+	defer r.Close()
+	for r.Count() < uint64(b.N) {
+		time.Sleep(20 * time.Microsecond)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	if got := r.Count(); got != uint64(b.N) {
+		b.Fatalf("%d rows, want %d", got, b.N)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "lines/s")
+	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/line")
+}
+
+// BenchmarkIngestLatency offers lines at a fixed rate on one connection,
+// each carrying its send time, and times each line from the client's
+// write to the moment a tailing reader in another goroutine sees its row:
+// socket, event loop, parse, queue, writer, publish and the reader's poll.
+//
+//	go test -run '^$' -bench 'IngestLatency' -benchtime 400000x ./ingest
+func BenchmarkIngestLatency(b *testing.B) {
+	for _, rate := range []int{100_000, 1_000_000} {
+		b.Run("rate="+strconv.Itoa(rate), func(b *testing.B) {
+			srv, db := testServer(b, &Options{})
+			burst := max(1, rate/20_000) // a write every 50 µs
+			// Create the table first so the reader can tail from row 0.
+			c, err := net.Dial("tcp", srv.ILPAddr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Fprintf(c, "lat,sym=S t0=0i\n")
+			c.Close()
+			var r *reader.Reader
+			for r == nil {
+				r, _ = reader.Open(db, "lat", nil)
+			}
+			defer r.Close()
+			t0 := r.Schema().ColAt(r.Schema().Index("t0"))
+			h := benchutil.NewHist()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				tail := r.Tail(1, reader.Yield{})
+				ctx := context.Background()
+				for range b.N {
+					row, _, err := tail.Wait(ctx)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					benchutil.Record(h, time.Now().UnixNano()-row.I64(t0))
+				}
+			}()
+			b.ResetTimer()
+			err = loadgen.Paced(srv.ILPAddr().String(), b.N, rate, burst, func(dst []byte, i int, now int64) []byte {
+				dst = append(dst, "lat,sym=S t0="...)
+				dst = strconv.AppendInt(dst, now, 10)
+				return append(dst, "i\n"...)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			b.StopTimer()
+			benchutil.ReportHist(b, h, "", "ns", 1)
+		})
+	}
+}
+
+// BenchmarkIdleConnections holds 1,000 connections that each sent one line
+// and reports the process's RSS growth.
+func BenchmarkIdleConnections(b *testing.B) {
+	for b.Loop() {
+		srv, db := testServer(b, &Options{Writer: writer.Options{SegmentSize: 1 << 20}})
+		c := dial(b, srv)
+		fmt.Fprintf(c, "idle,conn=first v=1i\n")
+		for n, _ := readRows(db, "idle"); len(n) == 0; n, _ = readRows(db, "idle") {
+			time.Sleep(time.Millisecond)
+		}
+		runtime.GC()
+		rss0 := benchutil.RSSKiB()
+		cs := openIdle(b, srv, 1000)
+		b.ReportMetric(float64(benchutil.RSSKiB()-rss0)/1024, "MiB-rss-growth")
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+}
+
+func openIdle(tb testing.TB, srv *Server, n int) []net.Conn {
+	cs := make([]net.Conn, 0, n)
+	for i := range n {
+		c, err := net.Dial("tcp", srv.ILPAddr().String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(c, "idle,conn=c%d v=1i\n", i)
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// 1,000 idle connections cost little memory: each holds no buffer between
+// reads.
+func TestIdleConnectionsMemory(t *testing.T) {
+	if testutil.Race {
+		t.Skip("the race detector's shadow memory makes RSS meaningless")
+	}
+	// Small segments, and the table first: the live slots the preparer
+	// faults in are shared memory, not the connections' cost.
+	srv, db := testServer(t, &Options{Writer: writer.Options{SegmentSize: 1 << 20}})
+	c := dial(t, srv)
+	fmt.Fprintf(c, "idle,conn=first v=1i\n")
+	tableRows(t, db, "idle", 1, time.Minute)
+	time.Sleep(200 * time.Millisecond) // the preparer readies the next slots
+	runtime.GC()
+	rss0 := benchutil.RSSKiB()
+	cs := openIdle(t, srv, 1000)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	tableRows(t, db, "idle", 1001, time.Minute)
+	grew := benchutil.RSSKiB() - rss0
+	t.Logf("1000 idle connections: RSS grew %d KiB", grew)
+	if grew > 64<<10 {
+		t.Fatalf("RSS grew %d MiB for 1000 idle connections, want ≤ 64 MiB", grew>>10)
+	}
+	if v := counterValue(srv.m.conns); v != 1001 {
+		t.Fatalf("connections gauge %v, want 1000", v)
+	}
+}

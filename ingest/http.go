@@ -1,0 +1,343 @@
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tickdb/tickdb/query"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Handler is the server's HTTP API:
+//
+//	POST /write, /api/v2/write   line protocol, all or nothing, 204 once durable
+//	GET  /query                  rows as json or csv, streamed
+//	GET  /metrics                Prometheus text format
+//	GET  /settings               what QuestDB's clients ask before writing
+//	GET  /health, /ping          liveness (no token needed)
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	h := &httpAPI{s: s, errPrefix: newErrorPrefix()}
+	mux.HandleFunc("/write", h.auth("/write", h.write))
+	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
+	mux.HandleFunc("/query", h.auth("/query", h.query))
+	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
+	mux.HandleFunc("/settings", h.count("/settings", h.settings))
+	mux.HandleFunc("/health", h.count("/health", h.health))
+	mux.HandleFunc("/ping", h.count("/ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	return mux
+}
+
+type httpAPI struct {
+	s         *Server
+	errPrefix string
+	errSeq    counter
+	parsers   sync.Pool
+}
+
+// statusWriter remembers the status code for the request counter.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h *httpAPI) count(path string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		next(sw, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		h.s.m.http(path, sw.code)
+	}
+}
+
+// auth requires the token, when one is configured, in either scheme.
+func (h *httpAPI) auth(path string, next http.HandlerFunc) http.HandlerFunc {
+	return h.count(path, func(w http.ResponseWriter, r *http.Request) {
+		if tok := h.s.opts.Token; tok != "" && !tokenOK(r.Header.Get("Authorization"), tok) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tickdb"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token> or Token <token>", http.StatusUnauthorized)
+			return
+		}
+		next(w, r)
+	})
+}
+
+func tokenOK(header, token string) bool {
+	scheme, got, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Token")) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+}
+
+func (h *httpAPI) nextErrID() uint64 {
+	h.errSeq.add(1)
+	return h.errSeq.load()
+}
+
+// newErrorPrefix is the per-process part of error ids, as QuestDB's are:
+// "<hex>-<n>".
+func newErrorPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeError answers with the line-protocol error body QuestDB's and
+// InfluxDB's clients parse: code, message, line (1-based, when known) and
+// errorId, and no other keys (QuestDB's Java client rejects others). The
+// body is sent chunked, as QuestDB's server does.
+func (h *httpAPI) writeError(w http.ResponseWriter, status int, code, msg string, line int) {
+	body := struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Line    int    `json:"line,omitempty"`
+		ErrorID string `json:"errorId"`
+	}{code, msg, line, fmt.Sprintf("%s-%d", h.errPrefix, h.nextErrID())}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// write is POST /write and /api/v2/write: every line is parsed and checked
+// before any is stored; one bad line rejects the request with 400 naming
+// it. The answer, 204, comes once every row of the request is durable.
+func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.writeError(w, http.StatusMethodNotAllowed, "invalid", "line protocol is written with POST", 0)
+		return
+	}
+	prec, err := ParsePrecision(r.URL.Query().Get("precision"))
+	if err != nil {
+		h.writeError(w, http.StatusBadRequest, "invalid", err.Error(), 0)
+		return
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, h.s.opts.MaxBody)
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			h.writeError(w, http.StatusBadRequest, "invalid", "gzip body: "+err.Error(), 0)
+			return
+		}
+		body = io.LimitReader(zr, h.s.opts.MaxBody+1)
+	default:
+		h.writeError(w, http.StatusUnsupportedMediaType, "not supported", fmt.Sprintf("content encoding %q (send identity or gzip)", enc), 0)
+		return
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.writeError(w, http.StatusRequestEntityTooLarge, "request too large", fmt.Sprintf("body is over the %d-byte limit", h.s.opts.MaxBody), 0)
+			return
+		}
+		h.writeError(w, http.StatusBadRequest, "invalid", "reading body: "+err.Error(), 0)
+		return
+	}
+	if int64(len(data)) > h.s.opts.MaxBody {
+		h.writeError(w, http.StatusRequestEntityTooLarge, "request too large", fmt.Sprintf("body is over the %d-byte limit", h.s.opts.MaxBody), 0)
+		return
+	}
+	t, lerr := h.encode(data, prec)
+	if lerr != nil {
+		h.s.m.rejected("", lerr.Reason.String())
+		h.writeError(w, http.StatusBadRequest, "invalid", "failed to parse line protocol: "+lerr.Error(), lerr.Line)
+		return
+	}
+	if t.lines == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	res := h.s.sink.submit(t)
+	if res.err != nil {
+		if le, ok := asLineErr(res.err); ok {
+			h.writeError(w, http.StatusBadRequest, "invalid", "failed to write line protocol: "+le.Error(), le.Line)
+			return
+		}
+		h.writeError(w, http.StatusInternalServerError, "internal error", res.err.Error(), 0)
+		return
+	}
+	for _, dw := range res.waits {
+		if err := dw.w.WaitDurable(dw.n); err != nil {
+			h.writeError(w, http.StatusInternalServerError, "internal error", "rows stored but not made durable: "+err.Error(), 0)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// encode parses every line of a request body into records.
+func (h *httpAPI) encode(data []byte, prec int64) (*txn, *LineError) {
+	p, _ := h.parsers.Get().(*Parser)
+	if p == nil {
+		p = &Parser{}
+	}
+	defer h.parsers.Put(p)
+	p.Precision = prec
+	t := &txn{res: make(chan txnResult, 1), buf: make([]byte, 0, len(data)+len(data)/2)}
+	var l Line
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) > h.s.opts.LineLimit {
+			return nil, &LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: ReasonTooLong,
+				Msg: fmt.Sprintf("line is longer than the %d-byte limit", h.s.opts.LineLimit)}
+		}
+		ok, err := p.Parse(line, &l)
+		if err != nil {
+			le, _ := asLineErr(err)
+			if le == nil {
+				le = &LineError{Reason: ReasonSyntax, Msg: err.Error()}
+			}
+			le.Line = lineNo
+			return nil, le
+		}
+		if ok {
+			t.buf = appendRecord(t.buf, &l, 0, uint64(lineNo))
+			t.lines++
+		}
+	}
+	return t, nil
+}
+
+// settings answers as QuestDB's server does, offering only text line
+// protocol version 1, so its clients choose it.
+func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"config":{"release.type":"OSS","release.version":"tickdb","accepting.writes":["http","tcp"],`+
+		`"line.proto.support.versions":[1],"ilp.proto.transports":["tcp","http"],"cairo.max.file.name.length":127},`+
+		`"preferences.version":0,"preferences":{}}`)
+}
+
+func (h *httpAPI) health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+}
+
+// query is GET /query: table, sym, from, to, limit, format (json or csv,
+// default json) and ts (rfc3339 or ns), as the CLI's query command.
+func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
+	qs := r.URL.Query()
+	bad := func(msg string) { h.writeError(w, http.StatusBadRequest, "invalid", msg, 0) }
+	q := query.Query{Table: qs.Get("table"), Sym: qs.Get("sym")}
+	if q.Table == "" {
+		bad("table is required")
+		return
+	}
+	if err := store.ValidTableName(q.Table); err != nil {
+		bad(err.Error())
+		return
+	}
+	var err error
+	if v := qs.Get("from"); v != "" {
+		if q.From, err = query.ParseTime(v); err != nil {
+			bad("from: " + err.Error())
+			return
+		}
+		q.HasFrom = true
+	}
+	if v := qs.Get("to"); v != "" {
+		if q.To, err = query.ParseTime(v); err != nil {
+			bad("to: " + err.Error())
+			return
+		}
+		q.HasTo = true
+	}
+	if v := qs.Get("limit"); v != "" {
+		if q.Limit, err = strconv.ParseInt(v, 10, 64); err != nil || q.Limit < 0 {
+			bad(fmt.Sprintf("limit %q is not a count of rows", v))
+			return
+		}
+	}
+	fv := qs.Get("format")
+	if fv == "" {
+		fv = "json"
+	}
+	f, err := query.ParseFormat(fv)
+	if err != nil || (fv != "json" && fv != "csv") {
+		bad(fmt.Sprintf("format %q: /query writes json or csv", fv))
+		return
+	}
+	tsv := qs.Get("ts")
+	if tsv == "" {
+		tsv = "rfc3339"
+	}
+	tf, err := query.ParseTsFormat(tsv)
+	if err != nil {
+		bad(err.Error())
+		return
+	}
+	rd, err := reader.Open(h.s.opts.DB, q.Table, nil)
+	if err != nil {
+		if errors.Is(err, store.ErrNoTable) {
+			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
+			return
+		}
+		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
+		return
+	}
+	defer rd.Close()
+	if fv == "csv" {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	enc := query.NewEncoder(w, f, tf, rd.Schema(), q.Table, rd.Symbol)
+	if _, err := query.Run(r.Context(), rd, q, enc); err != nil {
+		// The status line is gone; end the stream short so the client
+		// sees a broken body rather than a complete one.
+		h.s.log.Warn("ingest: query failed mid-stream", "table", q.Table, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	if err := enc.Close(); err != nil {
+		h.s.log.Debug("ingest: query write", "err", err)
+	}
+}

@@ -1,0 +1,532 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// sink is the single writer goroutine of a server: it drains the event
+// loops' rings and the HTTP requests, turns records into rows of their
+// tables (opening or creating each table on its first line), appends them
+// and publishes once per drained batch. All tables' writers are driven
+// from this one goroutine, locked to its OS thread and, with Options.CPU,
+// to a CPU.
+type sink struct {
+	opts    *Options
+	log     *slog.Logger
+	m       *metrics
+	rings   []*ring
+	park    *parker
+	txc     chan *txn
+	tables  map[string]*table
+	failed  map[string]failedOpen
+	last    *table
+	line    Line
+	meta    recordMeta
+	now     int64
+	stopc   chan struct{} // closed by stop: drain what is queued, then exit
+	donec   chan struct{}
+	loopsWG *sync.WaitGroup // producers still running; the sink exits after them
+	err     error           // the first error closing the tables
+
+	statsMu sync.Mutex
+	stats   map[string]writer.Stats
+	lastSt  time.Time
+}
+
+// failedOpen remembers a table that could not be opened, so a stream of
+// lines for it costs a map lookup each, not a failed open each.
+type failedOpen struct {
+	err   error
+	until time.Time
+}
+
+// txn is an HTTP request's records, applied all or nothing.
+type txn struct {
+	buf   []byte
+	lines int
+	res   chan txnResult
+}
+
+// txnResult says how a txn ended: err is a *LineError naming the request's
+// line, or a write failure; waits are the row counts to wait durable for.
+type txnResult struct {
+	err   error
+	waits []durableWait
+}
+
+type durableWait struct {
+	w *writer.Writer
+	n uint64
+}
+
+func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink {
+	return &sink{
+		opts: o, log: o.Logger, m: m, rings: rings, park: newParker(), txc: make(chan *txn),
+		tables: map[string]*table{}, failed: map[string]failedOpen{},
+		stopc: make(chan struct{}), donec: make(chan struct{}), loopsWG: loops,
+		stats: map[string]writer.Stats{},
+	}
+}
+
+// submit hands an HTTP request's records to the writer goroutine and waits
+// for the outcome.
+func (s *sink) submit(t *txn) txnResult {
+	select {
+	case s.txc <- t:
+	case <-s.donec:
+		return txnResult{err: errors.New("ingest: server is shutting down")}
+	}
+	return <-t.res
+}
+
+// run is the writer goroutine.
+func (s *sink) run() {
+	defer close(s.donec)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if s.opts.PinCPU {
+		var set unix.CPUSet
+		set.Set(s.opts.CPU)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			s.log.Warn("ingest: cannot pin the writer", "cpu", s.opts.CPU, "err", err)
+		}
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	loopsDone := make(chan struct{})
+	go func() { s.loopsWG.Wait(); close(loopsDone) }()
+	stopping, producersGone := false, false
+	idle := 0
+	for {
+		work := s.drain()
+		select {
+		case t := <-s.txc:
+			s.apply(t)
+			work = true
+		default:
+		}
+		if work {
+			s.publish()
+			idle = 0
+			continue
+		}
+		if !stopping {
+			select {
+			case <-s.stopc:
+				stopping = true
+			default:
+			}
+		}
+		if stopping && !producersGone {
+			select {
+			case <-loopsDone:
+				producersGone = true
+				continue // drain once more after the last publish
+			default:
+			}
+		}
+		if producersGone {
+			break
+		}
+		s.refreshStats(false)
+		if idle++; idle < 64 {
+			runtime.Gosched()
+			continue
+		}
+		s.park.sleep()
+		if s.pending() {
+			s.park.awake()
+			continue
+		}
+		var gone <-chan struct{} // watched only once stopping: it is closed at once when there are no loops
+		if stopping {
+			gone = loopsDone
+		}
+		timer.Reset(50 * time.Millisecond)
+		select {
+		case t := <-s.txc:
+			s.park.awake()
+			s.apply(t)
+			s.publish()
+			idle = 0
+		case <-s.stopc:
+			stopping = true
+		case <-gone:
+		case <-s.park.wakec:
+		case <-timer.C:
+		}
+		timer.Stop()
+		s.park.awake()
+		s.refreshStats(false)
+	}
+	s.closeTables()
+}
+
+// pending reports whether any ring holds a batch.
+func (s *sink) pending() bool {
+	for _, r := range s.rings {
+		if !r.empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// drain applies up to a few batches from every ring, round-robin, so one
+// busy connection's loop cannot starve the others.
+func (s *sink) drain() bool {
+	work := false
+	for _, r := range s.rings {
+		for range 4 {
+			b := r.peek()
+			if b == nil {
+				break
+			}
+			s.applyBatch(b)
+			r.release()
+			work = true
+		}
+	}
+	return work
+}
+
+func (s *sink) applyBatch(b *batch) {
+	t0 := time.Now()
+	s.now = t0.UnixNano()
+	for p := 0; p < len(b.buf); {
+		p += decodeRecord(b.buf[p:], &s.line, &s.meta)
+		s.applyLine(&s.line, &s.meta)
+	}
+	s.m.applySec.Observe(time.Since(t0).Seconds())
+	s.m.batchRows.Observe(float64(b.recs))
+	if s.opts.slowApply > 0 {
+		time.Sleep(s.opts.slowApply)
+	}
+}
+
+// applyLine appends one streamed line, or counts and logs why not.
+func (s *sink) applyLine(l *Line, m *recordMeta) {
+	t, err := s.table(l)
+	if err == nil {
+		err = t.fill(l)
+	}
+	if err == nil {
+		err = s.append(t, l)
+	}
+	if err != nil {
+		s.reject(l.Measurement, m, err)
+	}
+}
+
+// append stores t.row (filled from l) with l's timestamp, or the arrival
+// time when the line has none. Arrival time never goes backwards within a
+// table, so a line without a timestamp is never out of order.
+func (s *sink) append(t *table, l *Line) error {
+	ts := s.now
+	if l.HasTs {
+		ts = l.Ts
+	} else if last := t.w.LastTs(); ts < last {
+		ts = last
+	}
+	t.row.SetTs(ts)
+	if _, err := t.w.Append(t.row); err != nil {
+		if errors.Is(err, writer.ErrOutOfOrder) {
+			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the last row of table %s (%d); the table rejects late rows", ts, t.name, t.w.LastTs())}
+		}
+		return err
+	}
+	t.dirty = true
+	t.accepted++
+	return nil
+}
+
+// reject counts a line that was not stored and logs it (rate-limited).
+func (s *sink) reject(tableName []byte, m *recordMeta, err error) {
+	reason := "write_error"
+	if le, ok := asLineErr(err); ok {
+		reason = le.Reason.String()
+		le.Line = int(m.lineNo)
+	}
+	s.m.rejected(s.label(tableName), reason)
+	s.m.logBad(s.log, "ingest: line rejected", "conn", m.conn, "line", m.lineNo, "table", string(tableName), "err", err)
+}
+
+// label is a table's name for the metrics, or "" when no such table is
+// open: bad input must not grow the set of labels.
+func (s *sink) label(name []byte) string {
+	if t, ok := s.tables[string(name)]; ok {
+		return t.name
+	}
+	return ""
+}
+
+// publish makes every table's new rows visible and moves the counters.
+func (s *sink) publish() {
+	t0 := time.Now()
+	defer func() { s.m.publishSec.Observe(time.Since(t0).Seconds()) }()
+	for _, t := range s.tables {
+		if t.dirty {
+			t.w.Publish()
+			t.dirty = false
+			s.m.addAccepted(t.name, t.accepted)
+			t.accepted = 0
+		}
+	}
+	s.refreshStats(false)
+}
+
+// table returns the table l names, opening or creating it on first use.
+func (s *sink) table(l *Line) (*table, error) {
+	if t := s.last; t != nil && string(l.Measurement) == t.name {
+		return t, nil
+	}
+	if t, ok := s.tables[string(l.Measurement)]; ok {
+		s.last = t
+		return t, nil
+	}
+	name := string(l.Measurement)
+	if f, ok := s.failed[name]; ok && time.Now().Before(f.until) {
+		return nil, f.err
+	}
+	t, err := s.open(name, l)
+	if err != nil {
+		if _, bad := asLineErr(err); !bad {
+			s.failed[name] = failedOpen{err: err, until: time.Now().Add(time.Second)}
+			s.log.Error("ingest: cannot open table", "table", name, "err", err)
+		}
+		return nil, err
+	}
+	delete(s.failed, name)
+	s.tables[name] = t
+	s.last = t
+	s.refreshStats(true)
+	return t, nil
+}
+
+// open opens table name, creating it with the schema of l when it does not
+// exist.
+func (s *sink) open(name string, l *Line) (*table, error) {
+	if err := store.ValidTableName(name); err != nil {
+		return nil, &LineError{Reason: ReasonName, Msg: err.Error()}
+	}
+	o := s.opts.Writer
+	o.Logger = s.log
+	if s.opts.LiveRoot != "" {
+		o.LiveDir = filepath.Join(s.opts.LiveRoot, name)
+	}
+	if _, err := os.Stat(filepath.Join(s.opts.DB, name, store.CtlName)); errors.Is(err, os.ErrNotExist) {
+		schema, lerr := schemaFor(l)
+		if lerr != nil {
+			return nil, lerr
+		}
+		o.Schema = schema
+	}
+	w, err := writer.Open(s.opts.DB, name, &o)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
+	return newTable(name, w), nil
+}
+
+// openExisting opens every table already in the database, so a restart
+// recovers them (and makes their rows durable) at once rather than on
+// their next line. A table that cannot be opened is logged and retried
+// when a line names it.
+func (s *sink) openExisting() {
+	ents, err := os.ReadDir(s.opts.DB)
+	if err != nil {
+		return // a fresh database: created with its first table
+	}
+	for _, e := range ents {
+		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(s.opts.DB, e.Name(), store.CtlName)); err != nil {
+			continue
+		}
+		t, err := s.open(e.Name(), nil)
+		if err != nil {
+			s.log.Error("ingest: cannot open table", "table", e.Name(), "err", err)
+			continue
+		}
+		s.tables[t.name] = t
+	}
+	s.refreshStats(true)
+}
+
+// apply runs an HTTP request: it checks every line first, against the
+// tables as they are or, for a table the request creates, against the
+// schema its first line in the request gives, including the time order;
+// only when all lines pass does it store them.
+func (s *sink) apply(t *txn) {
+	res := txnResult{}
+	if table, err := s.check(t); err != nil {
+		if le, ok := asLineErr(err); ok {
+			s.m.rejected(s.label(table), le.Reason.String())
+		}
+		res.err = err
+		t.res <- res
+		return
+	}
+	s.now = time.Now().UnixNano()
+	touched := map[*table]bool{}
+	for p := 0; p < len(t.buf); {
+		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
+		tb, err := s.table(&s.line)
+		if err == nil {
+			err = tb.fill(&s.line)
+		}
+		if err == nil {
+			err = s.append(tb, &s.line)
+		}
+		if err != nil {
+			// check passed, so this is a write failure: the rows before it
+			// stay (they may already be visible), and the client hears why.
+			if le, ok := asLineErr(err); ok {
+				le.Line = int(s.meta.lineNo)
+			}
+			res.err = err
+			break
+		}
+		touched[tb] = true
+	}
+	for tb := range touched {
+		tb.w.Publish()
+		tb.dirty = false
+		s.m.addAccepted(tb.name, tb.accepted)
+		tb.accepted = 0
+		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len()})
+	}
+	t.res <- res
+}
+
+// check validates a request without changing anything. On a bad line it
+// also returns the line's table name.
+func (s *sink) check(t *txn) ([]byte, error) {
+	type state struct {
+		lo     *layout
+		lastTs int64
+	}
+	seen := map[string]*state{}
+	var l Line
+	var m recordMeta
+	idx := make([]int, store.MaxColumns)
+	for p := 0; p < len(t.buf); {
+		p += decodeRecord(t.buf[p:], &l, &m)
+		st := seen[string(l.Measurement)]
+		if st == nil {
+			lo, lastTs, err := s.layoutFor(&l)
+			switch {
+			case err == nil:
+				st = &state{lo: lo, lastTs: lastTs}
+			case errors.Is(err, ErrBadLine):
+				return l.Measurement, withLine(err, m.lineNo)
+			default:
+				return l.Measurement, err
+			}
+			seen[string(l.Measurement)] = st
+		}
+		if len(l.Tags)+len(l.Fields) >= len(idx) {
+			return l.Measurement, withLine(&LineError{Reason: ReasonUnknownColumn, Msg: "too many tags and fields"}, m.lineNo)
+		}
+		if err := st.lo.resolve(&l, idx); err != nil {
+			return l.Measurement, withLine(err, m.lineNo)
+		}
+		if l.HasTs {
+			if l.Ts < st.lastTs && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+				return l.Measurement, withLine(&LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the table's last row (%d); the table rejects late rows", l.Ts, st.lastTs)}, m.lineNo)
+			}
+			st.lastTs = max(st.lastTs, l.Ts)
+		}
+	}
+	return nil, nil
+}
+
+// layoutFor returns the layout a request's line is checked against: the
+// table's, opening it if it exists, or else the one l would create (the
+// table is created only when the request is stored).
+func (s *sink) layoutFor(l *Line) (*layout, int64, error) {
+	name := string(l.Measurement)
+	if t, ok := s.tables[name]; ok {
+		return newLayout(name, t.schema), t.w.LastTs(), nil
+	}
+	if err := store.ValidTableName(name); err != nil {
+		return nil, 0, &LineError{Reason: ReasonName, Msg: err.Error()}
+	}
+	if _, err := os.Stat(filepath.Join(s.opts.DB, name, store.CtlName)); err == nil {
+		t, err := s.table(l)
+		if err != nil {
+			return nil, 0, err
+		}
+		return newLayout(name, t.schema), t.w.LastTs(), nil
+	}
+	schema, lerr := schemaFor(l)
+	if lerr != nil {
+		return nil, 0, lerr
+	}
+	return newLayout(name, schema), 0, nil
+}
+
+func withLine(err error, line uint64) error {
+	if le, ok := asLineErr(err); ok {
+		le.Line = int(line)
+	}
+	return err
+}
+
+// refreshStats copies every table's writer counters for /metrics, at most
+// every 100 ms unless forced.
+func (s *sink) refreshStats(force bool) {
+	now := time.Now()
+	if !force && now.Sub(s.lastSt) < 100*time.Millisecond {
+		return
+	}
+	s.lastSt = now
+	s.statsMu.Lock()
+	for name, t := range s.tables {
+		s.stats[name] = t.w.Stats()
+	}
+	s.statsMu.Unlock()
+}
+
+// snapshot returns the last copied writer counters.
+func (s *sink) snapshot() map[string]writer.Stats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	out := make(map[string]writer.Stats, len(s.stats))
+	for k, v := range s.stats {
+		out[k] = v
+	}
+	return out
+}
+
+// closeTables makes every table durable and closes it.
+func (s *sink) closeTables() {
+	s.refreshStats(true)
+	for name, t := range s.tables {
+		if err := t.w.Close(); err != nil {
+			s.log.Error("ingest: close table", "table", name, "err", err)
+			if s.err == nil {
+				s.err = fmt.Errorf("close table %s: %w", name, err)
+			}
+		}
+		st := t.w.Stats()
+		s.statsMu.Lock()
+		s.stats[name] = st
+		s.statsMu.Unlock()
+		s.log.Info("ingest: table closed", "table", name, "rows", st.Appended, "durable", st.Durable)
+	}
+}

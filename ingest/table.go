@@ -1,0 +1,271 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// layout maps a table's column names to their place in the row. It is
+// what a line is checked against; building one needs no writer, so an HTTP
+// request can be checked whole against the schema its own first line
+// would create before anything is stored.
+type layout struct {
+	name   string
+	schema *store.Schema
+	cols   map[string]int // column name → schema index
+	at     []store.Col    // schema index → offset and type
+	// The last line's keys and the columns they resolved to: lines from one
+	// client repeat their key order, so most lines skip the map lookups.
+	lastKeys [][]byte
+	lastIdx  []int
+}
+
+func newLayout(name string, s *store.Schema) *layout {
+	lo := &layout{name: name, schema: s, cols: make(map[string]int, len(s.Cols)), at: make([]store.Col, len(s.Cols))}
+	for i, c := range s.Cols {
+		lo.cols[c.Name] = i
+		lo.at[i] = s.ColAt(i)
+	}
+	return lo
+}
+
+// schemaFor is the schema a table gets from its first line: ts, then the
+// tags as sym columns, then the fields, each in the line's order. Float
+// fields make f64 columns; integer and unsigned fields make i64 columns;
+// booleans make bool columns.
+func schemaFor(l *Line) (*store.Schema, *LineError) {
+	cols := make([]store.Column, 0, 1+len(l.Tags)+len(l.Fields))
+	cols = append(cols, store.Column{Name: "ts", Type: store.TypeTs})
+	for _, t := range l.Tags {
+		cols = append(cols, store.Column{Name: string(t.Key), Type: store.TypeSym})
+	}
+	for _, f := range l.Fields {
+		typ := store.TypeF64
+		switch f.Kind {
+		case KindInt, KindUint:
+			typ = store.TypeI64
+		case KindBool:
+			typ = store.TypeBool
+		}
+		cols = append(cols, store.Column{Name: string(f.Key), Type: typ})
+	}
+	for _, c := range cols[1:] {
+		if c.Name == "ts" {
+			return nil, &LineError{Reason: ReasonName, Msg: `"ts" is the timestamp column; give the time as the line's last element`}
+		}
+	}
+	s, err := store.NewSchema(cols...)
+	if err != nil {
+		return nil, &LineError{Reason: ReasonName, Msg: fmt.Sprintf("cannot create table %q from this line: %v", l.Measurement, err)}
+	}
+	return s, nil
+}
+
+// resolve maps every key of l to its column and checks the value's type,
+// filling idx (one entry per tag, then per field). It changes nothing but
+// the layout's key cache.
+func (lo *layout) resolve(l *Line, idx []int) *LineError {
+	n := len(l.Tags) + len(l.Fields)
+	if n == len(lo.lastKeys) {
+		hit := true
+		for i := range l.Tags {
+			if !bytes.Equal(l.Tags[i].Key, lo.lastKeys[i]) {
+				hit = false
+				break
+			}
+		}
+		if hit {
+			for i := range l.Fields {
+				if !bytes.Equal(l.Fields[i].Key, lo.lastKeys[len(l.Tags)+i]) {
+					hit = false
+					break
+				}
+			}
+		}
+		if hit {
+			copy(idx, lo.lastIdx)
+			return lo.checkKinds(l, idx)
+		}
+	}
+	for i := range l.Tags {
+		c, ok := lo.cols[string(l.Tags[i].Key)]
+		if !ok {
+			return lo.unknown("tag", l.Tags[i].Key)
+		}
+		idx[i] = c
+	}
+	for i := range l.Fields {
+		c, ok := lo.cols[string(l.Fields[i].Key)]
+		if !ok {
+			return lo.unknown("field", l.Fields[i].Key)
+		}
+		idx[len(l.Tags)+i] = c
+	}
+	if err := lo.checkKinds(l, idx); err != nil {
+		return err
+	}
+	lo.remember(l, idx[:n])
+	return nil
+}
+
+// remember caches l's key order (allocates only when the order changes).
+func (lo *layout) remember(l *Line, idx []int) {
+	lo.lastKeys = lo.lastKeys[:0]
+	for i := range l.Tags {
+		lo.lastKeys = append(lo.lastKeys, bytes.Clone(l.Tags[i].Key))
+	}
+	for i := range l.Fields {
+		lo.lastKeys = append(lo.lastKeys, bytes.Clone(l.Fields[i].Key))
+	}
+	lo.lastIdx = append(lo.lastIdx[:0], idx...)
+}
+
+func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
+	for i := range l.Tags {
+		if c := idx[i]; lo.at[c].Type != store.TypeSym {
+			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
+		}
+	}
+	for i := range l.Fields {
+		f := &l.Fields[i]
+		c := idx[len(l.Tags)+i]
+		typ := lo.at[c].Type
+		ok := false
+		switch f.Kind {
+		case KindFloat:
+			ok = typ == store.TypeF64
+		case KindInt, KindUint:
+			ok = typ == store.TypeI64 || typ == store.TypeF64
+		case KindBool:
+			ok = typ == store.TypeBool
+		}
+		if !ok {
+			return lo.mismatch(f, c)
+		}
+	}
+	return nil
+}
+
+func (lo *layout) mismatch(f *Field, c int) *LineError {
+	name, typ := lo.schema.Cols[c].Name, lo.at[c].Type
+	var hint string
+	switch {
+	case typ == store.TypeTs:
+		hint = "; give the time as the line's last element"
+	case typ == store.TypeSym:
+		hint = " (send it as a tag)"
+	case typ == store.TypeI64 && f.Kind == KindFloat:
+		hint = " (write integers with an i suffix: 100i)"
+	case typ == store.TypeF64:
+		hint = " (write a number: 1.5)"
+	case typ == store.TypeBool:
+		hint = " (write t or f)"
+	}
+	return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("field %q: column %q of table %s is %v, got a %v value%s", f.Key, name, lo.name, typ, f.Kind, hint)}
+}
+
+func (lo *layout) unknown(what string, key []byte) *LineError {
+	names := make([]string, len(lo.schema.Cols))
+	for i, c := range lo.schema.Cols {
+		names[i] = c.Name
+	}
+	return &LineError{Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("%s %q: table %s has no such column (columns: %s; a table's columns are fixed by its first line)", what, key, lo.name, strings.Join(names, ", "))}
+}
+
+// table is a table the sink writes: its writer, its layout and a row
+// buffer. Owned by the sink's goroutine.
+type table struct {
+	*layout
+	w        *writer.Writer
+	row      store.Row
+	idx      []int
+	emptySym uint32 // id of "" (a missing tag), valid when haveEmpty
+	haveEmpt bool
+	dirty    bool   // rows appended since the last publish
+	accepted uint64 // rows appended since the last metrics update
+	rejected uint64
+}
+
+func newTable(name string, w *writer.Writer) *table {
+	s := w.Schema()
+	return &table{layout: newLayout(name, s), w: w, row: s.NewRow(), idx: make([]int, len(s.Cols))}
+}
+
+// fill resolves l and writes its values into t.row: missing f64 columns are
+// NaN, missing i64 columns 0, missing bools false and missing tags the
+// empty symbol "". The ts is left for the caller. Symbols are interned
+// here, so fill runs only once the line is known to be good.
+func (t *table) fill(l *Line) error {
+	if len(l.Tags)+len(l.Fields) > len(t.idx) {
+		return &LineError{Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("line has %d tags and fields, table %s has %d columns", len(l.Tags)+len(l.Fields), t.name, len(t.idx)-1)}
+	}
+	if err := t.resolve(l, t.idx); err != nil {
+		return err
+	}
+	var set uint64 // bit i: column i has a value
+	for i := range l.Tags {
+		c := t.idx[i]
+		id, err := t.w.Symbol(l.Tags[i].Value)
+		if err != nil {
+			return err
+		}
+		t.row.SetSym(t.at[c], id)
+		set |= 1 << c
+	}
+	for i := range l.Fields {
+		f := &l.Fields[i]
+		c := t.idx[len(l.Tags)+i]
+		col := t.at[c]
+		switch {
+		case f.Kind == KindBool:
+			t.row.SetBool(col, f.B)
+		case f.Kind == KindFloat:
+			t.row.SetF64(col, f.F)
+		case col.Type == store.TypeF64:
+			t.row.SetF64(col, float64(f.I))
+		default:
+			t.row.SetI64(col, f.I)
+		}
+		set |= 1 << c
+	}
+	if set|1 == 1<<len(t.at)-1 {
+		return nil
+	}
+	for c := 1; c < len(t.at); c++ {
+		if set&(1<<c) != 0 {
+			continue
+		}
+		col := t.at[c]
+		switch col.Type {
+		case store.TypeF64:
+			t.row.SetF64(col, math.NaN())
+		case store.TypeI64:
+			t.row.SetI64(col, 0)
+		case store.TypeBool:
+			t.row.SetBool(col, false)
+		case store.TypeSym:
+			if !t.haveEmpt {
+				id, err := t.w.Symbol(nil)
+				if err != nil {
+					return err
+				}
+				t.emptySym, t.haveEmpt = id, true
+			}
+			t.row.SetSym(col, t.emptySym)
+		}
+	}
+	return nil
+}
+
+// asLineErr reports whether err is a bad line (rather than a write failure).
+func asLineErr(err error) (*LineError, bool) {
+	var le *LineError
+	ok := errors.As(err, &le)
+	return le, ok
+}

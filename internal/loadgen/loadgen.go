@@ -1,0 +1,136 @@
+// Package loadgen is the line-protocol load generator the ingestion
+// benchmarks (and tickdb bench) use: it pre-encodes realistic tick lines
+// and sends them over N TCP connections, flat out or at a fixed offered
+// rate, so the cost measured is the server's, not the client's encoding.
+package loadgen
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/gen"
+)
+
+// Ticks returns n lines "<table>,sym=<S> price=<p>,size=<q>i[ <ts>]\n" for
+// nsym symbols drawn by internal/gen (skewed like a real market); with
+// withTs the lines carry gen's non-decreasing timestamps, otherwise the
+// server stamps them.
+func Ticks(table string, n, nsym int, seed int64, withTs bool) []byte {
+	g := gen.New(gen.Options{Symbols: nsym, Seed: seed})
+	names := g.Symbols()
+	out := make([]byte, 0, n*64)
+	for range n {
+		t := g.Next()
+		out = append(out, table...)
+		out = append(out, ",sym="...)
+		out = append(out, names[t.Sym]...)
+		out = append(out, " price="...)
+		out = strconv.AppendFloat(out, t.Price, 'f', -1, 64)
+		out = append(out, ",size="...)
+		out = strconv.AppendInt(out, t.Size, 10)
+		out = append(out, 'i')
+		if withTs {
+			out = append(out, ' ')
+			out = strconv.AppendInt(out, t.Ts, 10)
+		}
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// Split cuts data into k parts of about equal size at line boundaries.
+func Split(data []byte, k int) [][]byte {
+	parts := make([][]byte, 0, k)
+	for i := k; i > 0; i-- {
+		cut := len(data) / i
+		for cut < len(data) && cut > 0 && data[cut-1] != '\n' {
+			cut++
+		}
+		parts = append(parts, data[:cut])
+		data = data[cut:]
+	}
+	return parts
+}
+
+// Lines counts the lines in data.
+func Lines(data []byte) int {
+	n := 0
+	for _, b := range data {
+		if b == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
+// Send writes each part over its own connection to addr, all at once and
+// as fast as the server reads, in writes of chunk bytes, and returns when
+// every connection has written everything.
+func Send(addr string, parts [][]byte, chunk int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(parts))
+	for _, p := range parts {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for len(p) > 0 {
+				n := min(chunk, len(p))
+				if _, err := c.Write(p[:n]); err != nil {
+					errs <- fmt.Errorf("loadgen: write: %w", err)
+					return
+				}
+				p = p[n:]
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Paced sends lines over one connection at a fixed offered rate (lines per
+// second), in bursts of burst lines, each line produced by line(i, sendNs)
+// with the wall-clock send time in ns, so a reader can time its arrival.
+// It stops after n lines or at the first error.
+func Paced(addr string, n, rate, burst int, line func(dst []byte, i int, sendNs int64) []byte) error {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetNoDelay(true)
+	w := bufio.NewWriterSize(c, 64<<10)
+	interval := time.Duration(float64(time.Second) * float64(burst) / float64(rate))
+	start := time.Now()
+	var buf []byte
+	for i := 0; i < n; i += burst {
+		due := start.Add(time.Duration(i/burst) * interval)
+		for time.Now().Before(due) {
+			// Spin the last stretch: a sleep overshoots by tens of µs.
+			if time.Until(due) > 200*time.Microsecond {
+				time.Sleep(time.Until(due) - 100*time.Microsecond)
+			}
+		}
+		now := time.Now().UnixNano()
+		buf = buf[:0]
+		for j := i; j < min(i+burst, n); j++ {
+			buf = line(buf, j, now)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -332,6 +332,15 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := query.NewEncoder(w, f, tf, rd.Schema(), q.Table, rd.Symbol)
 	if _, err := query.Run(r.Context(), rd, q, enc); err != nil {
+		if enc.Written() == 0 { // nothing sent yet: the status can still say why
+			w.Header().Del("Content-Type")
+			status, code := http.StatusInternalServerError, "internal error"
+			if errors.Is(err, query.ErrBadQuery) {
+				status, code = http.StatusBadRequest, "invalid"
+			}
+			h.writeError(w, status, code, err.Error(), 0)
+			return
+		}
 		// The status line is gone; end the stream short so the client
 		// sees a broken body rather than a complete one.
 		h.s.log.Warn("ingest: query failed mid-stream", "table", q.Table, "err", err)

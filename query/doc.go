@@ -1,0 +1,59 @@
+// Package query runs a row query over an open table reader and writes the
+// rows out: the one implementation behind GET /query and the CLI commands
+// that print rows (query, tail, bars, asof).
+//
+// A Query selects rows by time ([From, To)), optionally one symbol, up to a
+// Limit; Run walks them with the reader's zero-copy iterators (the symbol's
+// postings when Sym is set) and hands each to an Encoder, which writes one
+// of four formats:
+//
+//	table  ts                              sym                    price          size
+//	       2023-11-14T22:13:20.000000000Z  AAPL                   189.5           100
+//	csv    ts,sym,price,size
+//	       2023-11-14T22:13:20.000000000Z,AAPL,189.5,100
+//	json   [
+//	       {"ts":"2023-11-14T22:13:20.000000000Z","sym":"AAPL","price":189.5,"size":100}
+//	       ]
+//	ilp    ticks,sym=AAPL price=189.5,size=100i 1700000000000000000
+//
+// ts prints as RFC 3339 in UTC with nine fractional digits (fixed width, so
+// it sorts) or, with TsNs, as integer ns; ilp always prints ns. A missing
+// value (an f64 NaN) is an empty csv field, a json null and an omitted ilp
+// field; the table format prints NaN. Floats print in the shortest form
+// that parses back to the same float64 (plain decimal for magnitudes in
+// [1e-6, 1e21), exponent form outside). ParseTime, ParseFormat and
+// ParseTsFormat parse the matching command-line and URL arguments.
+//
+// # Concurrency
+//
+// An Encoder and a Run are for one goroutine, like the Reader they read.
+// Run never blocks the table's writer: it reads published rows only.
+//
+// # Durability
+//
+// Run returns published rows, durable or not (see the reader package).
+// Without To it reads up to the rows published when it starts, not the
+// ones published while it runs.
+//
+// # Caveats
+//
+//   - Output is buffered (32 KiB): call Flush to hand it on early (tail,
+//     HTTP streaming) and Close to end it; nothing is written before either
+//     or 32 KiB of rows, so a caller can still drop it after an early error.
+//   - json: integers above 2^53 lose precision in JavaScript readers; ±Inf
+//     print as null, like NaN (JSON has no spelling for them).
+//   - ilp: ±Inf fields are omitted like NaN (the line protocol has no
+//     spelling for them either); a row whose fields are all missing still
+//     gets a line, with its tags and timestamp but no field, which
+//     InfluxDB rejects (tickdb's own parser takes it), and one with no tag
+//     either is skipped (it has no line-protocol form); an empty symbol
+//     has no tag (a tag value cannot be empty); a symbol holding a line
+//     break cannot be written and is an error; a backslash in a name is
+//     written as "\\".
+//   - csv lines end in LF, not RFC 4180's CRLF; a symbol is quoted when it
+//     holds a comma, quote or line break, starts or ends with a blank, or
+//     is empty.
+//   - table: column widths are fixed by the schema, so a longer value
+//     shifts the rest of its line; symbols with control characters print Go
+//     quoted.
+package query

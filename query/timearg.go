@@ -1,0 +1,85 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The instants an int64 count of ns since the epoch can name.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// Layouts ParseTime tries, after upper-casing (RFC 3339 allows "t" and
+// "z"). Parsing accepts a fractional second after the seconds even though
+// the layouts do not show one.
+var timeLayouts = [...]string{
+	time.RFC3339,                // 2024-01-02T15:04:05.123Z, 2024-01-02T15:04:05+02:00
+	"2006-01-02 15:04:05Z07:00", // RFC 3339 §5.6 lets a space stand for the T
+	"2006-01-02T15:04:05",       // no offset: UTC, as QuestDB and kdb+ read it
+	"2006-01-02 15:04:05",
+	time.DateOnly, // midnight UTC
+}
+
+// ParseTime parses a --from/--to value into ns since the Unix epoch: RFC
+// 3339 with or without fractional seconds and with any offset (no offset
+// means UTC), a bare date YYYY-MM-DD (midnight UTC), or an integer count of
+// nanoseconds (an optional sign, then digits only: "20240102" is 20,240,102
+// ns, not a date). The instant must lie within int64 nanoseconds
+// (1677-09-21 to 2262-04-11). Errors name the value and match ErrBadQuery.
+func ParseTime(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty time (want RFC 3339, a date YYYY-MM-DD or integer ns since the epoch)", ErrBadQuery)
+	}
+	if isInteger(s) {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: time %q: integer ns out of the int64 range", ErrBadQuery, s)
+		}
+		return v, nil
+	}
+	u := strings.ToUpper(s)
+	var reason string
+	for _, l := range timeLayouts {
+		t, err := time.Parse(l, u)
+		if err != nil {
+			// A range message means the value has a layout's shape but
+			// a field is wrong: "month out of range".
+			var pe *time.ParseError
+			if reason == "" && errors.As(err, &pe) && strings.HasSuffix(pe.Message, "out of range") {
+				reason = strings.TrimPrefix(pe.Message, ": ")
+			}
+			continue
+		}
+		if t.Before(minTime) || t.After(maxTime) {
+			return 0, fmt.Errorf("%w: time %q is outside the range of int64 ns since the epoch (%s to %s)",
+				ErrBadQuery, s, minTime.Format(time.RFC3339Nano), maxTime.Format(time.RFC3339Nano))
+		}
+		return t.UnixNano(), nil
+	}
+	if reason != "" {
+		return 0, fmt.Errorf("%w: time %q: %s", ErrBadQuery, s, reason)
+	}
+	return 0, fmt.Errorf("%w: time %q is not RFC 3339 (2024-01-02T15:04:05Z, 2024-01-02T15:04:05.5+02:00), a date (2024-01-02) or integer ns since the epoch", ErrBadQuery, s)
+}
+
+// isInteger reports whether s is an optional sign followed by digits.
+func isInteger(s string) bool {
+	if s[0] == '-' || s[0] == '+' {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

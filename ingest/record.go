@@ -129,3 +129,15 @@ func take32(b []byte, p int) ([]byte, int) {
 	p += 4
 	return b[p : p+n : p+n], p + n
 }
+
+// recordLen is the length of the record at the start of b.
+func recordLen(b []byte) int { return int(binary.LittleEndian.Uint32(b)) }
+
+// recordTs is a record's timestamp and whether the line had one.
+func recordTs(b []byte) (int64, bool) { return int64(binary.LittleEndian.Uint64(b[16:])), b[24] != 0 }
+
+// recordMeasurement is a record's table name.
+func recordMeasurement(b []byte) []byte {
+	m, _ := take32(b, recHeader)
+	return m
+}

@@ -215,6 +215,7 @@ func TestListenerBadLinesSkipped(t *testing.T) {
 	fmt.Fprintf(w, "t,sym=A v=\"a string\" 2\n")                   // string field
 	fmt.Fprintf(w, "t,sym=A v=1,extra=2 3\n")                      // unknown column
 	fmt.Fprintf(w, "t,sym=A v=2i 4\n")                             // i64 into f64: stored (converted)
+	fmt.Fprintf(w, "t,sym=A v=t 5\n")                              // bool into f64: the cached key order, the wrong type
 	fmt.Fprintf(w, "t,sym=A v=abc 5\n")                            // bad number
 	fmt.Fprintf(w, "t,sym=%s v=9 6\n", strings.Repeat("x", 1<<20)) // 1 MiB line: over the limit
 	fmt.Fprintf(w, "t,sym=B v=3 7\n")
@@ -236,7 +237,7 @@ func TestListenerBadLinesSkipped(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		table, reason string
-	}{{"", "string_field"}, {"t", "unknown_column"}, {"", "too_long"}, {"t", "out_of_order"}, {"", "value"}} {
+	}{{"", "string_field"}, {"t", "unknown_column"}, {"", "too_long"}, {"t", "out_of_order"}, {"", "value"}, {"t", "type_mismatch"}} {
 		if v := rejected(srv, tc.table, tc.reason); v != 1 {
 			t.Errorf("rejected{table=%q,reason=%s} = %v, want 1", tc.table, tc.reason, v)
 		}

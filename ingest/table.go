@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +25,7 @@ type layout struct {
 	// client repeat their key order, so most lines skip the map lookups.
 	lastKeys [][]byte
 	lastIdx  []int
+	lastTags int // how many of lastKeys are tags
 }
 
 func newLayout(name string, s *store.Schema) *layout {
@@ -72,7 +74,7 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 // the layout's key cache.
 func (lo *layout) resolve(l *Line, idx []int) *LineError {
 	n := len(l.Tags) + len(l.Fields)
-	if n == len(lo.lastKeys) {
+	if n == len(lo.lastKeys) && len(l.Tags) == lo.lastTags {
 		hit := true
 		for i := range l.Tags {
 			if !bytes.Equal(l.Tags[i].Key, lo.lastKeys[i]) {
@@ -124,6 +126,7 @@ func (lo *layout) remember(l *Line, idx []int) {
 		lo.lastKeys = append(lo.lastKeys, bytes.Clone(l.Fields[i].Key))
 	}
 	lo.lastIdx = append(lo.lastIdx[:0], idx...)
+	lo.lastTags = len(l.Tags)
 }
 
 func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
@@ -234,6 +237,12 @@ func (t *table) fill(l *Line) error {
 		}
 		set |= 1 << c
 	}
+	return t.fillMissing(set)
+}
+
+// fillMissing stores the defaults in every column set does not have: NaN
+// for f64, 0 for i64, false for bool and the empty symbol "" for sym.
+func (t *table) fillMissing(set uint64) error {
 	if set|1 == 1<<len(t.at)-1 {
 		return nil
 	}
@@ -268,4 +277,81 @@ func asLineErr(err error) (*LineError, bool) {
 	var le *LineError
 	ok := errors.As(err, &le)
 	return le, ok
+}
+
+// fillRecord is fill for the common case, straight from an encoded record
+// (record.go) without decoding it into a Line: the record's keys are the
+// table's cached key order, so each key costs one comparison. It reports
+// false, having changed nothing, when the record needs the general path
+// (another key order, or a value whose type the column does not take).
+func (t *table) fillRecord(rec []byte) (bool, error) {
+	le := binary.LittleEndian
+	ntags, nfields := int(le.Uint16(rec[26:])), int(le.Uint16(rec[28:]))
+	if ntags != t.lastTags || ntags+nfields != len(t.lastKeys) {
+		return false, nil
+	}
+	p0 := recHeader + 4 + int(le.Uint32(rec[recHeader:]))
+	// First pass: keys and value types; nothing is changed yet.
+	p := p0
+	for i := range ntags {
+		var k []byte
+		k, p = take32(rec, p)
+		if !bytes.Equal(k, t.lastKeys[i]) {
+			return false, nil
+		}
+		p += 4 + int(le.Uint32(rec[p:]))
+	}
+	for i := ntags; i < ntags+nfields; i++ {
+		var k []byte
+		k, p = take32(rec, p)
+		if !bytes.Equal(k, t.lastKeys[i]) || !kindFits(Kind(rec[p]), t.at[t.lastIdx[i]].Type) {
+			return false, nil
+		}
+		p += 9
+	}
+	// Second pass: the values.
+	var set uint64
+	p = p0
+	for i := range ntags {
+		p += 4 + int(le.Uint32(rec[p:]))
+		var v []byte
+		v, p = take32(rec, p)
+		id, err := t.w.Symbol(v)
+		if err != nil {
+			return true, err
+		}
+		c := t.lastIdx[i]
+		t.row.SetSym(t.at[c], id)
+		set |= 1 << c
+	}
+	for i := ntags; i < ntags+nfields; i++ {
+		p += 4 + int(le.Uint32(rec[p:]))
+		kind, v := Kind(rec[p]), le.Uint64(rec[p+1:])
+		p += 9
+		c := t.lastIdx[i]
+		col := t.at[c]
+		switch {
+		case kind == KindBool:
+			t.row.SetBool(col, v != 0)
+		case kind == KindFloat || col.Type == store.TypeI64:
+			le.PutUint64(t.row[col.Off:], v) // float bits into f64, int into i64
+		default:
+			t.row.SetF64(col, float64(int64(v))) // an integer into an f64 column
+		}
+		set |= 1 << c
+	}
+	return true, t.fillMissing(set)
+}
+
+// kindFits says whether a field of kind k may be stored in a column of type c.
+func kindFits(k Kind, c store.ColType) bool {
+	switch k {
+	case KindFloat:
+		return c == store.TypeF64
+	case KindInt, KindUint:
+		return c == store.TypeI64 || c == store.TypeF64
+	case KindBool:
+		return c == store.TypeBool
+	}
+	return false
 }

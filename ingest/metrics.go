@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,6 +27,9 @@ type metrics struct {
 	batchRows    prometheus.Histogram
 	publishSec   prometheus.Histogram
 	flushSec     prometheus.Histogram // one O_DIRECT write of the flusher
+	visibleSec   prometheus.Histogram // socket read → rows published
+	visibleHist  *hdrhistogram.Histogram
+	visibleMu    sync.Mutex
 	httpReqs     *prometheus.CounterVec
 
 	logMu      sync.Mutex
@@ -75,12 +79,16 @@ func newMetrics() *metrics {
 		flushSec: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tickdb_flush_seconds", Help: "Duration of one O_DIRECT write by a table's flusher.", Buckets: lat,
 		}),
+		visibleSec: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tickdb_ingest_read_to_visible_seconds", Help: "From reading a batch's first bytes off a socket to its rows being visible to readers.", Buckets: lat,
+		}),
+		visibleHist: hdrhistogram.New(1, int64(time.Minute), 3),
 		httpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickdb_http_requests_total", Help: "HTTP requests, by path and status code.",
 		}, []string{"path", "code"}),
 	}
 	m.reg.MustRegister(m.accepted, m.rejectedV, m.conns, m.connsRefused, m.connsClosed, m.bytesRead,
-		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.httpReqs)
+		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.visibleSec, m.httpReqs)
 	return m
 }
 
@@ -100,6 +108,21 @@ func (m *metrics) backpressure()                  { m.backpress.Inc() }
 func (m *metrics) flushed(_ int, d time.Duration) { m.flushSec.Observe(d.Seconds()) }
 func (m *metrics) http(path string, code int) {
 	m.httpReqs.WithLabelValues(path, strconv.Itoa(code)).Inc()
+}
+
+// readToVisible records one batch's socket-read → visible time.
+func (m *metrics) readToVisible(ns int64) {
+	m.visibleSec.Observe(float64(ns) / 1e9)
+	m.visibleMu.Lock()
+	_ = m.visibleHist.RecordValue(max(ns, 1))
+	m.visibleMu.Unlock()
+}
+
+// resetReadToVisible forgets the recorded read → visible times.
+func (m *metrics) resetReadToVisible() {
+	m.visibleMu.Lock()
+	m.visibleHist.Reset()
+	m.visibleMu.Unlock()
 }
 
 // logBad logs one line about bad input, at most logPerSecond a second.

@@ -13,13 +13,15 @@ import (
 // releases the slot. Slots keep their buffers, so the steady state
 // allocates nothing.
 type batch struct {
-	buf  []byte
-	recs int
+	buf    []byte
+	recs   int
+	readNs int64 // when the first of its bytes was read from a socket (0: not from one)
 }
 
 func (b *batch) reset() {
 	b.buf = b.buf[:0]
 	b.recs = 0
+	b.readNs = 0
 }
 
 // ring is a bounded single-producer single-consumer queue of batches: one

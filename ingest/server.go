@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -227,3 +229,11 @@ func (s *Server) Close() error {
 // Stats returns each table's writer counters as last copied by the writer
 // goroutine (at most 100 ms old; final after Close).
 func (s *Server) Stats() map[string]writer.Stats { return s.sink.snapshot() }
+
+// ReadToVisible returns a copy of the histogram of socket read → visible
+// times, in ns, one value per batch of lines.
+func (s *Server) ReadToVisible() *hdrhistogram.Histogram {
+	s.m.visibleMu.Lock()
+	defer s.m.visibleMu.Unlock()
+	return hdrhistogram.Import(s.m.visibleHist.Export())
+}

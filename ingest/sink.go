@@ -34,6 +34,7 @@ type sink struct {
 	last    *table
 	line    Line
 	meta    recordMeta
+	reads   []int64 // read times of the batches applied since the last publish
 	now     int64
 	stopc   chan struct{} // closed by stop: drain what is queued, then exit
 	donec   chan struct{}
@@ -76,7 +77,7 @@ func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink
 		opts: o, log: o.Logger, m: m, rings: rings, park: newParker(), txc: make(chan *txn),
 		tables: map[string]*table{}, failed: map[string]failedOpen{},
 		stopc: make(chan struct{}), donec: make(chan struct{}), loopsWG: loops,
-		stats: map[string]writer.Stats{},
+		stats: map[string]writer.Stats{}, reads: make([]int64, 0, 256),
 	}
 }
 
@@ -94,9 +95,12 @@ func (s *sink) submit(t *txn) txnResult {
 // run is the writer goroutine.
 func (s *sink) run() {
 	defer close(s.donec)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Pinned when asked: locked to its thread, and the thread to the CPU.
+	// Unpinned, it stays a plain goroutine, which wakes faster when the
+	// machine has no core to spare for it.
 	if s.opts.PinCPU {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		var set unix.CPUSet
 		set.Set(s.opts.CPU)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
@@ -195,6 +199,9 @@ func (s *sink) drain() bool {
 				break
 			}
 			s.applyBatch(b)
+			if b.readNs != 0 && len(s.reads) < cap(s.reads) {
+				s.reads = append(s.reads, b.readNs)
+			}
 			r.release()
 			work = true
 		}
@@ -316,6 +323,13 @@ func (s *sink) publish() {
 			s.m.addAccepted(t.name, t.accepted)
 			t.accepted = 0
 		}
+	}
+	if len(s.reads) > 0 {
+		now := time.Now().UnixNano()
+		for _, r := range s.reads {
+			s.m.readToVisible(now - r)
+		}
+		s.reads = s.reads[:0]
 	}
 	s.refreshStats(false)
 }

@@ -113,12 +113,11 @@ func Paced(addr string, n, rate, burst int, line func(dst []byte, i int, sendNs 
 	start := time.Now()
 	var buf []byte
 	for i := 0; i < n; i += burst {
-		due := start.Add(time.Duration(i/burst) * interval)
-		for time.Now().Before(due) {
-			// Spin the last stretch: a sleep overshoots by tens of µs.
-			if time.Until(due) > 200*time.Microsecond {
-				time.Sleep(time.Until(due) - 100*time.Microsecond)
-			}
+		// Sleep, never spin: on a small machine a spinning client takes the
+		// server's core. A late wake-up sends the burst late, not early, and
+		// each line carries its real send time.
+		if d := time.Until(start.Add(time.Duration(i/burst) * interval)); d > 0 {
+			time.Sleep(d)
 		}
 		now := time.Now().UnixNano()
 		buf = buf[:0]

@@ -1,0 +1,58 @@
+package ingest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/testutil"
+)
+
+// The per-line path allocates nothing once warm: an event loop splitting,
+// parsing and encoding lines into a batch, and the writer goroutine
+// appending a batch and publishing.
+func TestIngestPathAllocs(t *testing.T) {
+	if testutil.Race {
+		t.Skip("the race detector allocates")
+	}
+	data := loadgen.Ticks("ticks", 4096, 50, 1, true)
+	o := (&Options{}).withDefaults()
+	lp := &loop{srv: &Server{opts: o, m: newMetrics()}, m: newMetrics(), ring: newRing(2, 1<<20)}
+	c := &conn{}
+	lp.cur = lp.ring.claim()
+	loopOnce := func() {
+		lp.cur.reset()
+		lp.lines(c, data, false)
+	}
+	loopOnce() // warm: parser scratch and batch capacity
+	if n := testing.AllocsPerRun(20, loopOnce); n != 0 {
+		t.Errorf("event loop: %v allocations per 4096 lines", n)
+	}
+	if lp.cur.recs != 4096 {
+		t.Fatalf("%d records, want 4096", lp.cur.recs)
+	}
+
+	db, live := testutil.DB(t)
+	so := (&Options{DB: db, LiveRoot: live}).withDefaults()
+	var wg sync.WaitGroup
+	s := newSink(so, newMetrics(), nil, &wg)
+	defer s.closeTables()
+	b := lp.cur
+	// Rows must keep going forward in time: shift the batch's timestamps
+	// on every run.
+	apply := func() {
+		s.applyBatch(b)
+		s.publish()
+	}
+	apply() // creates the table and its 50 symbols
+	data2 := loadgen.Ticks("ticks", 4096, 50, 2, false) // server-stamped: always in order
+	lp.cur.reset()
+	lp.lines(c, data2, false)
+	apply()
+	if n := testing.AllocsPerRun(20, apply); n != 0 {
+		t.Errorf("writer: %v allocations per 4096-line batch", n)
+	}
+	if got := s.tables["ticks"].w.Len(); got != 4096*23 {
+		t.Fatalf("%d rows, want %d", got, 4096*23)
+	}
+}

@@ -63,92 +63,6 @@ type Line struct {
 	HasTs       bool
 }
 
-// Reason is a bounded category of rejection. It is a metrics label, so the
-// set stays small and fixed; the details go into LineError.Msg.
-type Reason uint8
-
-// The rejection reasons. The parser emits Syntax through Duplicate; the
-// listener and the table layer emit the others.
-const (
-	ReasonSyntax        Reason = iota + 1 // malformed line: missing '=', empty name, stray text
-	ReasonEscape                          // a backslash at the very end of the line, escaping nothing
-	ReasonString                          // a quoted string field: tickdb has no string columns
-	ReasonNumber                          // a malformed or out-of-range number
-	ReasonValue                           // a field value that is no number, boolean or string
-	ReasonTimestamp                       // a malformed or out-of-range timestamp
-	ReasonDuplicate                       // a tag or field key given twice in one line
-	ReasonTooLong                         // a line longer than the listener's limit
-	ReasonName                            // a table or column name the store cannot take
-	ReasonUnknownColumn                   // a tag or field the table does not have
-	ReasonType                            // a field whose kind does not match its column
-	ReasonOutOfOrder                      // a timestamp before the table's last row
-	ReasonTableFull                       // the table cannot take more rows or columns
-	numReasons                            // one past the last reason: sizes per-reason arrays
-)
-
-// String returns the reason as a snake_case metrics label.
-func (r Reason) String() string {
-	switch r {
-	case ReasonSyntax:
-		return "syntax"
-	case ReasonEscape:
-		return "escape"
-	case ReasonString:
-		return "string_field"
-	case ReasonNumber:
-		return "number"
-	case ReasonValue:
-		return "value"
-	case ReasonTimestamp:
-		return "timestamp"
-	case ReasonDuplicate:
-		return "duplicate"
-	case ReasonTooLong:
-		return "too_long"
-	case ReasonName:
-		return "name"
-	case ReasonUnknownColumn:
-		return "unknown_column"
-	case ReasonType:
-		return "type_mismatch"
-	case ReasonOutOfOrder:
-		return "out_of_order"
-	case ReasonTableFull:
-		return "table_full"
-	}
-	return "unknown"
-}
-
-// LineError is a rejected line: what (Reason, Msg) and where. Line is the
-// 1-based line number, which Parse leaves 0 for the caller that counts lines
-// to set; Col is the 1-based byte offset within the line where the problem
-// is (0 when it is about the line as a whole). errors.Is(err, ErrBadLine)
-// holds for every *LineError.
-type LineError struct {
-	Line   int
-	Col    int
-	Reason Reason
-	Msg    string
-}
-
-// Error returns "line 3, byte 17: <msg>", leaving out the parts that are 0.
-func (e *LineError) Error() string {
-	s := ""
-	if e.Line > 0 {
-		s = "line " + strconv.Itoa(e.Line) + ", "
-	}
-	if e.Col > 0 {
-		s += "byte " + strconv.Itoa(e.Col) + ", "
-	}
-	if s == "" {
-		return e.Msg
-	}
-	return s[:len(s)-2] + ": " + e.Msg
-}
-
-// Unwrap makes errors.Is(err, ErrBadLine) hold.
-func (e *LineError) Unwrap() error { return ErrBadLine }
-
 // ParsePrecision maps the HTTP precision parameter to a multiplier from the
 // line's timestamp unit to nanoseconds. The empty string means nanoseconds,
 // as in InfluxDB.
@@ -178,9 +92,12 @@ type Parser struct {
 	// before it appends anything, so appends never move it and the slices
 	// handed out earlier in the same line stay valid.
 	scratch []byte
-	// keyCols holds the Col of every key of the current line (tags, then
-	// fields), so that the duplicate check can say where the second one is.
-	keyCols []int32
+	// seen is a one-word Bloom filter of the current line's keys, and
+	// maybeDup says whether a key hit a bit that was already set: only then
+	// does the exact duplicate check run. The tag and field loops keep them
+	// in locals and store them here when they finish.
+	seen     uint64
+	maybeDup bool
 	// order is the duplicate check's sort buffer for wide lines.
 	order []int32
 }
@@ -232,55 +149,30 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 		p.scratch = make([]byte, 0, max(n, 2*cap(p.scratch), 256))
 	}
 	p.scratch = p.scratch[:0]
-	p.keyCols = p.keyCols[:0]
-	l.Measurement = nil
+	p.seen, p.maybeDup = 0, false
 	l.Tags = l.Tags[:0]
 	l.Fields = l.Fields[:0]
 	l.Ts, l.HasTs = 0, false
 
 	// Measurement: up to an unescaped ',' (tags follow) or ' ' (fields).
 	start := i
-	end, esc := scanName(line, i, stopMeas)
+	end, esc := plainEnd(line, i, stopMeas), false
+	if end < n && line[end] == '\\' {
+		end, esc = scanEscaped(line, end, stopMeas)
+	}
 	if err := nameEnd(line, end); err != nil {
 		return false, err
 	}
 	if end == start {
 		return false, badAt(start, ReasonSyntax, "empty measurement (table name)")
 	}
-	l.Measurement = p.token(line[start:end], esc)
-	i = end
-
-	// Tags.
-	for i < n && line[i] == ',' {
-		i++
-		ks := i
-		ke, kesc := scanName(line, i, stopKey)
-		if err := nameEnd(line, ke); err != nil {
-			return false, err
-		}
-		if ke == ks {
-			return false, badAt(ks, ReasonSyntax, "empty tag key after ','")
-		}
-		if ke == n || line[ke] != '=' {
-			return false, badAt(ke, ReasonSyntax, fmt.Sprintf("tag key %s has no '=' and value", snippet(line[ks:ke])))
-		}
-		vs := ke + 1
-		ve, vesc := scanName(line, vs, stopKey)
-		if err := nameEnd(line, ve); err != nil {
-			return false, err
-		}
-		if ve < n && line[ve] == '=' {
-			return false, badAt(ve, ReasonSyntax, fmt.Sprintf("unescaped '=' in the value of tag %s (write it as \\=)", snippet(line[ks:ke])))
-		}
-		if ve == vs {
-			return false, badAt(vs, ReasonSyntax, fmt.Sprintf("tag %s has an empty value", snippet(line[ks:ke])))
-		}
-		p.keyCols = append(p.keyCols, int32(ks+1))
-		l.Tags = append(l.Tags, Tag{Key: p.token(line[ks:ke], kesc), Value: p.token(line[vs:ve], vesc)})
-		i = ve
+	l.Measurement = line[start:end]
+	if esc {
+		l.Measurement = p.unescape(l.Measurement)
 	}
-
-	// Fields, after one or more spaces.
+	if i, err = p.parseTags(line, end, l); err != nil {
+		return false, err
+	}
 	for i < n && line[i] == ' ' {
 		i++
 	}
@@ -288,55 +180,10 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 		if len(l.Tags) == 0 {
 			return false, badAt(i, ReasonSyntax, "no tags or fields after the measurement")
 		}
-		return p.done(l)
+		return p.done(line, l)
 	}
-	for {
-		ks := i
-		ke, kesc := scanName(line, i, stopKey)
-		if err := nameEnd(line, ke); err != nil {
-			return false, err
-		}
-		if ke == ks {
-			return false, badAt(ks, ReasonSyntax, "empty field key")
-		}
-		if ke == n || line[ke] != '=' {
-			if len(l.Fields) == 0 && len(l.Tags) > 0 && (line[ks] == '-' || line[ks]-'0' <= 9) {
-				// A symbol-only row with a timestamp, as the QuestDB
-				// clients write it: the one token after the tags is the
-				// timestamp, which QuestDB's server reads the same way.
-				i = ks
-				break
-			}
-			return false, badAt(ke, ReasonSyntax, fmt.Sprintf("field key %s has no '=' and value", snippet(line[ks:ke])))
-		}
-		vs := ke + 1
-		if vs < n && line[vs] == '"' {
-			return false, stringField(line, ks, ke, vs)
-		}
-		ve := vs
-		for ve < n && class[line[ve]]&stopValue == 0 {
-			ve++
-		}
-		if ve < n && (line[ve] == '\r' || line[ve] == '\n') {
-			return false, badAt(ve, ReasonSyntax, "line break inside a line")
-		}
-		if ve == vs {
-			return false, badAt(vs, ReasonSyntax, fmt.Sprintf("field %s has an empty value", snippet(line[ks:ke])))
-		}
-		f := Field{Key: p.token(line[ks:ke], kesc)}
-		if r, msg := parseValue(line[vs:ve], &f); r != 0 {
-			return false, badAt(vs, r, fmt.Sprintf("field %s: %s", snippet(line[ks:ke]), msg))
-		}
-		p.keyCols = append(p.keyCols, int32(ks+1))
-		l.Fields = append(l.Fields, f)
-		i = ve
-		if i == n {
-			return p.done(l)
-		}
-		if line[i] != ',' {
-			break
-		}
-		i++
+	if i, err = p.parseFields(line, i, l); err != nil {
+		return false, err
 	}
 
 	// Timestamp, optional, after one or more spaces; then only spaces.
@@ -344,37 +191,185 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 		i++
 	}
 	if i == n {
-		return p.done(l)
+		return p.done(line, l)
 	}
 	ts := i
-	for i < n && line[i] != ' ' {
-		i++
-	}
-	if r, msg := p.parseTs(line[ts:i], l); r != 0 {
-		return false, badAt(ts, r, msg)
+	if i, err = p.parseTs(line, i, l); err != nil {
+		return false, err
 	}
 	for i < n && line[i] == ' ' {
 		i++
 	}
 	if i < n {
-		return false, badAt(i, ReasonSyntax, fmt.Sprintf("unexpected text %s after the timestamp", snippet(line[i:])))
+		return false, badAt(i, ReasonSyntax, fmt.Sprintf("unexpected text %s after the timestamp %s", snippet(line[i:]), snippet(line[ts:i])))
 	}
-	return p.done(l)
+	return p.done(line, l)
 }
 
-// scanName returns the end of the name or tag value that starts at i: the
+// parseTags parses the ",key=value" pairs that start at line[i] into l and
+// returns the index after them. The loops of Parse live in functions of
+// their own because one function with all of them spills its indexes to
+// the stack inside the byte loops.
+func (p *Parser) parseTags(line []byte, i int, l *Line) (int, error) {
+	n := len(line)
+	var seen uint64
+	dup := false
+	for i < n && line[i] == ',' {
+		i++
+		ks := i
+		ke, kesc := plainEnd(line, i, stopKey), false
+		if ke < n && line[ke] == '\\' {
+			ke, kesc = scanEscaped(line, ke, stopKey)
+		}
+		if err := nameEnd(line, ke); err != nil {
+			return 0, err
+		}
+		if ke == ks {
+			return 0, badAt(ks, ReasonSyntax, "empty tag key after ','")
+		}
+		if ke == n || line[ke] != '=' {
+			return 0, badAt(ke, ReasonSyntax, fmt.Sprintf("tag key %s has no '=' and value", snippet(line[ks:ke])))
+		}
+		vs := ke + 1
+		ve, vesc := plainEnd(line, vs, stopKey), false
+		if ve < n && line[ve] == '\\' {
+			ve, vesc = scanEscaped(line, ve, stopKey)
+		}
+		if err := nameEnd(line, ve); err != nil {
+			return 0, err
+		}
+		if ve < n && line[ve] == '=' {
+			return 0, badAt(ve, ReasonSyntax, fmt.Sprintf("unescaped '=' in the value of tag %s (write it as \\=)", snippet(line[ks:ke])))
+		}
+		if ve == vs {
+			return 0, badAt(vs, ReasonSyntax, fmt.Sprintf("tag %s has an empty value", snippet(line[ks:ke])))
+		}
+		key, val := line[ks:ke], line[vs:ve]
+		if kesc {
+			key = p.unescape(key)
+		}
+		if vesc {
+			val = p.unescape(val)
+		}
+		bit := keyBit(key)
+		dup = dup || seen&bit != 0
+		seen |= bit
+		t := nextTag(l)
+		t.Key, t.Value = key, val
+		i = ve
+	}
+	p.seen, p.maybeDup = seen, dup
+	return i, nil
+}
+
+// parseFields parses the "key=value" pairs that start at line[i] into l
+// and returns the index after them: the end of the line or a space. One
+// token without '=' after the tags and no field is a symbol-only row's
+// timestamp, as the QuestDB clients write it (and QuestDB's server reads
+// it); then it returns the token's index, with no fields.
+func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
+	n := len(line)
+	seen, dup := p.seen, p.maybeDup
+	for {
+		ks := i
+		ke, kesc := plainEnd(line, i, stopKey), false
+		if ke < n && line[ke] == '\\' {
+			ke, kesc = scanEscaped(line, ke, stopKey)
+		}
+		if err := nameEnd(line, ke); err != nil {
+			return 0, err
+		}
+		if ke == ks {
+			return 0, badAt(ks, ReasonSyntax, "empty field key")
+		}
+		if ke == n || line[ke] != '=' {
+			if len(l.Fields) == 0 && len(l.Tags) > 0 && (line[ks] == '-' || line[ks]-'0' <= 9) {
+				return ks, nil // the Bloom state is the tags', as stored
+			}
+			return 0, badAt(ke, ReasonSyntax, fmt.Sprintf("field key %s has no '=' and value", snippet(line[ks:ke])))
+		}
+		vs := ke + 1
+		if vs < n && line[vs] == '"' {
+			return 0, stringField(line, ks, ke, vs)
+		}
+		key := line[ks:ke]
+		if kesc {
+			key = p.unescape(key)
+		}
+		bit := keyBit(key)
+		dup = dup || seen&bit != 0
+		seen |= bit
+		f := nextField(l)
+		f.Key, f.Kind, f.F, f.I, f.B = key, 0, 0, 0, false
+		ve := quickValue(line, vs, f)
+		if ve < 0 {
+			ve = vs
+			for ve < n && class[line[ve]]&stopValue == 0 {
+				ve++
+			}
+			if ve < n && (line[ve] == '\r' || line[ve] == '\n') {
+				return 0, badAt(ve, ReasonSyntax, "line break inside a line")
+			}
+			if ve == vs {
+				return 0, badAt(vs, ReasonSyntax, fmt.Sprintf("field %s has an empty value", snippet(line[ks:ke])))
+			}
+			if r, msg := parseValue(line[vs:ve], f); r != 0 {
+				return 0, badAt(vs, r, fmt.Sprintf("field %s: %s", snippet(line[ks:ke]), msg))
+			}
+		}
+		if ve == n || line[ve] != ',' {
+			p.seen, p.maybeDup = seen, dup
+			return ve, nil
+		}
+		i = ve + 1
+	}
+}
+
+// nextTag and nextField extend l.Tags and l.Fields by one element and
+// return it for the caller to fill, member by member. Appending a Tag{...}
+// literal instead builds it on the stack and copies it with 16-byte loads
+// of 8-byte stores, which stalls store forwarding on every tag and field.
+func nextTag(l *Line) *Tag {
+	if len(l.Tags) == cap(l.Tags) {
+		l.Tags = append(l.Tags, Tag{})
+	} else {
+		l.Tags = l.Tags[:len(l.Tags)+1]
+	}
+	return &l.Tags[len(l.Tags)-1]
+}
+
+func nextField(l *Line) *Field {
+	if len(l.Fields) == cap(l.Fields) {
+		l.Fields = append(l.Fields, Field{})
+	} else {
+		l.Fields = l.Fields[:len(l.Fields)+1]
+	}
+	return &l.Fields[len(l.Fields)-1]
+}
+
+// plainEnd returns the index of the first byte at or after line[i] whose
+// class is in stop, or len(line). It is the whole scan of a name without a
+// backslash, small enough to inline into the loops that call it; the rare
+// name with one goes on in scanEscaped.
+func plainEnd(line []byte, i int, stop uint8) int {
+	for j, c := range line[i:] {
+		if class[c]&stop != 0 {
+			return i + j
+		}
+	}
+	return len(line)
+}
+
+// scanEscaped continues the scan of a name from a backslash at line[i]
+// (plainEnd stops at backslashes) and returns the end of the name: the
 // index of the first unescaped byte whose class is in stop, or len(line).
 // A backslash that ends the line is returned as the end, for nameEnd to
-// report. esc says whether the token holds an escape to undo.
-func scanName(line []byte, i int, stop uint8) (end int, esc bool) {
-	for i < len(line) {
-		c := line[i]
-		if class[c]&stop == 0 {
-			i++
-			continue
-		}
-		if c != '\\' || i+1 == len(line) {
-			return i, esc
+// report. esc says whether the name holds an escape to undo, that is a
+// backslash before a byte of class escapable.
+func scanEscaped(line []byte, i int, stop uint8) (end int, esc bool) {
+	for {
+		if i+1 == len(line) {
+			return i, esc // a trailing backslash: nameEnd reports it
 		}
 		if class[line[i+1]]&escapable != 0 {
 			esc = true
@@ -382,8 +377,11 @@ func scanName(line []byte, i int, stop uint8) (end int, esc bool) {
 		} else {
 			i++
 		}
+		i = plainEnd(line, i, stop)
+		if i == len(line) || line[i] != '\\' {
+			return i, esc
+		}
 	}
-	return i, esc
 }
 
 // nameEnd reports the bad line that a name ending at end means: a
@@ -411,15 +409,6 @@ func escapedAt(line []byte, i int) bool {
 		j--
 	}
 	return (i-j)%2 == 1
-}
-
-// token returns b, unescaped into the scratch buffer when esc says it holds
-// an escape. It is small enough to inline, so a plain token costs nothing.
-func (p *Parser) token(b []byte, esc bool) []byte {
-	if !esc {
-		return b
-	}
-	return p.unescape(b)
 }
 
 // unescape copies b into the scratch buffer without its escapes. The result
@@ -456,6 +445,77 @@ func stringField(line []byte, ks, ke, vs int) error {
 	}
 	return badAt(vs, ReasonString, fmt.Sprintf("field %s is a string (%s); tickdb stores no string columns: "+
 		"send the value as a tag instead (tags become sym columns)", key, snippet(line[vs:j+1])))
+}
+
+// quickValue parses the commonest field values in one pass, without
+// first looking for the value's end: [-]digits[.digits] (at most 15
+// digits, so the float is exact), [-]digits i (at most 18 digits), t and f.
+// It returns the index after the value, or -1 for anything else, which
+// parseValue then handles in full.
+func quickValue(line []byte, i int, f *Field) int {
+	n := len(line)
+	if i == n {
+		return -1
+	}
+	switch line[i] {
+	case 't', 'f':
+		if valueEnds(line, i+1) {
+			f.Kind, f.B = KindBool, line[i] == 't'
+			return i + 1
+		}
+		return -1
+	}
+	neg := line[i] == '-'
+	if neg {
+		i++
+	}
+	s0 := i
+	var m uint64
+	for i < n && line[i]-'0' <= 9 {
+		m = m*10 + uint64(line[i]-'0')
+		i++
+	}
+	digits := i - s0
+	if digits == 0 {
+		return -1
+	}
+	if i < n && line[i] == 'i' {
+		if digits > 18 || !valueEnds(line, i+1) {
+			return -1
+		}
+		f.Kind, f.I = KindInt, int64(m)
+		if neg {
+			f.I = -f.I
+		}
+		return i + 1
+	}
+	frac := 0
+	if i < n && line[i] == '.' {
+		i++
+		f0 := i
+		for i < n && line[i]-'0' <= 9 {
+			m = m*10 + uint64(line[i]-'0')
+			i++
+		}
+		frac = i - f0
+		digits += frac
+	}
+	if digits > 15 || !valueEnds(line, i) {
+		return -1
+	}
+	// At most 15 digits is below 2^53, and 10^frac is exact: one
+	// correctly rounded division, as in parseFloat's fast path.
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	f.Kind, f.F = KindFloat, x
+	return i
+}
+
+// valueEnds reports whether an unquoted value may end before line[i].
+func valueEnds(line []byte, i int) bool {
+	return i == len(line) || line[i] == ',' || line[i] == ' '
 }
 
 // parseValue parses an unquoted field value into f, or returns why it
@@ -622,23 +682,15 @@ func parseInt(b []byte) (int64, int) {
 	return int64(u), intOK
 }
 
-// parseDigits parses up to 19 decimal digits. It takes eight at a time as
-// one little-endian word (SWAR): a nanosecond timestamp is 19 digits, and
-// a digit-at-a-time loop is a 19-step chain of dependent multiply-adds.
+// parseDigits parses up to 19 decimal digits, eight at a time while it can.
 func parseDigits(b []byte) (uint64, bool) {
 	var u uint64
 	for len(b) >= 8 {
 		x := binary.LittleEndian.Uint64(b)
-		// Every byte is '0'..'9' exactly when its high nibble is 3 and
-		// adding 6 leaves the high nibble alone.
-		if (x&0xF0F0F0F0F0F0F0F0)|((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4 != 0x3333333333333333 {
+		if !eightDigits(x) {
 			return 0, false
 		}
-		x -= 0x3030303030303030
-		x = x*10 + x>>8                                 // pairs: byte 2k holds digits 2k,2k+1
-		x = ((x&0x000000FF000000FF)*(100+1000000<<32) + // 4-digit groups, then
-			(x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32 // the two groups into 8 digits
-		u = u*100_000_000 + x
+		u = u*100_000_000 + eightDigitsValue(x)
 		b = b[8:]
 	}
 	for _, c := range b {
@@ -649,6 +701,23 @@ func parseDigits(b []byte) (uint64, bool) {
 		u = u*10 + uint64(d)
 	}
 	return u, true
+}
+
+// eightDigits reports whether all eight bytes of the little-endian word x
+// are '0'..'9': each byte's high nibble is 3, and adding 6 leaves it 3. (A
+// carry out of a byte only comes from a byte that already fails.)
+func eightDigits(x uint64) bool {
+	return (x&0xF0F0F0F0F0F0F0F0)|((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4 == 0x3333333333333333
+}
+
+// eightDigitsValue converts eight ASCII digits, first digit in the low byte,
+// SWAR style: a nanosecond timestamp is 19 digits, and digit at a time it
+// is a 19-step chain of dependent multiply-adds. Digits to values, then
+// pairs (byte 2k holds digits 2k and 2k+1), then 4-digit groups into one.
+func eightDigitsValue(x uint64) uint64 {
+	x -= 0x3030303030303030
+	x = x*10 + x>>8
+	return ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
 }
 
 // pow10 holds the powers of ten that float64 represents exactly.
@@ -670,33 +739,24 @@ func parseFloat(b []byte) (float64, int) {
 		neg = b[0] == '-'
 		i = 1
 	}
+	// Up to 19 digits cannot wrap the uint64 mantissa; past that (leading
+	// zeros included) the mantissa is garbage and strconv takes over.
 	var mant uint64
-	exp, nd, digits := 0, 0, 0 // nd counts significant digits kept in mant
-	slow := false
-	for ; i < len(b) && b[i]-'0' <= 9; i++ {
-		digits++
-		if nd < 19 {
-			mant = mant*10 + uint64(b[i]-'0')
-			if mant != 0 {
-				nd++
-			}
-		} else {
-			slow = true
-		}
+	s0 := i
+	for i < len(b) && b[i]-'0' <= 9 {
+		mant = mant*10 + uint64(b[i]-'0')
+		i++
 	}
+	digits, exp := i-s0, 0
 	if i < len(b) && b[i] == '.' {
-		for i++; i < len(b) && b[i]-'0' <= 9; i++ {
-			digits++
-			if nd < 19 {
-				mant = mant*10 + uint64(b[i]-'0')
-				exp--
-				if mant != 0 {
-					nd++
-				}
-			} else {
-				slow = true
-			}
+		i++
+		f0 := i
+		for i < len(b) && b[i]-'0' <= 9 {
+			mant = mant*10 + uint64(b[i]-'0')
+			i++
 		}
+		digits += i - f0
+		exp = f0 - i
 	}
 	if digits == 0 {
 		return 0, intSyntax
@@ -725,7 +785,7 @@ func parseFloat(b []byte) (float64, int) {
 	if i != len(b) {
 		return 0, intSyntax
 	}
-	if !slow && mant <= 1<<53 && exp >= -22 && exp <= 22 {
+	if digits <= 19 && mant <= 1<<53 && exp >= -22 && exp <= 22 {
 		f := float64(mant)
 		if exp < 0 {
 			f /= pow10[-exp]
@@ -747,35 +807,89 @@ func parseFloat(b []byte) (float64, int) {
 	return f, intOK
 }
 
-// parseTs parses the timestamp token and scales it to nanoseconds.
-func (p *Parser) parseTs(b []byte, l *Line) (Reason, string) {
-	if b[0] == '+' {
-		return ReasonTimestamp, fmt.Sprintf("malformed timestamp %s (want an integer)", snippet(b))
+// parseTs parses the timestamp that starts at line[i] into l, scaled to
+// nanoseconds, and returns the index after it. It scans and converts in one
+// pass, eight digits at a time, since the 19-digit timestamp is the longest
+// token of a typical line.
+func (p *Parser) parseTs(line []byte, i int, l *Line) (int, error) {
+	start := i
+	neg := line[i] == '-'
+	if neg {
+		i++
 	}
-	ts, r := parseInt(b)
-	switch r {
-	case intSyntax:
-		return ReasonTimestamp, fmt.Sprintf("malformed timestamp %s (want an integer)", snippet(b))
-	case intRange:
-		return ReasonTimestamp, fmt.Sprintf("timestamp %s overflows i64", snippet(b))
+	ds := i
+	var u uint64
+	for k := 0; k < 2 && i+8 <= len(line); k++ { // 16 digits; three more still fit a uint64
+		x := binary.LittleEndian.Uint64(line[i:])
+		if !eightDigits(x) {
+			break
+		}
+		u = u*100_000_000 + eightDigitsValue(x)
+		i += 8
 	}
+	for i < len(line) && line[i]-'0' <= 9 && i-ds < 19 {
+		u = u*10 + uint64(line[i]-'0')
+		i++
+	}
+	if i < len(line) && line[i] != ' ' {
+		// A 20th digit (maybe after leading zeros) or a stray byte: the
+		// general parser sorts out which.
+		end := i
+		for end < len(line) && line[end] != ' ' {
+			end++
+		}
+		ts, r := parseInt(line[start:end])
+		if r == intOK && line[start] != '+' {
+			return p.setTs(line[start:end], ts, start, end, l)
+		}
+		if r != intRange || line[start] == '+' {
+			return 0, badAt(start, ReasonTimestamp, fmt.Sprintf("malformed timestamp %s (want an integer)", snippet(line[start:end])))
+		}
+		return 0, badAt(start, ReasonTimestamp, fmt.Sprintf("timestamp %s overflows i64", snippet(line[start:end])))
+	}
+	if i == ds {
+		return 0, badAt(start, ReasonTimestamp, fmt.Sprintf("malformed timestamp %s (want an integer)", snippet(line[start:i])))
+	}
+	if neg && u > 1<<63 || !neg && u > math.MaxInt64 {
+		return 0, badAt(start, ReasonTimestamp, fmt.Sprintf("timestamp %s overflows i64", snippet(line[start:i])))
+	}
+	ts := int64(u)
+	if neg {
+		ts = int64(-u) // -(1<<63) wraps to MinInt64, as wanted
+	}
+	return p.setTs(line[start:i], ts, start, i, l)
+}
+
+// setTs scales ts by the precision into l and returns end.
+func (p *Parser) setTs(tok []byte, ts int64, start, end int, l *Line) (int, error) {
 	if m := p.Precision; m > 1 {
 		scaled := ts * m
 		if scaled/m != ts {
-			return ReasonTimestamp, fmt.Sprintf("timestamp %s times precision %d overflows i64 nanoseconds", snippet(b), m)
+			return 0, badAt(start, ReasonTimestamp, fmt.Sprintf("timestamp %s times precision %d overflows i64 nanoseconds", snippet(tok), m))
 		}
 		ts = scaled
 	}
 	l.Ts, l.HasTs = ts, true
-	return 0, ""
+	return end, nil
 }
 
-// done ends a good line: it is good unless it repeats a key.
-func (p *Parser) done(l *Line) (bool, error) {
-	if err := p.checkDuplicates(l); err != nil {
-		return false, err
+// done ends a good line: it is good unless it repeats a key, which only a
+// line whose Bloom filter saw a repeated bit can.
+func (p *Parser) done(line []byte, l *Line) (bool, error) {
+	if p.maybeDup {
+		if err := p.checkDuplicates(line, l); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
+}
+
+// keyBit hashes a key's length and first and last bytes to one bit of a
+// 64-bit Bloom filter. Equal keys get equal bits; distinct keys of a
+// typical line get distinct bits, and when they do not the exact check
+// below runs, so the hash only needs to be cheap.
+func keyBit(k []byte) uint64 {
+	return 1 << ((uint(k[0]) + 3*uint(k[len(k)-1]) + 7*uint(len(k))) & 63)
 }
 
 // dupQuadratic is the key count up to which checkDuplicates compares every
@@ -783,14 +897,20 @@ func (p *Parser) done(l *Line) (bool, error) {
 // sorting, and sorting keeps a hostile wide line from costing n² compares.
 const dupQuadratic = 24
 
+// lineKey returns key i of a line, counting tags first, then fields.
+func lineKey(tags []Tag, fields []Field, i int) []byte {
+	if i < len(tags) {
+		return tags[i].Key
+	}
+	return fields[i-len(tags)].Key
+}
+
 // checkDuplicates rejects a line that names a key twice, among tags and
 // fields together: both become columns of the same table.
-func (p *Parser) checkDuplicates(l *Line) error {
+func (p *Parser) checkDuplicates(line []byte, l *Line) error {
 	tags, fields := l.Tags, l.Fields
-	nt := len(tags)
-	n := nt + len(fields)
-	second := -1 // the earliest key that repeats an earlier one
-	if n <= dupQuadratic {
+	var second int // the earliest key that repeats an earlier one, or -1
+	if len(tags)+len(fields) <= dupQuadratic {
 		second = firstRepeat(tags, fields)
 	} else {
 		second = p.firstRepeatSorted(tags, fields)
@@ -798,37 +918,59 @@ func (p *Parser) checkDuplicates(l *Line) error {
 	if second < 0 {
 		return nil
 	}
-	what, key := "tag", []byte(nil)
-	if second < nt {
-		key = tags[second].Key
-	} else {
-		what, key = "field", fields[second-nt].Key
+	what := "tag"
+	if second >= len(tags) {
+		what = "field"
 	}
-	return &LineError{Col: int(p.keyCols[second]), Reason: ReasonDuplicate,
-		Msg: fmt.Sprintf("%s key %s repeats an earlier tag or field key of the line", what, snippet(key))}
+	return &LineError{Col: keyStart(line, second) + 1, Reason: ReasonDuplicate,
+		Msg: fmt.Sprintf("%s key %s repeats an earlier tag or field key of the line", what, snippet(lineKey(tags, fields, second)))}
+}
+
+// keyStart returns the index in line of key k (tags first, then fields) of
+// a line that parsed. Only a duplicate's error needs a key's position, so
+// it is found again here rather than recorded for every key.
+func keyStart(line []byte, k int) int {
+	next := func(i int, stop uint8) int { // the end of the name at line[i]
+		end := plainEnd(line, i, stop)
+		if end < len(line) && line[end] == '\\' {
+			end, _ = scanEscaped(line, end, stop)
+		}
+		return end
+	}
+	i := 0
+	for line[i] == ' ' || line[i] == '\t' {
+		i++
+	}
+	i = next(i, stopMeas)
+	for line[i] == ',' { // tags: the line has k+1 keys, so it goes on
+		if k == 0 {
+			return i + 1
+		}
+		k--
+		i = next(next(i+1, stopKey)+1, stopKey)
+	}
+	for line[i] == ' ' {
+		i++
+	}
+	for ; k > 0; k-- { // fields: key, '=', unquoted value, ','
+		i = next(i, stopKey) + 1
+		for class[line[i]]&stopValue == 0 {
+			i++
+		}
+		i++
+	}
+	return i
 }
 
 // firstRepeat returns the index (tags first, then fields) of the first key
 // equal to an earlier one, or -1, comparing every pair.
 func firstRepeat(tags []Tag, fields []Field) int {
-	for j := 1; j < len(tags); j++ {
-		k := tags[j].Key
+	n := len(tags) + len(fields)
+	for j := 1; j < n; j++ {
+		k := lineKey(tags, fields, j)
 		for i := range j {
-			if string(tags[i].Key) == string(k) {
+			if bytes.Equal(lineKey(tags, fields, i), k) {
 				return j
-			}
-		}
-	}
-	for j := range fields {
-		k := fields[j].Key
-		for i := range tags {
-			if string(tags[i].Key) == string(k) {
-				return len(tags) + j
-			}
-		}
-		for i := range j {
-			if string(fields[i].Key) == string(k) {
-				return len(tags) + j
 			}
 		}
 	}
@@ -838,30 +980,24 @@ func firstRepeat(tags []Tag, fields []Field) int {
 // firstRepeatSorted is firstRepeat for wide lines: it sorts key indexes by
 // key, in the Parser's reused buffer, and looks at neighbours.
 func (p *Parser) firstRepeatSorted(tags []Tag, fields []Field) int {
-	nt := len(tags)
-	key := func(i int32) []byte {
-		if int(i) < nt {
-			return tags[i].Key
-		}
-		return fields[int(i)-nt].Key
-	}
 	p.order = p.order[:0]
-	for i := range int32(nt + len(fields)) {
+	for i := range int32(len(tags) + len(fields)) {
 		p.order = append(p.order, i)
 	}
 	slices.SortFunc(p.order, func(a, b int32) int {
-		if c := bytes.Compare(key(a), key(b)); c != 0 {
+		if c := bytes.Compare(lineKey(tags, fields, int(a)), lineKey(tags, fields, int(b))); c != 0 {
 			return c
 		}
 		return int(a - b)
 	})
-	second := int32(-1)
+	second := -1
 	for k := 1; k < len(p.order); k++ {
-		if j := p.order[k]; bytes.Equal(key(p.order[k-1]), key(j)) && (second < 0 || j < second) {
+		j := int(p.order[k])
+		if bytes.Equal(lineKey(tags, fields, int(p.order[k-1])), lineKey(tags, fields, j)) && (second < 0 || j < second) {
 			second = j
 		}
 	}
-	return int(second)
+	return second
 }
 
 // badAt builds a *LineError for the byte at index i.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // A record is one parsed line on its way from an event loop (or an HTTP
@@ -31,29 +32,32 @@ func recordSize(l *Line) int {
 }
 
 // appendRecord encodes l, read from connection conn at 1-based line number
-// lineNo, onto dst.
+// lineNo, onto dst: one grow, then stores at known offsets.
 func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 	n := recordSize(l)
-	var h [recHeader]byte
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	b := dst[start:]
 	le := binary.LittleEndian
-	le.PutUint32(h[0:], uint32(n))
-	le.PutUint32(h[4:], conn)
-	le.PutUint64(h[8:], lineNo)
-	le.PutUint64(h[16:], uint64(l.Ts))
+	le.PutUint32(b[0:], uint32(n))
+	le.PutUint32(b[4:], conn)
+	le.PutUint64(b[8:], lineNo)
+	le.PutUint64(b[16:], uint64(l.Ts))
+	b[24], b[25] = 0, 0
 	if l.HasTs {
-		h[24] = 1
+		b[24] = 1
 	}
-	le.PutUint16(h[26:], uint16(len(l.Tags)))
-	le.PutUint16(h[28:], uint16(len(l.Fields)))
-	dst = append(dst, h[:]...)
-	dst = appendBytes32(dst, l.Measurement)
+	le.PutUint16(b[26:], uint16(len(l.Tags)))
+	le.PutUint16(b[28:], uint16(len(l.Fields)))
+	b[30], b[31] = 0, 0
+	p := put32(b, recHeader, l.Measurement)
 	for i := range l.Tags {
-		dst = appendBytes32(dst, l.Tags[i].Key)
-		dst = appendBytes32(dst, l.Tags[i].Value)
+		p = put32(b, p, l.Tags[i].Key)
+		p = put32(b, p, l.Tags[i].Value)
 	}
 	for i := range l.Fields {
 		f := &l.Fields[i]
-		dst = appendBytes32(dst, f.Key)
+		p = put32(b, p, f.Key)
 		var v uint64
 		switch f.Kind {
 		case KindFloat:
@@ -65,15 +69,17 @@ func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 				v = 1
 			}
 		}
-		dst = append(dst, byte(f.Kind))
-		dst = le.AppendUint64(dst, v)
+		b[p] = byte(f.Kind)
+		le.PutUint64(b[p+1:], v)
+		p += 9
 	}
 	return dst
 }
 
-func appendBytes32(dst, b []byte) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
-	return append(dst, b...)
+// put32 stores len(v) and v at b[p:] and returns the offset past them.
+func put32(b []byte, p int, v []byte) int {
+	binary.LittleEndian.PutUint32(b[p:], uint32(len(v)))
+	return p + 4 + copy(b[p+4:], v)
 }
 
 // recordMeta is what the writer keeps of a record besides its Line: where

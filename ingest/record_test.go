@@ -1,0 +1,56 @@
+package ingest
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+// A record decodes to the Line it was encoded from, and fillRecord's
+// reading of the header agrees with decodeRecord's.
+func TestRecordRoundTrip(t *testing.T) {
+	lines := []Line{
+		{Measurement: []byte("t"), Fields: []Field{{Key: []byte("v"), Kind: KindFloat, F: 1.5}}},
+		{Measurement: []byte("trades"), Tags: []Tag{{Key: []byte("sym"), Value: []byte("New York")}, {Key: []byte("venue"), Value: []byte("")}},
+			Fields: []Field{{Key: []byte("px"), Kind: KindFloat, F: math.Inf(-1)}, {Key: []byte("n"), Kind: KindInt, I: -7},
+				{Key: []byte("u"), Kind: KindUint, I: math.MaxInt64}, {Key: []byte("ok"), Kind: KindBool, B: true}},
+			Ts: -5, HasTs: true},
+		{Measurement: []byte("only_tags"), Tags: []Tag{{Key: []byte("a"), Value: []byte("b")}}, Ts: 1 << 62, HasTs: true},
+	}
+	var buf []byte
+	for i := range lines {
+		buf = appendRecord(buf, &lines[i], uint32(i+7), uint64(i+100))
+	}
+	var got Line
+	var m recordMeta
+	for i, p := 0, 0; p < len(buf); i++ {
+		n := decodeRecord(buf[p:], &got, &m)
+		if n != recordLen(buf[p:]) || n != recordSize(&lines[i]) {
+			t.Fatalf("record %d: length %d, header %d, size %d", i, n, recordLen(buf[p:]), recordSize(&lines[i]))
+		}
+		want := lines[i]
+		norm := func(l *Line) Line {
+			c := *l
+			if len(c.Tags) == 0 {
+				c.Tags = nil
+			}
+			if len(c.Fields) == 0 {
+				c.Fields = nil
+			}
+			return c
+		}
+		if !reflect.DeepEqual(norm(&got), norm(&want)) {
+			t.Fatalf("record %d:\n got %+v\nwant %+v", i, got, want)
+		}
+		if m.conn != uint32(i+7) || m.lineNo != uint64(i+100) {
+			t.Fatalf("record %d: meta %+v", i, m)
+		}
+		if ts, has := recordTs(buf[p:]); ts != want.Ts || has != want.HasTs {
+			t.Fatalf("record %d: recordTs %d %v", i, ts, has)
+		}
+		if string(recordMeasurement(buf[p:])) != string(want.Measurement) {
+			t.Fatalf("record %d: measurement %q", i, recordMeasurement(buf[p:]))
+		}
+		p += n
+	}
+}

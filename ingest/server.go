@@ -154,10 +154,12 @@ func Start(opts *Options) (*Server, error) {
 		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	}
 	s.sink.openExisting()
+	if s.lis != nil {
+		s.loopsWG.Add(len(s.lis.loops)) // before the writer starts waiting on it
+	}
 	go s.sink.run()
 	if s.lis != nil {
 		for _, lp := range s.lis.loops {
-			s.loopsWG.Add(1)
 			go lp.run(&s.loopsWG)
 		}
 		s.log.Info("ingest: line protocol listening", "addr", s.lis.addr.String(), "loops", len(s.lis.loops))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +27,8 @@ func lpI(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindInt, 
 func lpU(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindUint, I: i} }
 func lpB(k string, b bool) Field  { return Field{Key: []byte(k), Kind: KindBool, B: b} }
 
-// lpLine builds an expected Line; ts < 0 is not special, so pass hasTs.
+// lpLine builds an expected Line. Any int64 is a timestamp, so hasTs says
+// whether there is one.
 func lpLine(m string, tags []Tag, fields []Field, ts int64, hasTs bool) Line {
 	return Line{Measurement: []byte(m), Tags: tags, Fields: fields, Ts: ts, HasTs: hasTs}
 }
@@ -399,39 +399,6 @@ func TestLineReasonAndKindNames(t *testing.T) {
 	for k, want := range map[Kind]string{KindFloat: "float", KindInt: "integer", KindUint: "unsigned", KindBool: "boolean"} {
 		if k.String() != want {
 			t.Errorf("Kind(%d).String() = %q; want %q", k, k.String(), want)
-		}
-	}
-}
-
-// TestParseFloatMatchesStrconv checks the hand-written fast path against
-// strconv, bitwise, on random decimal spellings (fixed seed).
-func TestParseFloatMatchesStrconv(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var b []byte
-	for n := 0; n < 200_000; n++ {
-		b = b[:0]
-		if rng.IntN(3) == 0 {
-			b = append(b, '-')
-		}
-		digits := 1 + rng.IntN(20)
-		dot := rng.IntN(digits + 2)
-		for i := range digits {
-			if i == dot {
-				b = append(b, '.')
-			}
-			b = append(b, byte('0'+rng.IntN(10)))
-		}
-		if dot == digits {
-			b = append(b, '.')
-		}
-		if rng.IntN(2) == 0 {
-			b = append(b, "eE"[rng.IntN(2)])
-			b = strconv.AppendInt(b, int64(rng.IntN(70)-35), 10)
-		}
-		want, werr := strconv.ParseFloat(string(b), 64)
-		got, r := parseFloat(b)
-		if werr != nil || r != intOK || math.Float64bits(got) != math.Float64bits(want) {
-			t.Fatalf("parseFloat(%q) = %v (%x), %d; strconv gives %v (%x), %v", b, got, got, r, want, want, werr)
 		}
 	}
 }
@@ -843,7 +810,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 				if !lpEqual(&l, &w.want) {
 					t.Errorf("line %d %q:\n got %s\nwant %s", i+1, line, lpString(&l), lpString(&w.want))
 				}
-				// What we write back reads the same (the lead's tail
+				// What we write back reads the same (tail
 				// --format ilp into QuestDB relies on it).
 				again := lpMustParse(t, strings.TrimSuffix(string(AppendLine(nil, &l)), "\n"))
 				if !lpEqual(&again, &w.want) {
@@ -881,92 +848,5 @@ func TestLineQuestDBInteropLineFeeds(t *testing.T) {
 	var le *LineError
 	if !errors.As(err, &le) || le.Reason != ReasonString || le.Col != 23 {
 		t.Errorf("string column: %v; want ReasonString at byte 23", err)
-	}
-}
-
-// TestParseIntMatchesStrconv checks the hand-written integer parser, and
-// its eight-digits-at-a-time path, against strconv on every length.
-func TestParseIntMatchesStrconv(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var b []byte
-	for n := 0; n < 200_000; n++ {
-		b = b[:0]
-		switch rng.IntN(4) {
-		case 0:
-			b = append(b, '-')
-		case 1:
-			b = append(b, '+')
-		}
-		digits := 1 + rng.IntN(21)
-		for range digits {
-			b = append(b, byte('0'+rng.IntN(10)))
-		}
-		if rng.IntN(8) == 0 { // a non-digit somewhere, often inside an 8-byte word
-			b[rng.IntN(len(b))] = "x/:. \x00\xff9"[rng.IntN(8)]
-		}
-		want, werr := strconv.ParseInt(string(b), 10, 64)
-		got, r := parseInt(b)
-		var ne *strconv.NumError
-		switch {
-		case werr == nil:
-			if r != intOK || got != want {
-				t.Fatalf("parseInt(%q) = %d, %d; want %d", b, got, r, want)
-			}
-		case errors.As(werr, &ne) && ne.Err == strconv.ErrRange && !bytes.ContainsFunc(b[1:], func(r rune) bool { return r < '0' || r > '9' }):
-			if r != intRange {
-				t.Fatalf("parseInt(%q) = %d, %d; want a range error", b, got, r)
-			}
-		default: // strconv stops at an overflow before a later bad byte; either error will do
-			if r == intOK {
-				t.Fatalf("parseInt(%q) = %d, ok; want an error", b, got)
-			}
-		}
-	}
-}
-
-// TestParseQuickValueAgrees checks the one-pass value parser against the
-// general one on random values of the forms it takes, and of forms near
-// them that it must hand over.
-func TestParseQuickValueAgrees(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	var b []byte
-	for n := 0; n < 200_000; n++ {
-		b = b[:0]
-		if rng.IntN(3) == 0 {
-			b = append(b, "-+"[rng.IntN(2)])
-		}
-		for range rng.IntN(20) {
-			b = append(b, byte('0'+rng.IntN(10)))
-		}
-		switch rng.IntN(6) {
-		case 0:
-			b = append(b, 'i')
-		case 1:
-			b = append(b, 'u')
-		case 2, 3:
-			b = append(b, '.')
-			for range rng.IntN(10) {
-				b = append(b, byte('0'+rng.IntN(10)))
-			}
-		case 4:
-			b = append(b, "tfTe."[rng.IntN(5)])
-		}
-		end := len(b)
-		b = append(b, ",  "[rng.IntN(3)], 'x')
-		var quick, full Field
-		ve := quickValue(b, 0, &quick)
-		if ve < 0 {
-			continue
-		}
-		if ve != end {
-			t.Fatalf("quickValue(%q) ends at %d; want %d", b, ve, end)
-		}
-		if r, msg := parseValue(b[:end], &full); r != 0 {
-			t.Fatalf("quickValue(%q) accepted what parseValue rejects: %s", b[:end], msg)
-		}
-		ql, fl := Line{Fields: []Field{quick}}, Line{Fields: []Field{full}}
-		if !lpEqual(&ql, &fl) {
-			t.Fatalf("value %q: quickValue %s, parseValue %s", b[:end], lpString(&ql), lpString(&fl))
-		}
 	}
 }

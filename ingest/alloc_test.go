@@ -44,7 +44,7 @@ func TestIngestPathAllocs(t *testing.T) {
 		s.applyBatch(b)
 		s.publish()
 	}
-	apply() // creates the table and its 50 symbols
+	apply()                                             // creates the table and its 50 symbols
 	data2 := loadgen.Ticks("ticks", 4096, 50, 2, false) // server-stamped: always in order
 	lp.cur.reset()
 	lp.lines(c, data2, false)

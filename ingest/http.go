@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/subtle"
@@ -222,7 +221,7 @@ func (h *httpAPI) encode(data []byte, prec int64) (*txn, *LineError) {
 	for len(data) > 0 {
 		lineNo++
 		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		if i := lineEnd(data); i >= 0 {
 			line, data = data[:i], data[i+1:]
 		} else {
 			data = nil

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
@@ -276,8 +275,8 @@ func (lp *loop) accept() {
 		}
 		remote := sockaddrToTCP(sa).String()
 		if lp.l.conns.load() >= int64(lp.srv.opts.MaxConns) {
+			lp.m.connRefused() // counted before the peer can see the close
 			unix.Close(fd)
-			lp.m.connRefused()
 			lp.m.logBad(lp.log, "ingest: connection refused: limit reached", "remote", remote, "limit", lp.srv.opts.MaxConns)
 			continue
 		}
@@ -334,7 +333,7 @@ func (lp *loop) serve(c *conn, events uint32) bool {
 func (lp *loop) lines(c *conn, b []byte, eof bool) {
 	limit := lp.srv.opts.LineLimit
 	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+		i := lineEnd(b)
 		if i < 0 {
 			switch {
 			case c.skipping: // still inside a line rejected as too long

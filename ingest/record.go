@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -146,4 +147,26 @@ func recordTs(b []byte) (int64, bool) { return int64(binary.LittleEndian.Uint64(
 func recordMeasurement(b []byte) []byte {
 	m, _ := take32(b, recHeader)
 	return m
+}
+
+// lineEnd is the index of the first '\n' in b that ends a line, or -1. A
+// '\n' after an odd run of backslashes is escaped (QuestDB's clients write
+// a line break in a symbol that way) and belongs to the line.
+func lineEnd(b []byte) int {
+	off := 0
+	for {
+		i := bytes.IndexByte(b[off:], '\n')
+		if i < 0 {
+			return -1
+		}
+		i += off
+		k := i
+		for k > 0 && b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i
+		}
+		off = i + 1
+	}
 }

@@ -54,3 +54,22 @@ func TestRecordRoundTrip(t *testing.T) {
 		p += n
 	}
 }
+
+func TestLineEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", -1},
+		{"abc", -1},
+		{"abc\n", 3},
+		{"a,s=x\\\ny v=1\nnext", 12}, // escaped line break in a symbol
+		{"a,s=x\\\\\nnext", 7},       // an escaped backslash, then the end
+		{"a,s=x\\\\\\\nb\n", 10},     // three backslashes: escaped
+		{"\\\n", -1},
+	} {
+		if got := lineEnd([]byte(tc.in)); got != tc.want {
+			t.Errorf("lineEnd(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -124,23 +124,28 @@ func BenchmarkIngestLatency(b *testing.B) {
 }
 
 // BenchmarkIdleConnections holds 1,000 connections that each sent one line
-// and reports the process's RSS growth.
+// and reports the process's RSS growth (the worst iteration).
+//
+//	go test -run '^$' -bench IdleConnections -benchtime 3x ./ingest
 func BenchmarkIdleConnections(b *testing.B) {
+	srv, db := testServer(b, &Options{Writer: writer.Options{SegmentSize: 1 << 20}})
+	c := dial(b, srv)
+	fmt.Fprintf(c, "idle,conn=first v=1i\n")
+	for n, _ := readRows(db, "idle"); len(n) == 0; n, _ = readRows(db, "idle") {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the preparer readies the next slots
+	var worst int64
 	for b.Loop() {
-		srv, db := testServer(b, &Options{Writer: writer.Options{SegmentSize: 1 << 20}})
-		c := dial(b, srv)
-		fmt.Fprintf(c, "idle,conn=first v=1i\n")
-		for n, _ := readRows(db, "idle"); len(n) == 0; n, _ = readRows(db, "idle") {
-			time.Sleep(time.Millisecond)
-		}
 		runtime.GC()
 		rss0 := benchutil.RSSKiB()
 		cs := openIdle(b, srv, 1000)
-		b.ReportMetric(float64(benchutil.RSSKiB()-rss0)/1024, "MiB-rss-growth")
+		worst = max(worst, benchutil.RSSKiB()-rss0)
 		for _, c := range cs {
 			c.Close()
 		}
 	}
+	b.ReportMetric(float64(worst)/1024, "MiB-rss-growth")
 }
 
 func openIdle(tb testing.TB, srv *Server, n int) []net.Conn {

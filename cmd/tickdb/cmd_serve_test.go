@@ -88,6 +88,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	fmt.Fprintf(c, "trades,sym=AAPL price=189.5,size=100i 1000\ntrades,sym=MSFT price=410.25,size=7i 2000\n")
 	c.Close()
+	waitCount(t, p, db, "trades", 2) // stored before the HTTP row, whose ts is later
 	req, _ := http.NewRequest("POST", "http://"+p.http+"/write", strings.NewReader("trades,sym=AAPL price=190,size=5i 3000\n"))
 	req.Header.Set("Authorization", "Bearer tok")
 	resp, err := (&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
@@ -99,23 +100,7 @@ func TestServeCommand(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("POST /write: %d", resp.StatusCode)
 	}
-	// The HTTP row is durable and after the TCP rows only if those were
-	// stored first; wait until all three are visible.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := reader.Open(db, "trades", nil)
-		if err == nil {
-			n := r.Count()
-			r.Close()
-			if n == 3 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rows never reached 3:\n%s", p.logText())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitCount(t, p, db, "trades", 3)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +145,25 @@ func TestServeBadFlags(t *testing.T) {
 		if code := run(append(tc.args, "--db", t.TempDir(), "--http", "off"), &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.want)
 		}
+	}
+}
+
+// waitCount waits until table holds n rows.
+func waitCount(t *testing.T, p *serveProc, db, table string, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := reader.Open(db, table, nil)
+		if err == nil {
+			c := r.Count()
+			r.Close()
+			if c == n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rows never reached %d:\n%s", n, p.logText())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

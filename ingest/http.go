@@ -276,19 +276,18 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if v := qs.Get("from"); v != "" {
-		if q.From, err = query.ParseTime(v); err != nil {
-			bad("from: " + err.Error())
-			return
+	for _, b := range []struct {
+		name string
+		at   *int64
+		has  *bool
+	}{{"from", &q.From, &q.HasFrom}, {"to", &q.To, &q.HasTo}} {
+		if v := qs.Get(b.name); v != "" {
+			if *b.at, err = query.ParseTime(v); err != nil {
+				bad(b.name + ": " + err.Error())
+				return
+			}
+			*b.has = true
 		}
-		q.HasFrom = true
-	}
-	if v := qs.Get("to"); v != "" {
-		if q.To, err = query.ParseTime(v); err != nil {
-			bad("to: " + err.Error())
-			return
-		}
-		q.HasTo = true
 	}
 	if v := qs.Get("limit"); v != "" {
 		if q.Limit, err = strconv.ParseInt(v, 10, 64); err != nil || q.Limit < 0 {

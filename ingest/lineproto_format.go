@@ -222,28 +222,12 @@ func parseValue(v []byte, f *Field) (Reason, string) {
 	}
 	switch v[len(v)-1] {
 	case 'i':
-		x, r := parseInt(v[:len(v)-1])
-		switch r {
-		case intSyntax:
-			return ReasonNumber, fmt.Sprintf("malformed integer %s", snippet(v))
-		case intRange:
-			return ReasonNumber, fmt.Sprintf("integer %s overflows i64", snippet(v))
-		}
-		f.Kind, f.I = KindInt, x
-		return 0, ""
+		return suffixedInt(v, KindInt, "integer", f)
 	case 'u':
 		if v[0] == '-' {
 			return ReasonNumber, fmt.Sprintf("unsigned integer %s is negative", snippet(v))
 		}
-		x, r := parseInt(v[:len(v)-1])
-		switch r {
-		case intSyntax:
-			return ReasonNumber, fmt.Sprintf("malformed unsigned integer %s", snippet(v))
-		case intRange:
-			return ReasonNumber, fmt.Sprintf("unsigned integer %s overflows i64", snippet(v))
-		}
-		f.Kind, f.I = KindUint, x
-		return 0, ""
+		return suffixedInt(v, KindUint, "unsigned integer", f)
 	}
 	x, r := parseFloat(v)
 	switch r {
@@ -253,6 +237,20 @@ func parseValue(v []byte, f *Field) (Reason, string) {
 		return ReasonNumber, fmt.Sprintf("number %s overflows f64", snippet(v))
 	}
 	f.Kind, f.F = KindFloat, x
+	return 0, ""
+}
+
+// suffixedInt parses v, an integer with its one-letter suffix, into f as
+// kind; what names the kind in errors.
+func suffixedInt(v []byte, kind Kind, what string, f *Field) (Reason, string) {
+	x, r := parseInt(v[:len(v)-1])
+	switch r {
+	case intSyntax:
+		return ReasonNumber, fmt.Sprintf("malformed %s %s", what, snippet(v))
+	case intRange:
+		return ReasonNumber, fmt.Sprintf("%s %s overflows i64", what, snippet(v))
+	}
+	f.Kind, f.I = kind, x
 	return 0, ""
 }
 

@@ -403,3 +403,19 @@ func TestEscapedLineBreak(t *testing.T) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
 }
+
+// A 1 MiB line under a limit raised past it is read whole and rejected for
+// what it holds (a symbol over the dictionary's limit), not for its length;
+// the lines around it are stored.
+func TestListenerHugeLineUnderRaisedLimit(t *testing.T) {
+	srv, db := testServer(t, &Options{LineLimit: 2 << 20})
+	c := dial(t, srv)
+	fmt.Fprintf(c, "big,sym=a v=0 1\nbig,sym=%s v=1 2\nbig,sym=small v=2 3\n", strings.Repeat("x", 1<<20))
+	rows := tableRows(t, db, "big", 2, 10*time.Second)
+	if rows[0] != "1 sym=a v=0" || rows[1] != "3 sym=small v=2" {
+		t.Fatalf("rows %q", rows)
+	}
+	if v := rejected(srv, "big", "value"); v != 1 {
+		t.Fatalf("rejected{big,value} = %v, want 1", v)
+	}
+}

@@ -57,6 +57,11 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 		}
 		cols = append(cols, store.Column{Name: string(f.Key), Type: typ})
 	}
+	for _, t := range l.Tags {
+		if len(t.Value) > store.MaxSymLen {
+			return nil, symTooLong(t.Key, len(t.Value))
+		}
+	}
 	for _, c := range cols[1:] {
 		if c.Name == "ts" {
 			return nil, &LineError{Reason: ReasonName, Msg: `"ts" is the timestamp column; give the time as the line's last element`}
@@ -134,6 +139,9 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 		if c := idx[i]; lo.at[c].Type != store.TypeSym {
 			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
+		if n := len(l.Tags[i].Value); n > store.MaxSymLen {
+			return symTooLong(l.Tags[i].Key, n)
+		}
 	}
 	for i := range l.Fields {
 		f := &l.Fields[i]
@@ -153,6 +161,10 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 		}
 	}
 	return nil
+}
+
+func symTooLong(key []byte, n int) *LineError {
+	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("tag %q: value is %d bytes, a symbol is at most %d", key, n, store.MaxSymLen)}
 }
 
 func (lo *layout) mismatch(f *Field, c int) *LineError {
@@ -299,7 +311,11 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 		if !bytes.Equal(k, t.lastKeys[i]) {
 			return false, nil
 		}
-		p += 4 + int(le.Uint32(rec[p:]))
+		n := int(le.Uint32(rec[p:]))
+		if n > store.MaxSymLen {
+			return false, nil // the general path says why
+		}
+		p += 4 + n
 	}
 	for i := ntags; i < ntags+nfields; i++ {
 		var k []byte

@@ -1,0 +1,118 @@
+package main
+
+// Flags and helpers shared by the commands that open tables and print rows
+// (query, bars, asof, tail): --format, --ts, time flags, and opening a table
+// with an error that names the tables that exist.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tickdb/tickdb/query"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// rowFlags are --format and --ts.
+type rowFlags struct {
+	format query.Format
+	ts     query.TsFormat
+	cmd    *cobra.Command
+}
+
+// addRowFlags registers --format table|csv|json|ilp and --ts rfc3339|ns.
+// Without --format, rows are a table on a terminal and csv elsewhere.
+func addRowFlags(cmd *cobra.Command, f *rowFlags) {
+	f.cmd = cmd
+	cmd.Flags().Var(&f.format, "format", "table, csv, json (one object per line) or ilp (default: table on a terminal, csv otherwise)")
+	cmd.Flags().Var(&f.ts, "ts", "timestamps as rfc3339 (UTC, ns precision) or ns (integer ns since the epoch)")
+}
+
+// resolve returns the format to use for out.
+func (f *rowFlags) resolve(out io.Writer) query.Format {
+	if f.cmd != nil && f.cmd.Flags().Changed("format") {
+		return f.format
+	}
+	if isTerminal(out) {
+		return query.FormatTable
+	}
+	return query.FormatCSV
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// timeFlag is a --from/--to value: RFC 3339 or integer ns.
+type timeFlag struct {
+	ns  int64
+	set bool
+}
+
+func (t *timeFlag) String() string {
+	if !t.set {
+		return ""
+	}
+	return fmt.Sprint(t.ns)
+}
+
+func (t *timeFlag) Type() string { return "time" }
+
+func (t *timeFlag) Set(s string) error {
+	v, err := query.ParseTime(s)
+	if err != nil {
+		return fmt.Errorf("%w (accepted: RFC 3339 like 2024-01-02T15:04:05.123Z or 2024-01-02, or integer ns since the epoch)", err)
+	}
+	t.ns, t.set = v, true
+	return nil
+}
+
+// listTables returns the names of the tables in db, sorted.
+func listTables(db string) []string {
+	ents, err := os.ReadDir(db)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(db, e.Name(), store.CtlName)); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// openTable opens table name of db for reading; a missing table's error
+// names the tables that exist.
+func openTable(db, name string) (*reader.Reader, error) {
+	if name == "" {
+		return nil, fmt.Errorf("no table given (--table); tables in %s: %s", db, tablesText(db))
+	}
+	r, err := reader.Open(db, name, nil)
+	if errors.Is(err, store.ErrNoTable) {
+		return nil, fmt.Errorf("no table %q in %s; tables: %s", name, db, tablesText(db))
+	}
+	return r, err
+}
+
+func tablesText(db string) string {
+	names := listTables(db)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

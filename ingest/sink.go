@@ -463,43 +463,60 @@ func (s *sink) apply(t *txn) {
 // check validates a request without changing anything. On a bad line it
 // also returns the line's table name.
 func (s *sink) check(t *txn) ([]byte, error) {
-	type state struct {
-		lo     *layout
-		lastTs int64
-	}
-	seen := map[string]*state{}
+	c := newChecker(s)
 	var l Line
 	var m recordMeta
-	idx := make([]int, store.MaxColumns)
 	for p := 0; p < len(t.buf); {
 		p += decodeRecord(t.buf[p:], &l, &m)
-		st := seen[string(l.Measurement)]
-		if st == nil {
-			lo, lastTs, err := s.layoutFor(&l)
-			switch {
-			case err == nil:
-				st = &state{lo: lo, lastTs: lastTs}
-			case errors.Is(err, ErrBadLine):
-				return l.Measurement, withLine(err, m.lineNo)
-			default:
-				return l.Measurement, err
-			}
-			seen[string(l.Measurement)] = st
-		}
-		if len(l.Tags)+len(l.Fields) >= len(idx) {
-			return l.Measurement, withLine(&LineError{Reason: ReasonUnknownColumn, Msg: "too many tags and fields"}, m.lineNo)
-		}
-		if err := st.lo.resolve(&l, idx); err != nil {
+		if err := c.line(&l); err != nil {
 			return l.Measurement, withLine(err, m.lineNo)
-		}
-		if l.HasTs {
-			if l.Ts < st.lastTs && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-				return l.Measurement, withLine(&LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the table's last row (%d); the table rejects late rows", l.Ts, st.lastTs)}, m.lineNo)
-			}
-			st.lastTs = max(st.lastTs, l.Ts)
 		}
 	}
 	return nil, nil
+}
+
+// checker validates lines against the tables as they are and, for a table
+// an earlier checked line would create, against the schema that line
+// gives, time order included, storing nothing.
+type checker struct {
+	s    *sink
+	seen map[string]*checkState
+	idx  []int
+}
+
+type checkState struct {
+	lo     *layout
+	lastTs int64
+}
+
+func newChecker(s *sink) *checker {
+	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns)}
+}
+
+// line checks one line; a bad one gives a *LineError (Line left 0).
+func (c *checker) line(l *Line) error {
+	st := c.seen[string(l.Measurement)]
+	if st == nil {
+		lo, lastTs, err := c.s.layoutFor(l)
+		if err != nil {
+			return err
+		}
+		st = &checkState{lo: lo, lastTs: lastTs}
+		c.seen[string(l.Measurement)] = st
+	}
+	if len(l.Tags)+len(l.Fields) >= len(c.idx) {
+		return &LineError{Reason: ReasonUnknownColumn, Msg: "too many tags and fields"}
+	}
+	if err := st.lo.resolve(l, c.idx); err != nil {
+		return err
+	}
+	if l.HasTs {
+		if l.Ts < st.lastTs && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the table's last row (%d); the table rejects late rows", l.Ts, st.lastTs)}
+		}
+		st.lastTs = max(st.lastTs, l.Ts)
+	}
+	return nil
 }
 
 // layoutFor returns the layout a request's line is checked against: the

@@ -1,0 +1,80 @@
+package ingest
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tickdb/tickdb/writer"
+)
+
+// Loader stores parsed lines into the tables of a database from the calling
+// goroutine, by the server's rules: a table is created from its first line,
+// its columns are then fixed, omitted columns get their defaults and a line
+// without a timestamp gets the current time (never before the table's last
+// row). It is what `tickdb ingest` uses to bulk-load files.
+//
+// Check validates a line against the tables as they are and as the lines
+// checked before it would leave them, storing nothing, so a whole file can
+// be checked first and stored only if every line passes (Checks are
+// forgotten by Reset). Append stores a line.
+//
+// A Loader is for one goroutine. Close makes every row durable.
+type Loader struct {
+	s *sink
+	c *checker
+}
+
+// NewLoader opens a loader on o.DB with o.Writer as every table's writer
+// options and o.LiveRoot for the live segments (the listener options are
+// not used). Tables that exist are opened when first named.
+func NewLoader(o *Options) *Loader {
+	opts := o.withDefaults()
+	var wg sync.WaitGroup
+	s := newSink(opts, newMetrics(), nil, &wg)
+	return &Loader{s: s, c: newChecker(s)}
+}
+
+// Check validates l without storing anything; a bad line gives a
+// *LineError (its Line is for the caller to set).
+func (ld *Loader) Check(l *Line) error { return ld.c.line(l) }
+
+// Reset forgets what Check has seen.
+func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
+
+// Append stores l: a bad line (one Check would reject, or a late row the
+// table refuses) gives a *LineError and stores nothing; another error is
+// a write failure.
+func (ld *Loader) Append(l *Line) error {
+	s := ld.s
+	t, err := s.table(l)
+	if err != nil {
+		return err
+	}
+	if err := t.fill(l); err != nil {
+		return err
+	}
+	s.now = time.Now().UnixNano()
+	return s.append(t, l)
+}
+
+// Publish makes the rows appended so far visible to readers.
+func (ld *Loader) Publish() { ld.s.publish() }
+
+// Rows returns each table's row count as of the last Publish.
+func (ld *Loader) Rows() map[string]uint64 {
+	out := map[string]uint64{}
+	for name, t := range ld.s.tables {
+		out[name] = t.w.Len()
+	}
+	return out
+}
+
+// Close publishes, makes every row durable and closes the tables.
+func (ld *Loader) Close() error {
+	ld.s.publish()
+	ld.s.closeTables()
+	return ld.s.err
+}
+
+// Stats returns each table's final writer counters (after Close).
+func (ld *Loader) Stats() map[string]writer.Stats { return ld.s.snapshot() }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,12 +23,24 @@ func lockTable(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writer: open lock %s: %w", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &LockedError{Table: dir, Pid: LockHolder(dir)}
+	for wait := time.Millisecond; ; wait *= 2 {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
 		}
-		return nil, fmt.Errorf("writer: flock %s: %w", path, err)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("writer: flock %s: %w", path, err)
+		}
+		// A lock this process released a moment ago stays held while a
+		// child forked in between (by any goroutine) has not yet exec'd,
+		// since the child shares the lock's open file: retry briefly
+		// before calling it another writer's.
+		if pid := LockHolder(dir); pid != os.Getpid() || wait > 256*time.Millisecond {
+			f.Close()
+			return nil, &LockedError{Table: dir, Pid: pid}
+		}
+		time.Sleep(wait)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -253,9 +253,14 @@ func TestHTTPQuery(t *testing.T) {
 		t.Fatalf("csv:\n%s\nwant:\n%s", body, want)
 	}
 	code, body, _ = httpDo(t, srv, "GET", "/query?table=qq&from=1970-01-01T00:00:02Z&limit=1", "")
+	// One JSON object per line (NDJSON).
 	var rows []map[string]any
-	if err := json.Unmarshal([]byte(body), &rows); err != nil || code != 200 {
-		t.Fatalf("%d %s: %v", code, body, err)
+	for line := range strings.Lines(body) {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(line), &row); err != nil || code != 200 {
+			t.Fatalf("%d %s: %v", code, body, err)
+		}
+		rows = append(rows, row)
 	}
 	if len(rows) != 1 || rows[0]["sym"] != "B" || rows[0]["px"] != 2.5 {
 		t.Fatalf("json rows %v", rows)

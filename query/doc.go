@@ -1,6 +1,6 @@
-// Package query runs a row query over an open table reader and writes the
-// rows out: the one implementation behind GET /query and the CLI commands
-// that print rows (query, tail, bars, asof).
+// Package query runs queries over open table readers and writes the rows
+// out: the one implementation behind GET /query and the CLI commands that
+// print rows (query, tail, bars, asof).
 //
 // A Query selects rows by time ([From, To)), optionally one symbol, up to a
 // Limit; Run walks them with the reader's zero-copy iterators (the symbol's
@@ -11,32 +11,51 @@
 //	       2023-11-14T22:13:20.000000000Z  AAPL                   189.5           100
 //	csv    ts,sym,price,size
 //	       2023-11-14T22:13:20.000000000Z,AAPL,189.5,100
-//	json   [
-//	       {"ts":"2023-11-14T22:13:20.000000000Z","sym":"AAPL","price":189.5,"size":100}
-//	       ]
+//	json   {"ts":"2023-11-14T22:13:20.000000000Z","sym":"AAPL","price":189.5,"size":100}
 //	ilp    ticks,sym=AAPL price=189.5,size=100i 1700000000000000000
+//
+// json is one object per line (NDJSON), with no enclosing array, so that
+// a stream (tail, a long query) can be read line by line.
+//
+// Bars computes OHLCV bars by time bucket (like kdb's xbar) and AsOf
+// joins each row of one table with the last row of another at or before
+// it (like kdb's aj); both stream in one pass and print through the same
+// Encoder, fed computed rows (NewValuesEncoder, Values) rather than table
+// rows. RunBars and RunAsOf wire them to an Encoder.
 //
 // ts prints as RFC 3339 in UTC with nine fractional digits (fixed width, so
 // it sorts) or, with TsNs, as integer ns; ilp always prints ns. A missing
 // value (an f64 NaN) is an empty csv field, a json null and an omitted ilp
-// field; the table format prints NaN. Floats print in the shortest form
+// field; the table format prints NaN (and leaves a missing value of a
+// computed row, such as the right columns of an unmatched join row,
+// blank). A second ts column (an as-of join's <right>_ts) prints like ts,
+// and in ilp as an integer field. Floats print in the shortest form
 // that parses back to the same float64 (plain decimal for magnitudes in
 // [1e-6, 1e21), exponent form outside). ParseTime, ParseFormat and
 // ParseTsFormat parse the matching command-line and URL arguments.
 //
 // # Concurrency
 //
-// An Encoder and a Run are for one goroutine, like the Reader they read.
-// Run never blocks the table's writer: it reads published rows only.
+// An Encoder and a Run, Bars or AsOf are for one goroutine, like the
+// Readers they read. None blocks a table's writer: they read published
+// rows only.
 //
 // # Durability
 //
-// Run returns published rows, durable or not (see the reader package).
-// Without To it reads up to the rows published when it starts, not the
-// ones published while it runs.
+// Run, Bars and AsOf read published rows, durable or not (see the reader
+// package). Without To they read up to the rows published when they
+// start, not the ones published while they run; AsOf takes each table's
+// count on its own.
 //
 // # Caveats
 //
+//   - Bars and AsOf check every row they read against its check word, as
+//     Run does (a live slot recycled under a slow reader is read again);
+//     that costs about an eighth of a join. The rows of a table's last,
+//     unsealed segment come one Get at a time (the reader's fast path
+//     covers sealed segments only), about twice the cost per row.
+//   - bars in ilp: the measurement is "<table>_bars" and the symbol a
+//     tag, so that the lines load into a table of their own.
 //   - Output is buffered (32 KiB): call Flush to hand it on early (tail,
 //     HTTP streaming) and Close to end it; nothing is written before either
 //     or 32 KiB of rows, so a caller can still drop it after an early error.

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -32,46 +33,71 @@ const (
 
 var errEncoderClosed = errors.New("query: encoder closed")
 
-// Encoder writes the rows of one schema to an io.Writer in one Format. It
-// buffers: nothing reaches the writer before Flush, Close or 32 KiB of
-// output. The header (the csv header row, the table's header line, the
-// json array's opening) goes out before the first row, or at Flush or
-// Close if there is none, so that an empty result is still a well-formed
-// csv, table or json document; Close writes the trailer (the json array's
-// end). A write error is sticky: every later call returns it.
+// Column is one column of computed rows (bars, as-of joins): what
+// NewValuesEncoder takes instead of a table's schema. Type is any
+// store.ColType; a TypeTs column prints as the encoder's TsFormat says
+// (ilp: an integer field). Dict picks, for a TypeSym column, which of
+// NewValuesEncoder's symbol lookups names its ids (rows joined from two
+// tables carry ids of two dictionaries).
+type Column struct {
+	Name string
+	Type store.ColType
+	Dict int
+}
+
+// Encoder writes rows to an io.Writer in one Format: either the rows of a
+// table's schema (NewEncoder, Row) or computed rows described by a column
+// list (NewValuesEncoder, Values). It buffers: nothing reaches the writer
+// before Flush, Close or 32 KiB of output. The header (the csv header
+// row, the table format's header line) goes out before the first row, or
+// at Flush or Close if there is none, so that an empty result is still a
+// well-formed csv or table document; json (one object per line) and ilp
+// have neither header nor trailer. A write error is sticky: every later
+// call returns it.
 //
-// Row allocates nothing in steady state. The one exception is a symbol
-// seen for the first time: its name is looked up through symName and
-// cached, already encoded for the format, by id.
+// Row and Values allocate nothing in steady state. The one exception is a
+// symbol seen for the first time: its name is looked up and cached,
+// already encoded for the format, by id.
 //
 // An Encoder is not safe for concurrent use.
 type Encoder struct {
-	w       io.Writer
-	f       Format
-	tsf     TsFormat
-	schema  *store.Schema
-	cols    []colEnc // the columns after ts, in schema order
-	meas    []byte   // ilp: the escaped measurement (table name)
-	symName func(id uint32) (string, error)
-	times   timeCache
-	syms    []symEnc // by id
-	arena   []byte   // the encoded symbol names syms points into
-	buf     []byte
-	rows    int64
+	w      io.Writer
+	f      Format
+	tsf    TsFormat
+	schema *store.Schema // nil for computed rows
+	tsName string        // column 0's name
+	tsKey  []byte        // json: `{"ts":`
+	cols   []colEnc      // the columns after column 0, in order
+	meas   []byte        // ilp: the escaped measurement (table name)
+	dicts  []dict
+	times  timeCache
+	arena  []byte    // the encoded symbol names dicts point into
+	vrow   store.Row // Values: the row's words, 8 bytes per column
+	buf    []byte
+	rows   int64
+	// written counts the bytes handed to the writer.
 	written int64
 	started bool
 	closed  bool
 	err     error // sticky write error
 }
 
-// colEnc is one output column after ts.
+// colEnc is one output column after column 0.
 type colEnc struct {
-	col store.Col
+	name string
+	col  store.Col
+	dict int // TypeSym: index into dicts
 	// key is what goes before the value: csv nothing, json `,"name":`,
 	// ilp `,name=` for a tag and `name=` for a field.
 	key []byte
 	// width is the table format's column width; negative is left-aligned.
 	width int
+}
+
+// dict is one symbol lookup and its cache of encoded names by id.
+type dict struct {
+	name func(id uint32) (string, error)
+	syms []symEnc
 }
 
 // symEnc locates one symbol's name, encoded for the format, in the arena.
@@ -87,11 +113,62 @@ type symEnc struct {
 // example a reader's Symbol method); it may be nil when s has no sym
 // column.
 func NewEncoder(w io.Writer, f Format, tsf TsFormat, s *store.Schema, table string, symName func(id uint32) (string, error)) *Encoder {
-	e := &Encoder{w: w, f: f, tsf: tsf, schema: s, symName: symName, buf: make([]byte, 0, bufCap)}
-	e.cols = make([]colEnc, len(s.Cols)-1)
-	for i, c := range s.Cols[1:] {
+	cols := make([]Column, len(s.Cols))
+	for i, c := range s.Cols {
+		cols[i] = Column{Name: c.Name, Type: c.Type}
+	}
+	e := newEncoder(w, f, tsf, cols, table, []func(uint32) (string, error){symName})
+	e.schema = s
+	for i := range e.cols {
+		e.cols[i].col = s.ColAt(i + 1)
+	}
+	return e
+}
+
+// NewValuesEncoder returns an Encoder for computed rows with columns cols,
+// written by Values. cols[0] must be a TypeTs column: the row's time (the
+// ilp timestamp; never missing). Names must be unique; dicts are the
+// symbol lookups that sym columns' Dict fields index. table names the ilp
+// measurement.
+func NewValuesEncoder(w io.Writer, f Format, tsf TsFormat, cols []Column, table string, dicts ...func(id uint32) (string, error)) (*Encoder, error) {
+	if len(cols) == 0 || cols[0].Type != store.TypeTs {
+		return nil, fmt.Errorf("query: computed rows need a ts column first")
+	}
+	seen := make(map[string]bool, len(cols))
+	for i, c := range cols {
+		if c.Name == "" || seen[c.Name] {
+			return nil, fmt.Errorf("query: column %d: name %q is empty or repeated", i, c.Name)
+		}
+		seen[c.Name] = true
+		switch c.Type {
+		case store.TypeTs, store.TypeF64, store.TypeI64, store.TypeBool:
+		case store.TypeSym:
+			if c.Dict < 0 || c.Dict >= len(dicts) {
+				return nil, fmt.Errorf("query: column %q: symbol lookup %d of %d", c.Name, c.Dict, len(dicts))
+			}
+		default:
+			return nil, fmt.Errorf("query: column %q: bad type %v", c.Name, c.Type)
+		}
+	}
+	e := newEncoder(w, f, tsf, cols, table, dicts)
+	e.vrow = make(store.Row, 8*len(cols))
+	for i := range e.cols {
+		e.cols[i].col = store.Col{Off: 8 * (i + 1), Type: cols[i+1].Type}
+	}
+	return e, nil
+}
+
+func newEncoder(w io.Writer, f Format, tsf TsFormat, cols []Column, table string, dicts []func(uint32) (string, error)) *Encoder {
+	e := &Encoder{w: w, f: f, tsf: tsf, tsName: cols[0].Name, buf: make([]byte, 0, bufCap)}
+	e.dicts = make([]dict, len(dicts))
+	for i, d := range dicts {
+		e.dicts[i].name = d
+	}
+	e.tsKey = append(appendJSONString([]byte{'{'}, e.tsName), ':')
+	e.cols = make([]colEnc, len(cols)-1)
+	for i, c := range cols[1:] {
 		ce := &e.cols[i]
-		ce.col = s.ColAt(i + 1)
+		ce.name, ce.dict = c.Name, c.Dict
 		switch f {
 		case FormatJSON:
 			ce.key = appendJSONString([]byte{','}, c.Name)
@@ -111,6 +188,12 @@ func NewEncoder(w io.Writer, f Format, tsf TsFormat, s *store.Schema, table stri
 				ce.width = max(tableF64Width, nw)
 			case store.TypeI64:
 				ce.width = max(tableI64Width, nw)
+			case store.TypeTs:
+				if tsf == TsNs {
+					ce.width = max(tableNsWidth, nw)
+				} else {
+					ce.width = -max(tableTsWidth, nw)
+				}
 			default:
 				ce.width = -max(tableBoolW, nw)
 			}
@@ -132,16 +215,49 @@ func (e *Encoder) Written() int64 { return e.written }
 
 // Row encodes one row (RowSize bytes of the encoder's schema). The row is
 // not kept: it may be a zero-copy view that changes after Row returns. A
-// failed symbol lookup leaves nothing of the row in the output.
+// failed symbol lookup leaves nothing of the row in the output. An
+// encoder of computed rows (NewValuesEncoder) takes Values, not Row.
 func (e *Encoder) Row(r store.Row) error {
+	if e.schema == nil {
+		return errors.New("query: Row on an encoder of computed rows (use Values)")
+	}
+	if len(r) != e.schema.RowSize {
+		return fmt.Errorf("query: row is %d bytes, the schema's rows are %d", len(r), e.schema.RowSize)
+	}
+	return e.encode(r, nil)
+}
+
+// Values encodes one computed row of an encoder made by NewValuesEncoder:
+// v holds one 64-bit word per column, in column order: an int64 for ts
+// and i64 columns, math.Float64bits for f64, the symbol id for sym, 0 or
+// 1 for bool. null, if not nil, has one entry per column, true where the
+// value is missing (csv: an empty field, json: null, table: blank, ilp:
+// the tag or field left out); column 0 cannot be missing. f64 NaN prints
+// as in Row. Neither slice is kept.
+func (e *Encoder) Values(v []uint64, null []bool) error {
+	if e.vrow == nil {
+		return errors.New("query: Values on an encoder of table rows (use Row)")
+	}
+	n := len(e.cols) + 1
+	if len(v) != n || (null != nil && len(null) != n) {
+		return fmt.Errorf("query: %d values and %d null marks for %d columns", len(v), len(null), n)
+	}
+	if null != nil && null[0] {
+		return fmt.Errorf("query: column %q (the row's time) cannot be missing", e.tsName)
+	}
+	for i, w := range v {
+		binary.LittleEndian.PutUint64(e.vrow[8*i:], w)
+	}
+	return e.encode(e.vrow, null)
+}
+
+// encode appends one row, with column i+1 missing where null[i+1].
+func (e *Encoder) encode(r store.Row, null []bool) error {
 	if e.err != nil {
 		return e.err
 	}
 	if e.closed {
 		return errEncoderClosed
-	}
-	if len(r) != e.schema.RowSize {
-		return fmt.Errorf("query: row is %d bytes, the schema's rows are %d", len(r), e.schema.RowSize)
 	}
 	if !e.started {
 		e.header()
@@ -150,13 +266,13 @@ func (e *Encoder) Row(r store.Row) error {
 	var err error
 	switch e.f {
 	case FormatCSV:
-		e.buf, err = e.csvRow(e.buf, r)
+		e.buf, err = e.csvRow(e.buf, r, null)
 	case FormatJSON:
-		e.buf, err = e.jsonRow(e.buf, r)
+		e.buf, err = e.jsonRow(e.buf, r, null)
 	case FormatILP:
-		e.buf, err = e.ilpRow(e.buf, r)
+		e.buf, err = e.ilpRow(e.buf, r, null)
 	default:
-		e.buf, err = e.tableRow(e.buf, r)
+		e.buf, err = e.tableRow(e.buf, r, null)
 	}
 	if err != nil {
 		e.buf = e.buf[:mark]
@@ -169,9 +285,12 @@ func (e *Encoder) Row(r store.Row) error {
 	return nil
 }
 
+// missing reports whether column i+1 (cols[i]) is missing.
+func missing(null []bool, i int) bool { return null != nil && null[i+1] }
+
 // Flush writes the header if it is not out yet, then hands everything
 // buffered to the writer (it does not flush the writer itself: a caller
-// streaming over HTTP calls its http.Flusher after). It writes no trailer.
+// streaming over HTTP calls its http.Flusher after).
 func (e *Encoder) Flush() error {
 	if e.err != nil {
 		return e.err
@@ -182,23 +301,13 @@ func (e *Encoder) Flush() error {
 	return e.flush()
 }
 
-// Close writes the header if no row did, then the trailer, and flushes.
-// It does not close the writer. Later calls return the same result.
+// Close writes the header if no row did, and flushes. It does not close
+// the writer. Later calls return the same result.
 func (e *Encoder) Close() error {
 	if e.closed || e.err != nil {
 		return e.err
 	}
-	if e.f == FormatJSON {
-		switch {
-		case !e.started:
-			e.buf = append(e.buf, "[]\n"...)
-		case e.rows == 0:
-			e.buf = append(e.buf, "]\n"...)
-		default:
-			e.buf = append(e.buf, "\n]\n"...)
-		}
-		e.started = true
-	} else if !e.started {
+	if !e.started {
 		e.header()
 	}
 	e.closed = true
@@ -221,33 +330,32 @@ func (e *Encoder) flush() error {
 	return e.err
 }
 
-// header appends what goes before the first row.
+// header appends what goes before the first row: the csv header row or
+// the table format's header line (json and ilp have none).
 func (e *Encoder) header() {
 	e.started = true
 	b := e.buf
 	switch e.f {
 	case FormatCSV:
-		b = append(b, "ts"...)
-		for _, c := range e.schema.Cols[1:] {
+		b = appendCSV(b, e.tsName)
+		for i := range e.cols {
 			b = append(b, ',')
-			b = appendCSV(b, c.Name)
+			b = appendCSV(b, e.cols[i].name)
 		}
 		b = append(b, '\n')
-	case FormatJSON:
-		b = append(b, "[\n"...)
 	case FormatTable:
 		start := len(b)
-		b = append(b, "ts"...)
+		var w int
+		b, w = appendTableText(b, e.tsName)
 		if e.tsf == TsNs {
-			b = alignRight(b, start, 2, tableNsWidth)
+			b = alignRight(b, start, w, tableNsWidth)
 		} else {
-			b = padRight(b, 2, tableTsWidth)
+			b = padRight(b, w, tableTsWidth)
 		}
-		for i, c := range e.schema.Cols[1:] {
+		for i := range e.cols {
 			b = append(b, tableSep...)
 			n := len(b)
-			var w int
-			b, w = appendTableText(b, c.Name)
+			b, w = appendTableText(b, e.cols[i].name)
 			b = align(b, n, w, e.cols[i].width)
 		}
 		b = endLine(b, start)
@@ -264,15 +372,19 @@ func (e *Encoder) appendTs(b []byte, ts int64) []byte {
 	return e.times.append(b, ts)
 }
 
-// csvRow: ts, then every column in schema order; NaN is an empty field.
-func (e *Encoder) csvRow(b []byte, r store.Row) ([]byte, error) {
+// csvRow: ts, then every column in order; NaN and a missing value are an
+// empty field.
+func (e *Encoder) csvRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 	b = e.appendTs(b, r.Ts())
 	for i := range e.cols {
 		c := &e.cols[i]
 		b = append(b, ',')
+		if missing(null, i) {
+			continue
+		}
 		switch c.col.Type {
 		case store.TypeSym:
-			s, _, err := e.sym(r.Sym(c.col))
+			s, _, err := e.sym(c.dict, r.Sym(c.col))
 			if err != nil {
 				return b, err
 			}
@@ -285,31 +397,28 @@ func (e *Encoder) csvRow(b []byte, r store.Row) ([]byte, error) {
 			b = strconv.AppendInt(b, r.I64(c.col), 10)
 		case store.TypeBool:
 			b = appendBool(b, r.Bool(c.col))
+		case store.TypeTs:
+			b = e.appendTs(b, r.I64(c.col))
 		}
 	}
 	return append(b, '\n'), nil
 }
 
-// jsonRow: one object per row, rows separated by ",\n"; NaN and the
-// infinities (which JSON cannot spell) are null.
-func (e *Encoder) jsonRow(b []byte, r store.Row) ([]byte, error) {
-	if e.rows > 0 {
-		b = append(b, ",\n"...)
-	}
-	b = append(b, `{"ts":`...)
-	if e.tsf == TsNs {
-		b = strconv.AppendInt(b, r.Ts(), 10)
-	} else {
-		b = append(b, '"')
-		b = e.times.append(b, r.Ts())
-		b = append(b, '"')
-	}
+// jsonRow: one object per line (NDJSON); NaN, the infinities (which JSON
+// cannot spell) and a missing value are null.
+func (e *Encoder) jsonRow(b []byte, r store.Row, null []bool) ([]byte, error) {
+	b = append(b, e.tsKey...)
+	b = e.jsonTs(b, r.Ts())
 	for i := range e.cols {
 		c := &e.cols[i]
 		b = append(b, c.key...)
+		if missing(null, i) {
+			b = append(b, "null"...)
+			continue
+		}
 		switch c.col.Type {
 		case store.TypeSym:
-			s, _, err := e.sym(r.Sym(c.col))
+			s, _, err := e.sym(c.dict, r.Sym(c.col))
 			if err != nil {
 				return b, err
 			}
@@ -324,28 +433,41 @@ func (e *Encoder) jsonRow(b []byte, r store.Row) ([]byte, error) {
 			b = strconv.AppendInt(b, r.I64(c.col), 10)
 		case store.TypeBool:
 			b = appendBool(b, r.Bool(c.col))
+		case store.TypeTs:
+			b = e.jsonTs(b, r.I64(c.col))
 		}
 	}
-	return append(b, '}'), nil
+	return append(b, '}', '\n'), nil
+}
+
+// jsonTs appends ts as a JSON number (TsNs) or string (TsRFC3339).
+func (e *Encoder) jsonTs(b []byte, ts int64) []byte {
+	if e.tsf == TsNs {
+		return strconv.AppendInt(b, ts, 10)
+	}
+	b = append(b, '"')
+	b = e.times.append(b, ts)
+	return append(b, '"')
 }
 
 // ilpRow: measurement, the sym columns as tags (an empty symbol, which a
 // tag cannot carry, is left out), the other columns as fields (f64 as a
-// float, i64 with "i", bool as t/f; NaN and the infinities, which the line
-// protocol cannot carry, are left out), and ts in ns. A row whose fields
-// are all left out still gets its line, with its tags and no field set;
-// one with no tag either has no line ("m 123" would read as a field set
-// "123"): it is skipped.
-func (e *Encoder) ilpRow(b []byte, r store.Row) ([]byte, error) {
+// float, i64 and ts columns after the first with "i", bool as t/f; NaN
+// and the infinities, which the line protocol cannot carry, and missing
+// values are left out), and ts in ns. A row whose fields are all left out
+// still gets its line, with its tags and no field set; one with no tag
+// either has no line ("m 123" would read as a field set "123"): it is
+// skipped.
+func (e *Encoder) ilpRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 	start := len(b)
 	b = append(b, e.meas...)
 	tagged := false
 	for i := range e.cols {
 		c := &e.cols[i]
-		if c.col.Type != store.TypeSym {
+		if c.col.Type != store.TypeSym || missing(null, i) {
 			continue
 		}
-		s, _, err := e.sym(r.Sym(c.col))
+		s, _, err := e.sym(c.dict, r.Sym(c.col))
 		if err != nil {
 			return b, err
 		}
@@ -359,6 +481,9 @@ func (e *Encoder) ilpRow(b []byte, r store.Row) ([]byte, error) {
 	nf := 0
 	for i := range e.cols {
 		c := &e.cols[i]
+		if missing(null, i) {
+			continue
+		}
 		switch c.col.Type {
 		case store.TypeSym:
 			continue
@@ -369,7 +494,7 @@ func (e *Encoder) ilpRow(b []byte, r store.Row) ([]byte, error) {
 			}
 			b = e.ilpKey(b, c, nf)
 			b = appendFloat(b, v)
-		case store.TypeI64:
+		case store.TypeI64, store.TypeTs:
 			b = e.ilpKey(b, c, nf)
 			b = strconv.AppendInt(b, r.I64(c.col), 10)
 			b = append(b, 'i')
@@ -400,8 +525,8 @@ func (e *Encoder) ilpKey(b []byte, c *colEnc, nf int) []byte {
 }
 
 // tableRow: fixed-width columns two spaces apart, numbers right-aligned,
-// trailing blanks trimmed.
-func (e *Encoder) tableRow(b []byte, r store.Row) ([]byte, error) {
+// a missing value blank, trailing blanks trimmed.
+func (e *Encoder) tableRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 	start := len(b)
 	if e.tsf == TsNs {
 		b = strconv.AppendInt(b, r.Ts(), 10)
@@ -413,9 +538,13 @@ func (e *Encoder) tableRow(b []byte, r store.Row) ([]byte, error) {
 		c := &e.cols[i]
 		b = append(b, tableSep...)
 		n := len(b)
+		if missing(null, i) {
+			b = align(b, n, 0, c.width)
+			continue
+		}
 		switch c.col.Type {
 		case store.TypeSym:
-			s, w, err := e.sym(r.Sym(c.col))
+			s, w, err := e.sym(c.dict, r.Sym(c.col))
 			if err != nil {
 				return b, err
 			}
@@ -428,6 +557,8 @@ func (e *Encoder) tableRow(b []byte, r store.Row) ([]byte, error) {
 			b = strconv.AppendInt(b, r.I64(c.col), 10)
 		case store.TypeBool:
 			b = appendBool(b, r.Bool(c.col))
+		case store.TypeTs:
+			b = e.appendTs(b, r.I64(c.col))
 		}
 		b = align(b, n, len(b)-n, c.width)
 	}
@@ -476,23 +607,24 @@ func endLine(b []byte, start int) []byte {
 	return append(b, '\n')
 }
 
-// sym returns symbol id's name encoded for the format, and for the table
-// format its width in runes.
-func (e *Encoder) sym(id uint32) ([]byte, int, error) {
-	if int(id) < len(e.syms) {
-		if s := e.syms[id]; s.ok {
+// sym returns the name of symbol id of dictionary d encoded for the
+// format, and for the table format its width in runes.
+func (e *Encoder) sym(d int, id uint32) ([]byte, int, error) {
+	if syms := e.dicts[d].syms; int(id) < len(syms) {
+		if s := syms[id]; s.ok {
 			return e.arena[s.off : s.off+s.n : s.off+s.n], int(s.w), nil
 		}
 	}
-	return e.addSym(id)
+	return e.addSym(d, id)
 }
 
-// addSym looks symbol id up, encodes it and caches it.
-func (e *Encoder) addSym(id uint32) ([]byte, int, error) {
-	if e.symName == nil {
+// addSym looks symbol id of dictionary d up, encodes it and caches it.
+func (e *Encoder) addSym(d int, id uint32) ([]byte, int, error) {
+	dc := &e.dicts[d]
+	if dc.name == nil {
 		return nil, 0, fmt.Errorf("query: symbol %d: the encoder has no symbol lookup", id)
 	}
-	name, err := e.symName(id)
+	name, err := dc.name(id)
 	if err != nil {
 		return nil, 0, fmt.Errorf("query: symbol %d: %w", id, err)
 	}
@@ -516,9 +648,9 @@ func (e *Encoder) addSym(id uint32) ([]byte, int, error) {
 	if len(e.arena) > math.MaxUint32 {
 		return nil, 0, fmt.Errorf("query: symbol %d: more than 4 GiB of symbol names", id)
 	}
-	if int(id) >= len(e.syms) {
-		e.syms = append(e.syms, make([]symEnc, int(id)+1-len(e.syms))...)
+	if int(id) >= len(dc.syms) {
+		dc.syms = append(dc.syms, make([]symEnc, int(id)+1-len(dc.syms))...)
 	}
-	e.syms[id] = symEnc{off: uint32(off), n: uint32(len(e.arena) - off), w: int32(w), ok: true}
+	dc.syms[id] = symEnc{off: uint32(off), n: uint32(len(e.arena) - off), w: int32(w), ok: true}
 	return e.arena[off:], w, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -33,19 +34,15 @@ var golden = []struct {
 1700000002000000000,MSFT,1234567.25,0,true,back\slash
 1700000002000000000,AAPL,1e-07,9223372036854775807,false,XNAS
 `},
-	{query.FormatJSON, query.TsRFC3339, `[
-{"ts":"2023-11-14T22:13:20.000000000Z","sym":"AAPL","price":1.5,"size":100,"hot":true,"venue":"XNAS"},
-{"ts":"2023-11-14T22:13:20.000001500Z","sym":"A,B \"C\"","price":null,"size":-7,"hot":false,"venue":"X N=A"},
-{"ts":"2023-11-14T22:13:22.000000000Z","sym":"MSFT","price":1234567.25,"size":0,"hot":true,"venue":"back\\slash"},
+	{query.FormatJSON, query.TsRFC3339, `{"ts":"2023-11-14T22:13:20.000000000Z","sym":"AAPL","price":1.5,"size":100,"hot":true,"venue":"XNAS"}
+{"ts":"2023-11-14T22:13:20.000001500Z","sym":"A,B \"C\"","price":null,"size":-7,"hot":false,"venue":"X N=A"}
+{"ts":"2023-11-14T22:13:22.000000000Z","sym":"MSFT","price":1234567.25,"size":0,"hot":true,"venue":"back\\slash"}
 {"ts":"2023-11-14T22:13:22.000000000Z","sym":"AAPL","price":1e-07,"size":9223372036854775807,"hot":false,"venue":"XNAS"}
-]
 `},
-	{query.FormatJSON, query.TsNs, `[
-{"ts":1700000000000000000,"sym":"AAPL","price":1.5,"size":100,"hot":true,"venue":"XNAS"},
-{"ts":1700000000000001500,"sym":"A,B \"C\"","price":null,"size":-7,"hot":false,"venue":"X N=A"},
-{"ts":1700000002000000000,"sym":"MSFT","price":1234567.25,"size":0,"hot":true,"venue":"back\\slash"},
+	{query.FormatJSON, query.TsNs, `{"ts":1700000000000000000,"sym":"AAPL","price":1.5,"size":100,"hot":true,"venue":"XNAS"}
+{"ts":1700000000000001500,"sym":"A,B \"C\"","price":null,"size":-7,"hot":false,"venue":"X N=A"}
+{"ts":1700000002000000000,"sym":"MSFT","price":1234567.25,"size":0,"hot":true,"venue":"back\\slash"}
 {"ts":1700000002000000000,"sym":"AAPL","price":1e-07,"size":9223372036854775807,"hot":false,"venue":"XNAS"}
-]
 `},
 	{query.FormatILP, query.TsRFC3339, ilpGolden},
 	{query.FormatILP, query.TsNs, ilpGolden},
@@ -113,11 +110,11 @@ func TestCSVParses(t *testing.T) {
 	}
 }
 
-// The json output is one valid JSON array with the values.
+// The json output is one valid JSON object per line with the values.
 func TestJSONParses(t *testing.T) {
 	for _, g := range golden[2:4] {
-		var rows []map[string]any
-		if err := json.Unmarshal([]byte(g.want), &rows); err != nil {
+		rows, err := decodeNDJSON(g.want)
+		if err != nil {
 			t.Fatalf("%v: %v", g.tsf, err)
 		}
 		if len(rows) != 4 || rows[1]["sym"] != `A,B "C"` || rows[1]["price"] != nil || rows[2]["venue"] != `back\slash` {
@@ -291,7 +288,7 @@ func TestEscapes(t *testing.T) {
 	tb.publish()
 	r := tb.reader(t)
 	got, _ := run(t, r, query.Query{}, query.FormatJSON, query.TsNs)
-	want := "[\n" + `{"ts":1,"sym":"a\tb\u0001\ufffd\u2028é","price":null,"size":1}` + "\n]\n"
+	want := `{"ts":1,"sym":"a\tb\u0001\ufffd\u2028é","price":null,"size":1}` + "\n"
 	if got != want {
 		t.Errorf("json %q, want %q", got, want)
 	}
@@ -310,13 +307,13 @@ func TestEscapes(t *testing.T) {
 }
 
 // Zero rows still make a well-formed document: the csv header, the
-// table's header line, an empty json array, no ilp at all.
+// table's header line, no json or ilp at all.
 func TestEmptyOutput(t *testing.T) {
 	tb := goldenTable(t)
 	r := tb.reader(t)
 	want := map[query.Format]string{
 		query.FormatCSV:   "ts,sym,price,size,hot,venue\n",
-		query.FormatJSON:  "[]\n",
+		query.FormatJSON:  "",
 		query.FormatILP:   "",
 		query.FormatTable: "ts                              sym                    price          size  hot    venue\n",
 	}
@@ -326,20 +323,26 @@ func TestEmptyOutput(t *testing.T) {
 			t.Errorf("%v: %d rows, %q; want %q", f, n, got, w)
 		}
 	}
-	// Flushed before any row (tail), then closed: still valid JSON.
+	// Flushed before any row (tail), then closed: csv has its header
+	// out at the Flush, json nothing at all.
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatJSON, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
 	if err := enc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if buf.String() != "[\n" || enc.Written() != 2 {
+	if want := "ts,sym,price,size,hot,venue\n"; buf.String() != want || enc.Written() != int64(len(want)) {
 		t.Errorf("after Flush: %q, Written %d", buf.String(), enc.Written())
+	}
+	buf.Reset()
+	enc = query.NewEncoder(&buf, query.FormatJSON, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	if err := enc.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if buf.String() != "[\n]\n" {
-		t.Errorf("after Close: %q", buf.String())
+	if buf.String() != "" || enc.Written() != 0 {
+		t.Errorf("json after Flush and Close: %q", buf.String())
 	}
 	if err := enc.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -438,8 +441,7 @@ func TestSymbolLookupError(t *testing.T) {
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var v []map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &v); err != nil || len(v) != 1 {
+	if v, err := decodeNDJSON(buf.String()); err != nil || len(v) != 1 {
 		t.Errorf("output %q: %v", buf.String(), err)
 	}
 	nilSyms := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, s, "ticks", nil)
@@ -490,7 +492,129 @@ func TestEncoderAllocs(t *testing.T) {
 	}
 }
 
+// decodeNDJSON decodes one JSON object per line.
+func decodeNDJSON(s string) ([]map[string]any, error) {
+	var rows []map[string]any
+	for line := range strings.Lines(s) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return rows, fmt.Errorf("line %q: %w", line, err)
+		}
+		rows = append(rows, m)
+	}
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		return rows, fmt.Errorf("output does not end in a line break")
+	}
+	return rows, nil
+}
+
 // discard is io.Discard without the interface conversion cost question.
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Computed rows: a second ts column, symbols of two dictionaries, every
+// type, missing values; the exact output of every format, and no
+// allocation per row once the symbols are cached.
+func TestValuesEncoder(t *testing.T) {
+	cols := []query.Column{
+		{Name: "ts", Type: store.TypeTs},
+		{Name: "sym", Type: store.TypeSym},
+		{Name: "q_ts", Type: store.TypeTs},
+		{Name: "venue", Type: store.TypeSym, Dict: 1},
+		{Name: "px", Type: store.TypeF64},
+		{Name: "n", Type: store.TypeI64},
+		{Name: "ok", Type: store.TypeBool},
+	}
+	left := func(id uint32) (string, error) { return []string{"AAPL", "BRK A"}[id], nil }
+	right := func(id uint32) (string, error) { return []string{"XNAS", "X,Y"}[id], nil }
+	rows := []struct {
+		v    []uint64
+		null []bool
+	}{
+		{[]uint64{uint64(T0 + 1500), 0, uint64(T0), 1, math.Float64bits(1.5), uint64(1 << 63), 1}, nil},
+		{[]uint64{uint64(T0 + 2000), 1, 0, 0, 0, 0, 0}, []bool{false, false, true, true, true, true, true}},
+		{[]uint64{uint64(T0 + 3000), 1, uint64(T0 + 2999), 0, math.Float64bits(math.NaN()), 7, 0}, []bool{false, false, false, false, false, false, false}},
+	}
+	for _, c := range []struct {
+		f    query.Format
+		tsf  query.TsFormat
+		want string
+	}{
+		{query.FormatCSV, query.TsNs, `ts,sym,q_ts,venue,px,n,ok
+1700000000000001500,AAPL,1700000000000000000,"X,Y",1.5,-9223372036854775808,true
+1700000000000002000,BRK A,,,,,
+1700000000000003000,BRK A,1700000000000002999,XNAS,,7,false
+`},
+		{query.FormatJSON, query.TsRFC3339, `{"ts":"2023-11-14T22:13:20.000001500Z","sym":"AAPL","q_ts":"2023-11-14T22:13:20.000000000Z","venue":"X,Y","px":1.5,"n":-9223372036854775808,"ok":true}
+{"ts":"2023-11-14T22:13:20.000002000Z","sym":"BRK A","q_ts":null,"venue":null,"px":null,"n":null,"ok":null}
+{"ts":"2023-11-14T22:13:20.000003000Z","sym":"BRK A","q_ts":"2023-11-14T22:13:20.000002999Z","venue":"XNAS","px":null,"n":7,"ok":false}
+`},
+		{query.FormatILP, query.TsRFC3339, `m,sym=AAPL,venue=X\,Y q_ts=1700000000000000000i,px=1.5,n=-9223372036854775808i,ok=t 1700000000000001500
+m,sym=BRK\ A 1700000000000002000
+m,sym=BRK\ A,venue=XNAS q_ts=1700000000000002999i,n=7i,ok=f 1700000000000003000
+`},
+		{query.FormatTable, query.TsRFC3339, `ts                              sym           q_ts                            venue                     px             n  ok
+2023-11-14T22:13:20.000001500Z  AAPL          2023-11-14T22:13:20.000000000Z  X,Y                      1.5  -9223372036854775808  true
+2023-11-14T22:13:20.000002000Z  BRK A
+2023-11-14T22:13:20.000003000Z  BRK A         2023-11-14T22:13:20.000002999Z  XNAS                     NaN             7  false
+`},
+	} {
+		t.Run(c.f.String(), func(t *testing.T) {
+			var buf bytes.Buffer
+			enc, err := query.NewValuesEncoder(&buf, c.f, c.tsf, cols, "m", left, right)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				if err := enc.Values(r.v, r.null); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := enc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != c.want {
+				t.Errorf("output:\n%s\nwant:\n%s", buf.String(), c.want)
+			}
+			if testutil.Race {
+				return
+			}
+			enc, _ = query.NewValuesEncoder(discard{}, c.f, c.tsf, cols, "m", left, right)
+			allocs := testing.AllocsPerRun(2000, func() {
+				for _, r := range rows {
+					if err := enc.Values(r.v, r.null); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per 3 rows", allocs)
+			}
+		})
+	}
+	// Misuse: wrong counts, a missing time, bad column lists, Row on it.
+	enc, _ := query.NewValuesEncoder(discard{}, query.FormatCSV, query.TsNs, cols, "m", left, right)
+	if err := enc.Values(make([]uint64, 3), nil); err == nil {
+		t.Error("3 values for 7 columns: no error")
+	}
+	if err := enc.Values(make([]uint64, 7), []bool{true, false, false, false, false, false, false}); err == nil {
+		t.Error("missing ts: no error")
+	}
+	if err := enc.Row(store.TickSchema().NewRow()); err == nil {
+		t.Error("Row on a values encoder: no error")
+	}
+	for _, bad := range [][]query.Column{
+		nil,
+		{{Name: "x", Type: store.TypeF64}},
+		{{Name: "ts", Type: store.TypeTs}, {Name: "ts", Type: store.TypeF64}},
+		{{Name: "ts", Type: store.TypeTs}, {Name: "s", Type: store.TypeSym, Dict: 2}},
+	} {
+		if _, err := query.NewValuesEncoder(discard{}, query.FormatCSV, query.TsNs, bad, "m", left, right); err == nil {
+			t.Errorf("columns %v: no error", bad)
+		}
+	}
+	if err := query.NewEncoder(discard{}, query.FormatCSV, query.TsNs, store.TickSchema(), "m", left).Values(make([]uint64, 4), nil); err == nil {
+		t.Error("Values on a table-row encoder: no error")
+	}
+}

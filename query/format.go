@@ -10,7 +10,8 @@ const (
 	FormatTable Format = iota
 	// FormatCSV is comma-separated values with a header row.
 	FormatCSV
-	// FormatJSON is one JSON array of objects, one object per line.
+	// FormatJSON is one JSON object per line (NDJSON), with no enclosing
+	// array.
 	FormatJSON
 	// FormatILP is InfluxDB line protocol, one row per line.
 	FormatILP

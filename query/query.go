@@ -51,6 +51,9 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 		return 0, err
 	}
 	s := r.Schema()
+	if enc.schema == nil {
+		return 0, fmt.Errorf("query: the encoder is for computed rows, not table %s's", q.Table)
+	}
 	if enc.schema != s && !enc.schema.Equal(s) {
 		return 0, fmt.Errorf("query: the encoder's schema %s is not the table's %s", enc.schema, s)
 	}

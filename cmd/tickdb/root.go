@@ -63,6 +63,8 @@ them back from a second process and prints throughput and latency.`,
 		newDemoCmd(g),
 		newDemoReaderCmd(g),
 		newServeCmd(g),
+		newBarsCmd(g),
+		newAsOfCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,468 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// AsOfQuery asks for an as-of join: every row of the left table with
+// From <= ts < To (each only when its Has flag is set, as in Query), of
+// symbol Sym or of every symbol with Sym "", joined with the last row of
+// the right table of the same symbol whose ts is at or before it, and,
+// with HasTolerance, no more than Tolerance (inclusive) before it. Left
+// and Right name the tables for error messages, the ilp measurement
+// (Left) and the prefix of colliding right column names (Right).
+type AsOfQuery struct {
+	Left, Right    string
+	Sym            string
+	From, To       int64
+	HasFrom, HasTo bool
+	Tolerance      time.Duration
+	HasTolerance   bool
+}
+
+// AsOf runs the as-of join q asks for, like kdb's aj, over the open
+// readers left and right, and passes every selected left row to fn, in
+// time (= sequence) order, with its match: the right row of the same
+// symbol with the greatest ts <= the left row's ts (among equal ts, the
+// one with the greater sequence number), or nil when there is none or,
+// with HasTolerance, when it is more than Tolerance older than the left
+// row. It returns how many left rows it passed.
+//
+// The symbol is each table's first sym column (store.Schema.SymCol),
+// matched by name: the two tables' dictionaries differ, so each left id
+// is mapped to the right's once. A table without a sym column, a
+// negative Tolerance or a Sym on a table without a sym column is an
+// ErrBadQuery error; a Sym the left table does not hold selects no rows.
+//
+// One pass over both tables, merged by time: the right rows up to each
+// left row's ts are read before it, keeping the last one per symbol, so
+// memory is one row per right symbol. The right rows read are those with
+// From - Tolerance <= ts < To (no To: to the end of the table). Without a
+// tolerance, a match may be any amount older than From: each right
+// symbol's last row before From is found first through its postings, by
+// windows doubling back from From (a few seeks per symbol, not a read of
+// everything before From). With Sym set both sides walk that symbol's
+// postings, at a cost proportional to its rows. It checks ctx every few
+// thousand rows.
+//
+// The rows passed to fn are copies checked against their check words,
+// valid only during the call.
+func AsOf(ctx context.Context, left, right *reader.Reader, q AsOfQuery, fn func(l, r store.Row) error) (int64, error) {
+	if q.HasTolerance && q.Tolerance < 0 {
+		return 0, fmt.Errorf("%w: tolerance %v is negative", ErrBadQuery, q.Tolerance)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	ls, rs := left.Schema(), right.Schema()
+	for _, t := range []struct {
+		name string
+		s    *store.Schema
+	}{{q.Left, ls}, {q.Right, rs}} {
+		if t.s.SymCol < 0 {
+			return 0, fmt.Errorf("%w: table %s has no sym column to join on", ErrBadQuery, t.name)
+		}
+	}
+	x := &asofRun{left: left, right: right, fn: fn, lsym: ls.ColAt(ls.SymCol), rsym: rs.ColAt(rs.SymCol),
+		last: make([]store.Row, right.Symbols()), tol: -1}
+	if q.HasTolerance {
+		x.tol = int64(q.Tolerance)
+	}
+	from, rfrom := int64(math.MinInt64), int64(math.MinInt64)
+	if q.HasFrom {
+		from = q.From
+		if q.HasTolerance {
+			rfrom = satSub(from, x.tol)
+		}
+	}
+	var lid, rid uint32
+	bySym := q.Sym != ""
+	rightAny := true // some right row may match
+	if bySym {
+		var ok bool
+		if lid, ok = left.SymbolID([]byte(q.Sym)); !ok {
+			return 0, nil
+		}
+		rid, rightAny = right.SymbolID([]byte(q.Sym))
+	}
+	if rightAny && q.HasFrom && !q.HasTolerance {
+		// Without a tolerance a match may be older than From by any
+		// amount: find each symbol's last row before From through its
+		// postings rather than read the right table from its start.
+		if err := x.seed(ctx, from, bySym, rid); err != nil {
+			return 0, q.wrap(err)
+		}
+		rfrom = from
+	}
+	if rightAny {
+		if err := x.rs.start(right, rfrom, q.To, q.HasTo, bySym, rid); err != nil {
+			return 0, q.wrap(err)
+		}
+		x.rmore = x.rs.next()
+		if x.rs.err != nil {
+			return 0, q.wrap(x.rs.err)
+		}
+	}
+	if err := x.ls.start(left, from, q.To, q.HasTo, bySym, lid); err != nil {
+		return 0, q.wrap(err)
+	}
+	err := x.run(ctx)
+	return x.n, q.wrap(err)
+}
+
+// asofRun is one AsOf call's state.
+type asofRun struct {
+	left, right *reader.Reader
+	fn          func(l, r store.Row) error
+	ls, rs      scan
+	rmore       bool // rs holds a row not yet folded into last
+	lsym, rsym  store.Col
+	tol         int64 // -1: none
+	// last is the latest right row read, by right symbol id (nil: none);
+	// l2r maps a left symbol id to the right's: 0 unknown yet, 1 none,
+	// else id+2.
+	last  []store.Row
+	l2r   []uint32
+	spare []store.Row // row buffers for symbols seen for the first time
+	n     int64
+}
+
+func (x *asofRun) run(ctx context.Context) error {
+	// The loops below are scan.next with scan.take inlined by hand, for
+	// both tables (a call per row costs about a tenth of the join), and
+	// keep the state they touch per row in locals.
+	ls, rs := &x.ls, &x.rs
+	lit, rit := &ls.it, &rs.it
+	l := ls.row
+	rmore, rsym, lsym, last := x.rmore, x.rsym, x.lsym, x.last
+	l2r, tol, fn := x.l2r, x.tol, x.fn
+	var rts int64 // ts of the pending right row rs.row
+	if rmore {
+		rts = rs.row.Ts()
+	}
+	k := 0
+	for {
+		if !lit.Next() {
+			if !ls.more() {
+				return ls.err
+			}
+			continue
+		}
+		seq, v := lit.Seq(), lit.Row()
+		if len(v) == 32 && len(l) == 32 {
+			w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
+			le.PutUint64(l[0:], w0)
+			le.PutUint64(l[8:], w1)
+			le.PutUint64(l[16:], w2)
+			le.PutUint64(l[24:], w3)
+			if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !ls.reread(seq) {
+				return ls.err
+			}
+		} else if ls.seq = seq; !ls.takeSlow(v) {
+			return ls.err
+		}
+		if ls.filter && l.Sym(ls.symCol) != ls.id {
+			continue
+		}
+		if k++; k == ctxEvery {
+			k = 0
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ts := l.Ts()
+		// Fold in the right rows up to ts: the last one per symbol wins,
+		// so among equal ts the greater sequence number does. A row is
+		// kept by swapping buffers, not copied.
+		for rmore && rts <= ts {
+			id := rs.row.Sym(rsym)
+			if int(id) >= len(last) {
+				x.last = append(x.last, make([]store.Row, int(id)+1-len(x.last))...)
+				last = x.last
+			}
+			old := last[id]
+			if old == nil {
+				old = x.newRow()
+			}
+			last[id], rs.row = rs.row, old
+			for {
+				if !rit.Next() {
+					if rmore = rs.more(); !rmore {
+						if rs.err != nil {
+							return rs.err
+						}
+						break
+					}
+					continue
+				}
+				seq, v, row := rit.Seq(), rit.Row(), rs.row
+				if len(v) == 32 && len(row) == 32 {
+					w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
+					le.PutUint64(row[0:], w0)
+					le.PutUint64(row[8:], w1)
+					le.PutUint64(row[16:], w2)
+					le.PutUint64(row[24:], w3)
+					if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !rs.reread(seq) {
+						return rs.err
+					}
+				} else if rs.seq = seq; !rs.takeSlow(v) {
+					return rs.err
+				}
+				if !rs.filter || row.Sym(rs.symCol) == rs.id {
+					rts = row.Ts()
+					break
+				}
+			}
+		}
+		var m store.Row
+		id := l.Sym(lsym)
+		if int(id) >= len(l2r) || l2r[id] == 0 {
+			if err := x.resolve(id); err != nil {
+				return err
+			}
+			l2r, last = x.l2r, x.last // resolve may grow them
+		}
+		if rid := l2r[id]; rid > 1 {
+			m = last[rid-2]
+			// rts <= ts, so the unsigned difference is exact.
+			if m != nil && tol >= 0 && uint64(ts)-uint64(m.Ts()) > uint64(tol) {
+				m = nil
+			}
+		}
+		if err := fn(l, m); err != nil {
+			return err
+		}
+		x.n++
+	}
+}
+
+// resolve maps left symbol id to the right's id by name.
+func (x *asofRun) resolve(id uint32) error {
+	if int(id) >= len(x.l2r) {
+		x.l2r = append(x.l2r, make([]uint32, int(id)+1-len(x.l2r))...)
+	}
+	name, err := x.left.Symbol(id)
+	if err != nil {
+		return err
+	}
+	x.l2r[id] = 1
+	if rid, ok := x.right.SymbolID([]byte(name)); ok {
+		x.l2r[id] = rid + 2
+		if int(rid) >= len(x.last) {
+			x.last = append(x.last, make([]store.Row, int(rid)+1-len(x.last))...)
+		}
+	}
+	return nil
+}
+
+// newRow returns a row buffer for a right symbol's first row, carved
+// from a slab so that the symbols cost one allocation per 64.
+func (x *asofRun) newRow() store.Row {
+	if len(x.spare) == 0 {
+		rs := x.right.Schema().RowSize
+		slab := make([]byte, 64*rs)
+		for i := 0; i < 64; i++ {
+			x.spare = append(x.spare, store.Row(slab[i*rs:(i+1)*rs:(i+1)*rs]))
+		}
+	}
+	r := x.spare[len(x.spare)-1]
+	x.spare = x.spare[:len(x.spare)-1]
+	return r
+}
+
+// seedWindow is the first window seed looks back through; it doubles
+// until it holds a row. Small, so that a busy symbol's window holds few
+// rows (each read), at the price of more seeks (a few µs each) for a
+// quiet one: at most 63.
+const seedWindow = int64(time.Microsecond)
+
+// seed puts into last the last right row with ts < from of every right
+// symbol (only symbol id with sym), each found by windows [from-w, from)
+// of its postings, w doubling from seedWindow: O(log) seeks and the rows
+// of the last window per symbol, rather than every right row before
+// from. A symbol without rows before from costs one seek.
+func (x *asofRun) seed(ctx context.Context, from int64, sym bool, id uint32) error {
+	ids := []uint32{id}
+	if !sym {
+		n := x.right.Symbols()
+		ids = make([]uint32, n)
+		for i := range ids {
+			ids[i] = uint32(i)
+		}
+		if n > len(x.last) {
+			x.last = append(x.last, make([]store.Row, n-len(x.last))...)
+		}
+	} else if int(id) >= len(x.last) {
+		x.last = append(x.last, make([]store.Row, int(id)+1-len(x.last))...)
+	}
+	var sc scan
+	for _, rid := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Any row before from at all? (The first one, if so: cheap.)
+		if err := sc.start(x.right, math.MinInt64, from, true, true, rid); err != nil {
+			return err
+		}
+		if !sc.next() {
+			if sc.err != nil {
+				return sc.err
+			}
+			continue
+		}
+		for w := seedWindow; ; w = satAdd(w, w) {
+			lo := satSub(from, w)
+			if err := sc.start(x.right, lo, from, true, true, rid); err != nil {
+				return err
+			}
+			found := false
+			for sc.next() {
+				found = true
+			}
+			if sc.err != nil {
+				return sc.err
+			}
+			if found || lo == math.MinInt64 {
+				if found {
+					if x.last[rid] == nil {
+						x.last[rid] = x.newRow()
+					}
+					copy(x.last[rid], sc.row)
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// satAdd is a + b, saturated at MaxInt64 (a, b >= 0).
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// satSub is a - b, saturated at MinInt64 (b >= 0).
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// wrap names the query's tables in an error from below.
+func (q *AsOfQuery) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("asof %s/%s: %w", q.Left, q.Right, err)
+}
+
+// asofCol is where one output value of a join comes from.
+type asofCol struct {
+	right bool
+	col   store.Col
+}
+
+// asofCols returns the output columns of a join of left and right
+// (schemas ls and rs, the right table named right): the left's columns,
+// then "<right>_ts", then the right's other columns but its sym key
+// column, a name that collides with an earlier one prefixed "<right>_"
+// (again, until it no longer does). Syms of the left use lookup 0, of the
+// right lookup 1.
+func asofCols(ls, rs *store.Schema, right string) ([]Column, []asofCol) {
+	var cols []Column
+	var src []asofCol
+	taken := map[string]bool{}
+	add := func(name string, t store.ColType, r bool, c store.Col) {
+		for taken[name] {
+			name = right + "_" + name
+		}
+		taken[name] = true
+		d := 0
+		if r {
+			d = 1
+		}
+		cols = append(cols, Column{Name: name, Type: t, Dict: d})
+		src = append(src, asofCol{right: r, col: c})
+	}
+	for i, c := range ls.Cols {
+		add(c.Name, c.Type, false, ls.ColAt(i))
+	}
+	add(right+"_ts", store.TypeTs, true, rs.ColAt(0))
+	for i, c := range rs.Cols {
+		if i == 0 || i == rs.SymCol {
+			continue
+		}
+		add(c.Name, c.Type, true, rs.ColAt(i))
+	}
+	return cols, src
+}
+
+// NewAsOfEncoder returns an Encoder for the rows of the join q of left
+// and right, for RunAsOf. Its columns are SPEC's: the left's, then
+// "<right>_ts", then the right's other columns except its sym key column,
+// those whose name collides with a left column's prefixed "<right>_".
+// The ilp measurement is the left table's name.
+func NewAsOfEncoder(w io.Writer, f Format, tsf TsFormat, left, right *reader.Reader, q AsOfQuery) (*Encoder, error) {
+	cols, _ := asofCols(left.Schema(), right.Schema(), q.Right)
+	return NewValuesEncoder(w, f, tsf, cols, q.Left, left.Symbol, right.Symbol)
+}
+
+// RunAsOf runs AsOf and writes every joined row to enc, which
+// NewAsOfEncoder made for the same readers and q, the right columns
+// missing where there is no match; it returns the rows written. The
+// caller closes enc.
+func RunAsOf(ctx context.Context, left, right *reader.Reader, q AsOfQuery, enc *Encoder) (int64, error) {
+	_, src := asofCols(left.Schema(), right.Schema(), q.Right)
+	if enc.vrow == nil || len(enc.cols)+1 != len(src) {
+		return 0, fmt.Errorf("query: the encoder was not made by NewAsOfEncoder")
+	}
+	v := make([]uint64, len(src))
+	none := make([]bool, len(src))
+	for i, c := range src {
+		none[i] = c.right
+	}
+	return AsOf(ctx, left, right, q, func(l, r store.Row) error {
+		for i := range src {
+			c := &src[i]
+			row := l
+			if c.right {
+				if r == nil {
+					v[i] = 0
+					continue
+				}
+				row = r
+			}
+			v[i] = word(row, c.col)
+		}
+		if r == nil {
+			return enc.Values(v, none)
+		}
+		return enc.Values(v, nil)
+	})
+}
+
+// word is column c of row as Encoder.Values takes it.
+func word(row store.Row, c store.Col) uint64 {
+	switch c.Type {
+	case store.TypeSym:
+		return uint64(row.Sym(c))
+	case store.TypeBool:
+		if row.Bool(c) {
+			return 1
+		}
+		return 0
+	default: // ts, i64, f64: the 8 bytes as they are
+		return uint64(row.I64(c))
+	}
+}

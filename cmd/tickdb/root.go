@@ -65,6 +65,10 @@ them back from a second process and prints throughput and latency.`,
 		newServeCmd(g),
 		newBarsCmd(g),
 		newAsOfCmd(g),
+		newQueryCmd(g),
+		newTailCmd(g),
+		newStatCmd(g),
+		newVerifyCmd(g),
 	)
 	return root
 }

@@ -85,8 +85,8 @@ func listTables(db string) []string {
 	}
 	var names []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
+			continue // also a table being created: ".<name>.tmp-*"
 		}
 		if _, err := os.Stat(filepath.Join(db, e.Name(), store.CtlName)); err == nil {
 			names = append(names, e.Name())

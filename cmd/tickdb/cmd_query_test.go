@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// knownT0 is 2024-01-02T14:30:00Z, the first row of the known table.
+const knownT0 = int64(1_704_205_800_000_000_000)
+
+// knownRow is one row of the known table (store.TickSchema).
+type knownRow struct {
+	dt    time.Duration // after knownT0
+	sym   string
+	price float64
+	size  int64
+}
+
+// knownRows: two rows share a ts, a price is NaN (an empty csv field, a
+// JSON null, an omitted ilp field), one symbol needs csv quoting.
+var knownRows = []knownRow{
+	{0, "AAPL", 185.25, 100},
+	{time.Second, "MSFT", 410.5, 7},
+	{2 * time.Second, "AAPL", 185.5, 300},
+	{2 * time.Second, "BRK,B", 470, 1},
+	{3500 * time.Millisecond, "MSFT", 0.000001, -50},
+}
+
+// writeKnown creates table name in db holding knownRows, with its live
+// slots under live, and closes the writer.
+func writeKnown(t *testing.T, db, live, name string) {
+	t.Helper()
+	w, err := writer.Open(db, name, &writer.Options{Schema: store.TickSchema(), LiveDir: live + "/" + name, SegmentSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Schema()
+	sym, _ := s.Col("sym")
+	price, _ := s.Col("price")
+	size, _ := s.Col("size")
+	row := w.NewRow()
+	for _, k := range knownRows {
+		id, err := w.SymbolString(k.sym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.SetTs(knownT0 + int64(k.dt))
+		row.SetSym(sym, id)
+		row.SetF64(price, k.price)
+		row.SetI64(size, k.size)
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustNoSymSchema is a schema without a sym column: ts, v f64.
+func mustNoSymSchema() *store.Schema {
+	return store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs}, store.Column{Name: "v", Type: store.TypeF64})
+}
+
+// runCLI runs the CLI in-process and returns its exit status and output.
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// execCLI runs the CLI as a separate process (this test binary re-executed
+// as tickdb, see TestMain) and returns its exit status and output.
+func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = cliEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.Exited():
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("tickdb %v: %v\n%s", args, err, errb.String())
+	}
+	return code, out.String(), errb.String()
+}
+
+// cliEnv is the environment of a CLI child process: this test binary's,
+// marked to run as the CLI, and under -race without the race runtime's
+// one-second sleep at exit (its reports are still printed).
+func cliEnv() []string {
+	return append(os.Environ(), demoChildEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
+// TestQueryExactOutput checks the csv, json, ilp and table output of the
+// known table byte for byte.
+func TestQueryExactOutput(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"csv", []string{"--format", "csv"}, `ts,sym,price,size
+2024-01-02T14:30:00.000000000Z,AAPL,185.25,100
+2024-01-02T14:30:01.000000000Z,MSFT,410.5,7
+2024-01-02T14:30:02.000000000Z,AAPL,185.5,300
+2024-01-02T14:30:02.000000000Z,"BRK,B",470,1
+2024-01-02T14:30:03.500000000Z,MSFT,0.000001,-50
+`},
+		{"csv-ns", []string{"--format", "csv", "--ts", "ns"}, `ts,sym,price,size
+1704205800000000000,AAPL,185.25,100
+1704205801000000000,MSFT,410.5,7
+1704205802000000000,AAPL,185.5,300
+1704205802000000000,"BRK,B",470,1
+1704205803500000000,MSFT,0.000001,-50
+`},
+		{"json", []string{"--format", "json"}, `{"ts":"2024-01-02T14:30:00.000000000Z","sym":"AAPL","price":185.25,"size":100}
+{"ts":"2024-01-02T14:30:01.000000000Z","sym":"MSFT","price":410.5,"size":7}
+{"ts":"2024-01-02T14:30:02.000000000Z","sym":"AAPL","price":185.5,"size":300}
+{"ts":"2024-01-02T14:30:02.000000000Z","sym":"BRK,B","price":470,"size":1}
+{"ts":"2024-01-02T14:30:03.500000000Z","sym":"MSFT","price":0.000001,"size":-50}
+`},
+		{"json-ns", []string{"--format", "json", "--ts", "ns", "--limit", "1"}, `{"ts":1704205800000000000,"sym":"AAPL","price":185.25,"size":100}
+`},
+		{"ilp", []string{"--format", "ilp"}, `trades,sym=AAPL price=185.25,size=100i 1704205800000000000
+trades,sym=MSFT price=410.5,size=7i 1704205801000000000
+trades,sym=AAPL price=185.5,size=300i 1704205802000000000
+trades,sym=BRK\,B price=470,size=1i 1704205802000000000
+trades,sym=MSFT price=0.000001,size=-50i 1704205803500000000
+`},
+		{"table", []string{"--format", "table", "--limit", "2"}, `ts                              sym                    price          size
+2024-01-02T14:30:00.000000000Z  AAPL                  185.25           100
+2024-01-02T14:30:01.000000000Z  MSFT                   410.5             7
+`},
+		// Not a terminal and no --format: csv.
+		{"default", []string{"--limit", "1"}, "ts,sym,price,size\n2024-01-02T14:30:00.000000000Z,AAPL,185.25,100\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"query", "--db", db, "--table", "trades"}, tc.args...)...)
+			if code != 0 || errs != "" {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			if out != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", out, tc.want)
+			}
+		})
+	}
+}
+
+// TestQueryFilters checks --sym, --from, --to and --limit, alone and
+// together, in both time spellings (rows as "dt/sym" pairs in the order
+// printed).
+func TestQueryFilters(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	const t2 = "1704205802000000000" // knownT0 + 2 s, two rows stamped so
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []int // indexes into knownRows
+	}{
+		{"all", nil, []int{0, 1, 2, 3, 4}},
+		{"sym", []string{"--sym", "AAPL"}, []int{0, 2}},
+		{"sym quoted", []string{"--sym", "BRK,B"}, []int{3}},
+		{"sym unknown", []string{"--sym", "NOPE"}, nil},
+		{"from inclusive", []string{"--from", t2}, []int{2, 3, 4}},
+		{"to exclusive", []string{"--to", t2}, []int{0, 1}},
+		{"from to rfc3339", []string{"--from", "2024-01-02T14:30:01Z", "--to", "2024-01-02T14:30:03.5Z"}, []int{1, 2, 3}},
+		{"from offset", []string{"--from", "2024-01-02T15:30:02+01:00"}, []int{2, 3, 4}},
+		{"date", []string{"--from", "2024-01-02", "--to", "2024-01-03"}, []int{0, 1, 2, 3, 4}},
+		{"empty range", []string{"--from", t2, "--to", t2}, nil},
+		{"limit", []string{"--limit", "3"}, []int{0, 1, 2}},
+		{"limit 0 is none", []string{"--limit", "0"}, []int{0, 1, 2, 3, 4}},
+		{"sym from limit", []string{"--sym", "MSFT", "--from", "1704205800000000001", "--limit", "1"}, []int{1}},
+		{"sym to", []string{"--sym", "MSFT", "--to", "1704205803500000000"}, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"query", "--db", db, "--table", "trades", "--format", "csv", "--ts", "ns"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if lines[0] != "ts,sym,price,size" {
+				t.Fatalf("header %q", lines[0])
+			}
+			var got []int
+			for _, l := range lines[1:] {
+				got = append(got, knownIndex(t, l))
+			}
+			if !equalInts(got, tc.want) {
+				t.Errorf("rows %v, want %v\n%s", got, tc.want, out)
+			}
+		})
+	}
+}
+
+// knownIndex finds the known row a csv --ts ns line prints.
+func knownIndex(t *testing.T, line string) int {
+	t.Helper()
+	want := strings.Split(strings.TrimSpace(`
+1704205800000000000,AAPL,185.25,100
+1704205801000000000,MSFT,410.5,7
+1704205802000000000,AAPL,185.5,300
+1704205802000000000,"BRK,B",470,1
+1704205803500000000,MSFT,0.000001,-50`), "\n")
+	for i, w := range want {
+		if w == line {
+			return i
+		}
+	}
+	t.Fatalf("line %q is no known row", line)
+	return -1
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestQueryErrors: each bad invocation exits 1 with one line on stderr
+// that says what is wrong, and prints no rows.
+func TestQueryErrors(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	writeKnown(t, db, live, "quotes")
+	w, err := writer.Open(db, "nosym", &writer.Options{
+		Schema: mustNoSymSchema(), LiveDir: live + "/nosym", SegmentSize: 4096,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing table", []string{"--table", "trade"}, `tickdb: no table "trade" in ` + db + `; tables: nosym, quotes, trades`},
+		{"no table", nil, `tickdb: no table given (--table); tables in ` + db + `: nosym, quotes, trades`},
+		{"bad time", []string{"--table", "trades", "--from", "yesterday"}, `accepted: RFC 3339 like 2024-01-02T15:04:05.123Z or 2024-01-02, or integer ns since the epoch`},
+		{"bad to", []string{"--table", "trades", "--to", "2024-02-30"}, `"2024-02-30"`},
+		{"negative limit", []string{"--table", "trades", "--limit", "-1"}, "limit -1 is negative"},
+		{"bad format", []string{"--table", "trades", "--format", "xml"}, `unknown format "xml" (want table, csv, json or ilp)`},
+		{"bad ts", []string{"--table", "trades", "--ts", "ms"}, `unknown ts format "ms" (want rfc3339 or ns)`},
+		{"sym without sym column", []string{"--table", "nosym", "--sym", "X"}, "table nosym has no sym column"},
+		{"bad table name", []string{"--table", "../etc"}, `table name "../etc"`},
+		{"argument", []string{"--table", "trades", "extra"}, `unknown command "extra"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"query", "--db", db}, tc.args...)...)
+			if code != 1 || out != "" {
+				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
+			}
+			if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "tickdb: ") || !strings.Contains(errs, tc.want) {
+				t.Errorf("stderr %q, want one line with %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestQueryProcess runs query as its own process: the same bytes as in
+// process, and an error's exit status and single line.
+func TestQueryProcess(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	args := []string{"query", "--db", db, "--table", "trades", "--sym", "MSFT", "--format", "json"}
+	_, want, _ := runCLI(args...)
+	code, out, errs := execCLI(t, args...)
+	if code != 0 || errs != "" || out != want {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, errs, out, want)
+	}
+	code, out, errs = execCLI(t, "query", "--db", db, "--table", "nope")
+	if code != 1 || out != "" || errs != `tickdb: no table "nope" in `+db+"; tables: trades\n" {
+		t.Fatalf("missing table: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

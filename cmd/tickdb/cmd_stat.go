@@ -1,0 +1,302 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+type statOpts struct {
+	table  string
+	format string
+}
+
+func newStatCmd(g *globals) *cobra.Command {
+	o := &statOpts{}
+	cmd := &cobra.Command{
+		Use:   "stat [--format json]",
+		Short: "Show each table's schema, rows, time range, segments, bytes and writer",
+		Long: `stat reports every table of the database: its schema, published and
+durable row counts, time range, segments, size on disk, symbols, out-of-order
+rows, the writer that holds it (pid and state) if any, and the live
+directory with the shared memory its live segments use now and at most
+(live slots × segment file size).
+
+It reads the control files without any lock, so it is safe while a writer
+runs; the numbers are a snapshot. --format json prints
+{"tables":[{"name":..,"rows":..,"bytes":..,...}]}, bytes being the size of
+the table's files on disk.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runStat(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "table", "table (a report for people) or json")
+	f.StringVar(&o.table, "table", "", "only this table (default: all)")
+	return cmd
+}
+
+// tableStat is one table in stat's output; its JSON form is the
+// contract of stat --format json. Times are ns since the epoch, with an
+// RFC 3339 copy for people; both are left out of an empty table.
+type tableStat struct {
+	Name    string `json:"name"`
+	Rows    uint64 `json:"rows"`
+	Bytes   int64  `json:"bytes"`           // on-disk size: the sum of the table's file sizes
+	DiskUse int64  `json:"allocated_bytes"` // blocks allocated to them (segments are preallocated, sparse at first)
+
+	Schema      []statColumn `json:"schema"`
+	FirstSeq    uint64       `json:"first_seq"` // first row not deleted by retention
+	DurableRows uint64       `json:"durable_rows"`
+	FirstTs     *int64       `json:"first_ts,omitempty"`
+	LastTs      *int64       `json:"last_ts,omitempty"`
+	FirstTime   string       `json:"first_time,omitempty"`
+	LastTime    string       `json:"last_time,omitempty"`
+
+	Segments     uint64 `json:"segments"`
+	SealedSegs   uint64 `json:"sealed_segments"`
+	SegmentRows  uint64 `json:"segment_rows"`
+	SegmentBytes int64  `json:"segment_bytes"`
+	Symbols      int    `json:"symbols"`
+	OutOfOrder   uint64 `json:"out_of_order"`
+
+	Writer *statWriter `json:"writer,omitempty"` // nil: no writer has it open
+
+	LiveDir      string `json:"live_dir"`
+	LiveSlots    int    `json:"live_slots"`
+	LiveBytes    int64  `json:"live_bytes"`     // shared memory the live slots hold now (allocated)
+	LiveBytesMax int64  `json:"live_bytes_max"` // the bound: live_slots × segment_bytes
+
+	Created string `json:"created"`
+	Error   string `json:"error,omitempty"` // the table could not be read
+}
+
+// statTimeLayout is RFC 3339 with all nine fractional digits, as query
+// prints ts.
+const statTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+type statColumn struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// statWriter is the writer recorded in the control file. Running is
+// false when that process is gone without closing the table (a crash: the
+// next writer recovers, readers keep reading).
+type statWriter struct {
+	Pid     int    `json:"pid"`
+	State   string `json:"state"` // open or recovering
+	Running bool   `json:"running"`
+}
+
+func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
+	if o.format != "table" && o.format != "json" {
+		return fmt.Errorf("--format %q: want table or json", o.format)
+	}
+	var names []string
+	if o.table != "" {
+		names = []string{o.table}
+	} else {
+		if st, err := os.Stat(g.db); err != nil || !st.IsDir() {
+			return fmt.Errorf("no database directory %s (--db)", g.db)
+		}
+		for _, n := range listTables(g.db) {
+			// A table being created sits in a hidden temporary directory.
+			if store.ValidTableName(n) == nil {
+				names = append(names, n)
+			}
+		}
+	}
+	stats := make([]tableStat, 0, len(names))
+	var failed []string
+	for _, n := range names {
+		ts, err := statTable(g.db, n)
+		if err != nil {
+			if o.table != "" {
+				return err
+			}
+			ts.Error = err.Error()
+			failed = append(failed, n)
+		}
+		stats = append(stats, ts)
+	}
+	out := cmd.OutOrStdout()
+	if o.format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(struct {
+			Tables []tableStat `json:"tables"`
+		}{stats}); err != nil {
+			return err
+		}
+	} else {
+		printStat(out, g.db, stats)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("stat: %d table(s) could not be read: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// statTable gathers one table's numbers. A table that opens but whose
+// numbers cannot all be read still returns what was gathered.
+func statTable(db, name string) (tableStat, error) {
+	ts := tableStat{Name: name, Schema: []statColumn{}}
+	r, err := openTable(db, name)
+	if err != nil {
+		return ts, err
+	}
+	defer r.Close()
+	for _, c := range r.Schema().Cols {
+		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
+	}
+	ts.Bytes, ts.DiskUse, err = dirSize(r.Dir())
+	if err != nil {
+		return ts, err
+	}
+	st, err := r.Stat()
+	ts.Rows, ts.FirstSeq, ts.DurableRows = st.Rows, st.First, st.Durable
+	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs
+	ts.SegmentRows, ts.SegmentBytes = st.SegmentRows, st.SegmentBytes
+	ts.Symbols, ts.OutOfOrder = st.Symbols, st.OutOfOrder
+	ts.LiveDir, ts.LiveSlots = st.LiveDir, st.LiveSlots
+	ts.LiveBytesMax = int64(st.LiveSlots) * st.SegmentBytes
+	if !st.Created.IsZero() {
+		ts.Created = st.Created.UTC().Format(time.RFC3339)
+	}
+	if st.Rows > st.First && err == nil {
+		first, last := st.FirstTs, st.LastTs
+		ts.FirstTs, ts.LastTs = &first, &last
+		ts.FirstTime = time.Unix(0, first).UTC().Format(statTimeLayout)
+		ts.LastTime = time.Unix(0, last).UTC().Format(statTimeLayout)
+	}
+	if st.WriterState != index.StateClosed {
+		w := &statWriter{Pid: st.WriterPid, State: "open", Running: pidRunning(st.WriterPid)}
+		if st.WriterState == index.StateRecovering {
+			w.State = "recovering"
+		}
+		ts.Writer = w
+	}
+	if st.LiveDir != "" {
+		// Only the slot files: a live directory inside the table's own
+		// directory holds nothing else either, but say what is counted.
+		for i := range st.LiveSlots {
+			if fi, err := os.Stat(filepath.Join(st.LiveDir, store.SlotName(i))); err == nil {
+				ts.LiveBytes += allocated(fi)
+			}
+		}
+	}
+	return ts, err
+}
+
+// dirSize sums the sizes, and the allocated blocks, of the regular files
+// under dir.
+func dirSize(dir string) (size, alloc int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile (retention, a slot recycled)
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		size += fi.Size()
+		alloc += allocated(fi)
+		return nil
+	})
+	return size, alloc, err
+}
+
+// allocated is the bytes of storage a file holds (st_blocks), which for
+// a sparse or preallocated file differs from its size.
+func allocated(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
+}
+
+// pidRunning reports whether process pid exists (signal 0; EPERM means it
+// exists but belongs to another user).
+func pidRunning(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// printStat prints the human report: one block per table, labels aligned.
+func printStat(out io.Writer, db string, stats []tableStat) {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		abs = db
+	}
+	fmt.Fprintf(out, "database %s: %d table(s)\n", abs, len(stats))
+	for _, t := range stats {
+		fmt.Fprintf(out, "\ntable %s\n", t.Name)
+		if t.Error != "" && len(t.Schema) == 0 {
+			kv(out, "error", t.Error, "")
+			continue
+		}
+		cols := make([]string, len(t.Schema))
+		for i, c := range t.Schema {
+			cols[i] = c.Name + ":" + c.Type
+		}
+		statLine(out, "schema", strings.Join(cols, " "))
+		statLine(out, "rows", commas(int64(t.Rows)), fmt.Sprintf("%s durable", commas(int64(t.DurableRows))))
+		if t.FirstSeq > 0 {
+			statLine(out, "first row", commas(int64(t.FirstSeq)), "older rows deleted by retention")
+		}
+		if t.FirstTs != nil {
+			statLine(out, "time range", t.FirstTime+" .. "+t.LastTime)
+		} else {
+			statLine(out, "time range", "(no rows)")
+		}
+		statLine(out, "segments", commas(int64(t.Segments)),
+			fmt.Sprintf("%s sealed; %s rows per %s file", commas(int64(t.SealedSegs)), commas(int64(t.SegmentRows)), fmtBytes(t.SegmentBytes)))
+		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s; %s allocated", fmtBytes(t.Bytes), fmtBytes(t.DiskUse)))
+		statLine(out, "symbols", commas(int64(t.Symbols)))
+		statLine(out, "out-of-order rows", commas(int64(t.OutOfOrder)))
+		switch w := t.Writer; {
+		case w == nil:
+			statLine(out, "writer", "none")
+		case w.Running:
+			statLine(out, "writer", fmt.Sprintf("pid %d", w.Pid), w.State)
+		default:
+			statLine(out, "writer", fmt.Sprintf("pid %d", w.Pid), w.State+", not running (crashed: the next writer recovers)")
+		}
+		statLine(out, "live dir", t.LiveDir)
+		statLine(out, "shared memory", fmtBytes(t.LiveBytes),
+			fmt.Sprintf("at most %s (%d live slots × %s)", fmtBytes(t.LiveBytesMax), t.LiveSlots, fmtBytes(t.SegmentBytes)))
+		statLine(out, "created", t.Created)
+		if t.Error != "" {
+			statLine(out, "error", t.Error)
+		}
+	}
+}
+
+// statLine prints "  label  value  note" with the labels aligned.
+func statLine(out io.Writer, label, value string, note ...string) {
+	cells(out, []int{-20}, append([]string{"  " + label, value}, note...)...)
+}

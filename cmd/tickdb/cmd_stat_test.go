@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/store"
+)
+
+// statJSON is what a script reads of stat --format json.
+type statJSON struct {
+	Tables []struct {
+		Name           string `json:"name"`
+		Rows           uint64 `json:"rows"`
+		Bytes          int64  `json:"bytes"`
+		AllocatedBytes int64  `json:"allocated_bytes"`
+		Schema         []struct {
+			Name, Type string
+		} `json:"schema"`
+		FirstSeq     uint64 `json:"first_seq"`
+		DurableRows  uint64 `json:"durable_rows"`
+		FirstTs      *int64 `json:"first_ts"`
+		LastTs       *int64 `json:"last_ts"`
+		FirstTime    string `json:"first_time"`
+		LastTime     string `json:"last_time"`
+		Segments     uint64 `json:"segments"`
+		SealedSegs   uint64 `json:"sealed_segments"`
+		SegmentRows  uint64 `json:"segment_rows"`
+		SegmentBytes int64  `json:"segment_bytes"`
+		Symbols      int    `json:"symbols"`
+		OutOfOrder   uint64 `json:"out_of_order"`
+		Writer       *struct {
+			Pid     int    `json:"pid"`
+			State   string `json:"state"`
+			Running bool   `json:"running"`
+		} `json:"writer"`
+		LiveDir      string `json:"live_dir"`
+		LiveSlots    int    `json:"live_slots"`
+		LiveBytes    int64  `json:"live_bytes"`
+		LiveBytesMax int64  `json:"live_bytes_max"`
+		Created      string `json:"created"`
+	} `json:"tables"`
+}
+
+func parseStat(t *testing.T, out string) statJSON {
+	t.Helper()
+	var s statJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("stat --format json: %v\n%s", err, out)
+	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("stat --format json is not one line:\n%s", out)
+	}
+	return s
+}
+
+// filesSize is the sum of the sizes of the regular files under dir.
+func filesSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		n += fi.Size()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStatJSON checks every field of stat --format json for the known
+// table, an empty table and a table whose writer is open, in process and
+// as its own process.
+func TestStatJSON(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	sw := newSeqWriter(t, db, live+"/ticks", "ticks") // open: this process writes it
+	sw.write(300, 100)
+	if err := sw.w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	empty := newSeqWriter(t, db, live+"/empty", "empty")
+	if err := empty.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	empty.w = nil
+	// A table being created sits in a hidden directory: not a table yet.
+	if err := os.MkdirAll(filepath.Join(db, ".new.tmp-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(db, ".new.tmp-1", store.CtlName), nil, 0o644)
+
+	code, out, errs := runCLI("stat", "--db", db, "--format", "json")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	s := parseStat(t, out)
+	if len(s.Tables) != 3 || s.Tables[0].Name != "empty" || s.Tables[1].Name != "ticks" || s.Tables[2].Name != "trades" {
+		t.Fatalf("tables: %+v", s.Tables)
+	}
+	segBytes := store.SegFileSize(32, 128)
+
+	e := s.Tables[0]
+	if e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil || e.Bytes != filesSize(t, filepath.Join(db, "empty")) {
+		t.Errorf("empty table: %+v", e)
+	}
+
+	k := s.Tables[1]
+	g := testutil.NewSeqRows()
+	if k.Rows != 300 || k.DurableRows != 300 || *k.FirstTs != g.Ts(0) || *k.LastTs != g.Ts(299) || k.Segments != 3 || k.SealedSegs != 2 || k.SegmentRows != 128 {
+		t.Errorf("ticks: %+v", k)
+	}
+	if k.Writer == nil || k.Writer.Pid != os.Getpid() || k.Writer.State != "open" || !k.Writer.Running {
+		t.Errorf("ticks writer: %+v, want this process, open, running", k.Writer)
+	}
+	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != 4 || k.LiveBytesMax != 4*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax {
+		t.Errorf("ticks live: dir %s slots %d bytes %d max %d; want %s, 4, (0, %d]", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, sw.w.LiveDir(), 4*segBytes)
+	}
+
+	tr := s.Tables[2]
+	wantSchema := "ts:ts sym:sym price:f64 size:i64"
+	var gotSchema []string
+	for _, c := range tr.Schema {
+		gotSchema = append(gotSchema, c.Name+":"+c.Type)
+	}
+	if strings.Join(gotSchema, " ") != wantSchema {
+		t.Errorf("schema %v, want %s", gotSchema, wantSchema)
+	}
+	if tr.Rows != 5 || tr.DurableRows != 5 || tr.FirstSeq != 0 || tr.Symbols != 3 || tr.OutOfOrder != 0 || tr.Segments != 1 || tr.SegmentBytes != segBytes {
+		t.Errorf("trades: %+v", tr)
+	}
+	if tr.FirstTs == nil || *tr.FirstTs != knownT0 || *tr.LastTs != knownT0+3_500_000_000 ||
+		tr.FirstTime != "2024-01-02T14:30:00.000000000Z" || tr.LastTime != "2024-01-02T14:30:03.500000000Z" {
+		t.Errorf("trades time range: %v %v %s %s", tr.FirstTs, tr.LastTs, tr.FirstTime, tr.LastTime)
+	}
+	if want := filesSize(t, filepath.Join(db, "trades")); tr.Bytes != want || tr.Bytes <= 0 || tr.AllocatedBytes <= 0 {
+		t.Errorf("trades bytes %d (allocated %d), the files hold %d", tr.Bytes, tr.AllocatedBytes, want)
+	}
+	if tr.Writer != nil || tr.LiveBytes != 0 {
+		t.Errorf("trades, closed: writer %+v, live bytes %d", tr.Writer, tr.LiveBytes)
+	}
+
+	// Another process sees the same (the open writer is this process).
+	code, out2, errs := execCLI(t, "stat", "--db", db, "--format", "json", "--table", "ticks")
+	if code != 0 || errs != "" {
+		t.Fatalf("stat process: exit %d, stderr %q", code, errs)
+	}
+	if p := parseStat(t, out2); len(p.Tables) != 1 || p.Tables[0].Rows != 300 || p.Tables[0].Writer == nil || p.Tables[0].Writer.Pid != os.Getpid() {
+		t.Errorf("stat process: %s", out2)
+	}
+}
+
+// TestStatReport checks the human report's lines.
+func TestStatReport(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	sw := newSeqWriter(t, db, live+"/ticks", "ticks")
+	sw.write(200, 100)
+	code, out, errs := execCLI(t, "stat", "--db", db)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	t.Logf("report:\n%s", out)
+	pid := strconv.Itoa(os.Getpid())
+	for _, want := range []string{
+		`^database \S+: 2 table\(s\)$`,
+		`^table ticks$`,
+		`^  writer +pid ` + pid + `  open$`,
+		`^  rows +200  (200|\d+) durable$`,
+		`^table trades$`,
+		`^  schema +ts:ts sym:sym price:f64 size:i64$`,
+		`^  rows +5  5 durable$`,
+		`^  time range +2024-01-02T14:30:00\.000000000Z \.\. 2024-01-02T14:30:03\.500000000Z$`,
+		`^  segments +1  0 sealed; 128 rows per 8 KiB file$`,
+		`^  bytes on disk +[0-9,]+  \S+ \S*B; \S+ \S*B allocated$`,
+		`^  symbols +3$`,
+		`^  out-of-order rows +0$`,
+		`^  writer +none$`,
+		`^  live dir +` + regexp.QuoteMeta(live) + `/trades$`,
+		`^  shared memory +0 B  at most 32 KiB \(4 live slots × 8 KiB\)$`,
+	} {
+		if !regexp.MustCompile(`(?m)` + want).MatchString(out) {
+			t.Errorf("report has no line matching %s", want)
+		}
+	}
+}
+
+func TestStatErrors(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad format", []string{"--db", db, "--format", "csv"}, `--format "csv": want table or json`},
+		{"no database", []string{"--db", filepath.Join(db, "nope")}, "no database directory " + filepath.Join(db, "nope")},
+		{"missing table", []string{"--db", db, "--table", "trade"}, `no table "trade" in ` + db + "; tables: trades"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"stat"}, tc.args...)...)
+			if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, one line with %q", code, out, errs, tc.want)
+			}
+		})
+	}
+	// An empty database is no error.
+	code, out, _ := runCLI("stat", "--db", t.TempDir(), "--format", "json")
+	if code != 0 || out != "{\"tables\":[]}\n" {
+		t.Errorf("empty database: exit %d, %q", code, out)
+	}
+}

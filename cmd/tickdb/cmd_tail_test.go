@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// tailBound is how long a row may take from Publish to the tail's stdout.
+// The tail idles at most 5 ms between polls; the bound is generous for
+// -race and a loaded machine, and the tests log what they saw.
+const tailBound = 10 * time.Second
+
+// cliProc is a long-running CLI command in its own process (this test
+// binary re-executed as tickdb, see TestMain), with its stdout and stderr
+// lines delivered on channels as they arrive.
+type cliProc struct {
+	cmd    *exec.Cmd
+	stdout chan string // closed at EOF
+	stderr chan string // closed at EOF
+	mu     sync.Mutex
+	errLog strings.Builder
+	done   chan error // the exit, once both streams hit EOF
+}
+
+func startCLI(t *testing.T, args ...string) *cliProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cliProc{stdout: make(chan string, 1<<16), stderr: make(chan string, 64), done: make(chan error, 1)}
+	p.cmd = exec.Command(exe, args...)
+	p.cmd.Env = cliEnv()
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	outPipe, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(p.stdout)
+		sc := bufio.NewScanner(outPipe)
+		for sc.Scan() {
+			p.stdout <- sc.Text()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		defer close(p.stderr)
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.errLog.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			select {
+			case p.stderr <- sc.Text():
+			default:
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		for range p.stdout { // unblock the reader if the buffer filled
+		}
+		err := <-p.done
+		p.done <- err
+	})
+	return p
+}
+
+func (p *cliProc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errLog.String()
+}
+
+// line returns the next stdout line, failing t after d.
+func (p *cliProc) line(t *testing.T, d time.Duration, what string) string {
+	t.Helper()
+	select {
+	case l, ok := <-p.stdout:
+		if !ok {
+			t.Fatalf("%s: stdout closed; stderr:\n%s", what, p.stderrText())
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("%s: no line within %v; stderr:\n%s", what, d, p.stderrText())
+	}
+	return ""
+}
+
+// waitStderr waits for a stderr line containing s.
+func (p *cliProc) waitStderr(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case l, ok := <-p.stderr:
+			if !ok {
+				t.Fatalf("stderr closed before a line with %q:\n%s", s, p.stderrText())
+			}
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no stderr line with %q:\n%s", s, p.stderrText())
+		}
+	}
+}
+
+// stop sends sig and checks that the process exits 0 without printing
+// anything more on stdout.
+func (p *cliProc) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	for l := range p.stdout {
+		t.Errorf("stdout after the last expected row: %q", l)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("exit after %v: %v; stderr:\n%s", sig, err, p.stderrText())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no exit after %v; stderr:\n%s", sig, p.stderrText())
+	}
+}
+
+// seqWriter appends testutil.SeqRows rows to a table: row seq's every
+// column is a function of seq, so each printed line can be checked alone.
+type seqWriter struct {
+	t    *testing.T
+	db   string
+	name string
+	opts writer.Options
+	g    *testutil.SeqRows
+	w    *writer.Writer
+	syms *testutil.WriterSyms
+	next uint64
+}
+
+func newSeqWriter(t *testing.T, db, live, name string) *seqWriter {
+	g := testutil.NewSeqRows()
+	// 4 KiB segments: 128 rows of 32 bytes, so a few hundred rows roll
+	// segments and recycle live slots.
+	sw := &seqWriter{t: t, db: db, name: name, g: g, opts: writer.Options{Schema: g.Schema, LiveDir: live, SegmentSize: 4096}}
+	sw.open()
+	t.Cleanup(func() {
+		if sw.w != nil {
+			sw.w.Close()
+		}
+	})
+	return sw
+}
+
+func (sw *seqWriter) open() {
+	sw.t.Helper()
+	o := sw.opts
+	w, err := writer.Open(sw.db, sw.name, &o)
+	if err != nil {
+		sw.t.Fatal(err)
+	}
+	sw.w, sw.syms = w, testutil.NewWriterSyms(sw.g, w.SymbolString)
+	if n := w.Len(); n != sw.next {
+		sw.t.Fatalf("reopened with %d rows, want %d", n, sw.next)
+	}
+}
+
+// restart closes the writer and opens a new one on the table.
+func (sw *seqWriter) restart() {
+	sw.t.Helper()
+	if err := sw.w.Close(); err != nil {
+		sw.t.Fatal(err)
+	}
+	sw.w = nil
+	sw.open()
+}
+
+// write appends n rows, publishing every batch rows and at the end.
+func (sw *seqWriter) write(n, batch int) {
+	sw.t.Helper()
+	if err := sw.tryWrite(n, batch); err != nil {
+		sw.t.Fatal(err)
+	}
+}
+
+// tryWrite is write for a goroutine other than the test's.
+func (sw *seqWriter) tryWrite(n, batch int) error {
+	row := sw.w.NewRow()
+	for i := range n {
+		id, err := sw.syms.ID(sw.next)
+		if err != nil {
+			return err
+		}
+		sw.g.Fill(row, sw.next, id)
+		if _, err := sw.w.Append(row); err != nil {
+			return fmt.Errorf("append row %d: %w", sw.next, err)
+		}
+		sw.next++
+		if (i+1)%batch == 0 {
+			sw.w.Publish()
+		}
+	}
+	sw.w.Publish()
+	return nil
+}
+
+// csvLine is row seq as tail --format csv --ts ns prints it.
+func (sw *seqWriter) csvLine(seq uint64) string {
+	return fmt.Sprintf("%d,%s,%s,%d", sw.g.Ts(seq), sw.g.SymName(seq), strconv.FormatFloat(sw.g.Price(seq), 'f', -1, 64), sw.g.Size(seq))
+}
+
+// ilpLine is row seq as tail --format ilp prints it.
+func (sw *seqWriter) ilpLine(seq uint64) string {
+	return fmt.Sprintf("%s,sym=%s price=%s,size=%di %d", sw.name, sw.g.SymName(seq), strconv.FormatFloat(sw.g.Price(seq), 'f', -1, 64), sw.g.Size(seq), sw.g.Ts(seq))
+}
+
+// expectRows reads one line per seq in [from, to) and checks each.
+func expectRows(t *testing.T, p *cliProc, from, to uint64, line func(uint64) string) {
+	t.Helper()
+	for seq := from; seq < to; seq++ {
+		if got, want := p.line(t, tailBound, fmt.Sprintf("row %d", seq)), line(seq); got != want {
+			t.Fatalf("row %d: got %q, want %q", seq, got, want)
+		}
+	}
+}
+
+// TestTailProcess follows a table from another process: none of the rows
+// published before the tail started, then every later row, in order,
+// across segment rolls, live-slot recycling and a writer restart.
+func TestTailProcess(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	sw := newSeqWriter(t, db, live, "ticks")
+	sw.write(100, 10)
+	p := startCLI(t, "tail", "--db", db, "--table", "ticks", "--format", "csv", "--ts", "ns")
+	if h := p.line(t, time.Minute, "header"); h != "ts,sym,price,size" {
+		t.Fatalf("header %q", h)
+	}
+	// The header is out: the tail has its start position.
+	sw.write(700, 7) // five segment rolls, slots recycled
+	expectRows(t, p, 100, 800, sw.csvLine)
+
+	sw.restart()
+	start := time.Now()
+	sw.write(300, 50)
+	expectRows(t, p, 800, 1100, sw.csvLine)
+	t.Logf("300 rows after a writer restart seen in %v", time.Since(start))
+
+	// One row at a time: each is out before the next is written.
+	for range 5 {
+		start := time.Now()
+		sw.write(1, 1)
+		expectRows(t, p, sw.next-1, sw.next, sw.csvLine)
+		t.Logf("one row: %v from publish to the tail's stdout", time.Since(start))
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
+// TestTailFromStartAndSym: --from-start prints the rows already there
+// first; --sym keeps one symbol's rows, also one that is not in the
+// dictionary yet when the tail starts.
+func TestTailFromStartAndSym(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	sw := newSeqWriter(t, db, live, "ticks")
+	sw.write(300, 100)
+	all := startCLI(t, "tail", "--db", db, "--table", "ticks", "--from-start", "--format", "csv", "--ts", "ns")
+	fresh := startCLI(t, "tail", "--db", db, "--table", "ticks", "--sym", "N0", "--format", "csv", "--ts", "ns")
+	s1 := startCLI(t, "tail", "--db", db, "--table", "ticks", "--sym", "S1", "--from-start", "--format", "csv", "--ts", "ns")
+	for _, p := range []*cliProc{all, fresh, s1} {
+		if h := p.line(t, time.Minute, "header"); h != "ts,sym,price,size" {
+			t.Fatalf("header %q", h)
+		}
+	}
+	sw.write(1000, 64) // row 999 names N0, the first new symbol
+	expectRows(t, all, 0, 1300, sw.csvLine)
+	if got, want := fresh.line(t, tailBound, "N0"), sw.csvLine(999); got != want {
+		t.Fatalf("--sym N0: got %q, want %q", got, want)
+	}
+	for seq := range uint64(1300) {
+		if sw.g.SymName(seq) == "S1" {
+			if got, want := s1.line(t, tailBound, "S1"), sw.csvLine(seq); got != want {
+				t.Fatalf("--sym S1: got %q, want row %d %q", got, seq, want)
+			}
+		}
+	}
+	all.stop(t, syscall.SIGINT)
+	fresh.stop(t, syscall.SIGTERM)
+	s1.stop(t, syscall.SIGTERM)
+}
+
+// TestTailWaitsForTable starts tail --format ilp (the live-replica path)
+// before its table exists: it waits, then prints every row of the table
+// once it is created, since all of them are new.
+func TestTailWaitsForTable(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "other")
+	p := startCLI(t, "tail", "--db", db, "--table", "late", "--format", "ilp")
+	p.waitStderr(t, "waiting for table late to be created in "+db+" (tables now: other)")
+	sw := newSeqWriter(t, db, live+"/late", "late")
+	sw.write(40, 8)
+	expectRows(t, p, 0, 40, sw.ilpLine)
+	sw.write(200, 30)
+	expectRows(t, p, 40, 240, sw.ilpLine)
+	p.stop(t, syscall.SIGTERM)
+}
+
+// TestTailInterruptWhileWaiting: SIGINT while the table is missing is a
+// clean stop too.
+func TestTailInterruptWhileWaiting(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db := t.TempDir()
+	p := startCLI(t, "tail", "--db", db, "--table", "never", "--format", "csv")
+	p.waitStderr(t, "waiting for table never")
+	p.stop(t, syscall.SIGINT)
+}
+
+// TestTailErrors: errors that need no waiting come at once, one line.
+func TestTailErrors(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "trades")
+	w, err := writer.Open(db, "nosym", &writer.Options{Schema: mustNoSymSchema(), LiveDir: live + "/nosym", SegmentSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no table", nil, "tickdb: no table given (--table); tables in " + db + ": nosym, trades\n"},
+		{"bad name", []string{"--table", "a/b"}, `table name "a/b"`},
+		{"sym without sym column", []string{"--table", "nosym", "--sym", "X"}, "table nosym has no sym column"},
+		{"bad format", []string{"--table", "trades", "--format", "yaml"}, `unknown format "yaml"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"tail", "--db", db}, tc.args...)...)
+			if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, one line with %q", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestTailAcrossServeKill is the live-replica path end to end: lines sent
+// to "tickdb serve" come out of "tickdb tail --format ilp" in another
+// process byte for byte, across a SIGKILL of the server and its restart.
+func TestTailAcrossServeKill(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	line := func(k int) string { return fmt.Sprintf("k,sym=S%d n=%di %d", k%3, k, 1_000+k) }
+	send := func(p *serveProc, from, to int) {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", p.ilp, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(c)
+		for k := from; k < to; k++ {
+			fmt.Fprintln(w, line(k))
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		waitCount(t, p, db, "k", uint64(to))
+	}
+	srv := startServe(t, "--db", db, "--live-dir", live, "--segment-size", "4K")
+	send(srv, 0, 1)
+	tail := startCLI(t, "tail", "--db", db, "--table", "k", "--from-start", "--format", "ilp")
+	send(srv, 1, 500) // three segments of 128 rows
+	for k := range 500 {
+		if got := tail.line(t, tailBound, fmt.Sprintf("line %d", k)); got != line(k) {
+			t.Fatalf("line %d: got %q, want %q", k, got, line(k))
+		}
+	}
+	srv.cmd.Process.Kill()
+	<-srv.done
+	srv.done <- nil // for its cleanup
+	// Meanwhile stat names the dead writer, and verify finds no damage.
+	code, out, errs := runCLI("stat", "--db", db, "--table", "k", "--format", "json")
+	if st := parseStat(t, out); code != 0 || st.Tables[0].Writer == nil || st.Tables[0].Writer.Pid != srv.cmd.Process.Pid ||
+		st.Tables[0].Writer.State != "open" || st.Tables[0].Writer.Running || st.Tables[0].Rows != 500 {
+		t.Errorf("stat after the kill: exit %d, %s %s", code, out, errs)
+	}
+	if code, out, errs := runCLI("verify", "--db", db); code != 0 || out != "k: OK, 500 rows verified (4 segments, 3 symbols, 8 time-index entries, 500 postings entries)\n" {
+		t.Errorf("verify after the kill: exit %d, %q %q", code, out, errs)
+	}
+	srv = startServe(t, "--db", db, "--live-dir", live, "--segment-size", "4K")
+	send(srv, 500, 1000)
+	for k := 500; k < 1000; k++ {
+		if got := tail.line(t, tailBound, fmt.Sprintf("line %d", k)); got != line(k) {
+			t.Fatalf("line %d after the restart: got %q, want %q", k, got, line(k))
+		}
+	}
+	tail.stop(t, syscall.SIGTERM)
+}

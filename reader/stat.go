@@ -1,0 +1,104 @@
+package reader
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Stat is a table's published state and fixed shape as its control file
+// records them: what tickdb stat prints. Rows are [First, Rows); FirstTs and
+// LastTs are 0 when that range is empty.
+type Stat struct {
+	Rows        uint64 // published rows (Count)
+	First       uint64 // first row not deleted by retention
+	Durable     uint64 // rows durable on disk
+	FirstTs     int64  // ts of row First
+	LastTs      int64  // ts of row Rows-1
+	Segments    uint64 // segments holding rows [First, Rows)
+	SealedSegs  uint64 // segments whose durable file is complete
+	SegmentRows uint64 // rows per segment
+	// SegmentBytes is the size of one segment file, durable or live slot.
+	SegmentBytes int64
+	Symbols      int
+	OutOfOrder   uint64 // late rows rejected or restamped, since creation
+	// WriterPid and WriterState are what the last writer recorded: a
+	// writer that died leaves StateOpen and its pid behind (the next
+	// writer recovers), so whether the pid still runs is the caller's
+	// question.
+	WriterPid   int
+	WriterState uint64 // index.StateClosed, StateOpen or StateRecovering
+	// LiveDir is where readers look for the live segment slots, and
+	// LiveSlots how many there are: the table's shared memory is bounded
+	// by LiveSlots × SegmentBytes (the slots are sparse until written).
+	LiveDir   string
+	LiveSlots int
+	Created   time.Time
+}
+
+// Stat returns the table's state. The counts are loaded one after the
+// other from the live control file, so with a writer running they can
+// differ by what it published in between; Rows and the range come from
+// one seqlock snapshot.
+func (r *Reader) Stat() (Stat, error) {
+	snap, err := r.Snapshot()
+	if err != nil {
+		return Stat{}, err
+	}
+	c := r.ctl
+	st := Stat{
+		Rows:         snap.Visible,
+		First:        min(snap.FirstSeq, snap.Visible),
+		Durable:      min(c.Durable(), snap.Visible),
+		SealedSegs:   c.DurableSegs(),
+		SegmentRows:  r.mask + 1,
+		SegmentBytes: r.segSize,
+		Symbols:      r.Symbols(),
+		OutOfOrder:   c.OutOfOrder(),
+		WriterPid:    c.WriterPid(),
+		WriterState:  c.State(),
+		LiveDir:      r.liveDirPath(),
+		LiveSlots:    len(r.slots),
+		Created:      c.Created(),
+	}
+	if st.WriterState == index.StateClosed {
+		st.WriterPid = 0
+	}
+	if st.Rows > st.First {
+		st.Segments = (st.Rows-1)>>r.shift - st.First>>r.shift + 1
+		buf := r.schema.NewRow()
+		ts, err := r.rowTs(st.First, buf)
+		if errors.Is(err, ErrTruncated) {
+			// Retention moved on since the snapshot: take the new first row.
+			st.First = r.First()
+			ts, err = r.rowTs(st.First, buf)
+		}
+		if err != nil {
+			return st, err
+		}
+		st.FirstTs = ts
+		// The snapshot's last ts is the writer's; the row's own is the
+		// same unless the count was capped after a machine restart (see
+		// capVisible), or the row is not readable (a crash tail no
+		// writer has cut yet), where the snapshot's stands.
+		st.LastTs = snap.LastTs
+		if ts, err := r.rowTs(st.Rows-1, buf); err == nil {
+			st.LastTs = ts
+		}
+	}
+	return st, nil
+}
+
+// rowTs reads row seq into buf, checked, and returns its ts.
+func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
+	if err := r.ReadRow(seq, buf); err != nil {
+		return 0, err
+	}
+	if !store.Valid(seq, buf) {
+		path, off := r.rowPlace(seq)
+		return 0, store.Corruptf(path, off, "row %d fails its check", seq)
+	}
+	return store.Row(buf).Ts(), nil
+}

@@ -26,7 +26,7 @@ func TestIngestPathAllocs(t *testing.T) {
 		lp.lines(c, data, false)
 	}
 	loopOnce() // warm: parser scratch and batch capacity
-	if n := testing.AllocsPerRun(20, loopOnce); n != 0 {
+	if n := minAllocs(loopOnce); n != 0 {
 		t.Errorf("event loop: %v allocations per 4096 lines", n)
 	}
 	if lp.cur.recs != 4096 {
@@ -52,10 +52,22 @@ func TestIngestPathAllocs(t *testing.T) {
 	lp.cur.reset()
 	lp.lines(c, data2, false)
 	apply()
-	if n := testing.AllocsPerRun(20, apply); n != 0 {
+	if n := minAllocs(apply); n != 0 {
 		t.Errorf("writer: %v allocations per 4096-line batch", n)
 	}
-	if got := s.tables["ticks"].w.Len(); got != 4096*23 {
-		t.Fatalf("%d rows, want %d", got, 4096*23)
+	if got := s.tables["ticks"].w.Len(); got%4096 != 0 || got < 4096*23 {
+		t.Fatalf("%d rows, want a multiple of 4096 ≥ %d", got, 4096*23)
 	}
+}
+
+// minAllocs is the fewest allocations per run of f over three
+// AllocsPerRun measurements: AllocsPerRun counts the whole process, and a
+// table's background goroutines (preparer, checkpointer) may allocate
+// during one of them; a path that allocates does so in all three.
+func minAllocs(f func()) float64 {
+	n := testing.AllocsPerRun(20, f)
+	for range 2 {
+		n = min(n, testing.AllocsPerRun(20, f))
+	}
+	return n
 }

@@ -63,6 +63,9 @@ func (p *preparer) step() error {
 	// small segments the writer is not left waiting for file creation.
 	cur := w.sh.curSeg.Load()
 	for seg := cur; seg < cur+uint64(len(w.slots)); seg++ {
+		if seg > cur && p.stopping() {
+			return nil // closing: the segments ahead will not be written
+		}
 		ok, err := p.prepare(seg)
 		if err != nil {
 			return err
@@ -78,8 +81,7 @@ func (p *preparer) step() error {
 	// Pre-fault slots that were made on the open path.
 	for _, s := range w.slots {
 		if s.b != nil && !s.populated && s.ready.Load() != 0 {
-			_ = store.PopulateWrite(s.b)
-			s.populated = true
+			s.populated = p.populate(s.b)
 		}
 	}
 	// Index files: room for two more segments of rows.
@@ -132,10 +134,35 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 	}
 	w.assignSlot(s, seg, 0)
 	if !s.populated {
-		if err := store.PopulateWrite(s.b); err == nil {
-			s.populated = true
-		}
+		s.populated = p.populate(s.b)
 	}
 	s.ready.Store(seg + 1)
 	return true, nil
+}
+
+// stopping reports whether the writer is closing.
+func (p *preparer) stopping() bool {
+	select {
+	case <-p.stopc:
+		return true
+	default:
+		return false
+	}
+}
+
+// populate pre-faults b writable a few MiB at a time and reports whether
+// it got through: it gives up when the writer is closing, so a short-lived
+// writer's Close does not wait for hundreds of MiB of page faults it will
+// never use (a slot left unpopulated is faulted in by its first writes).
+func (p *preparer) populate(b []byte) bool {
+	const chunk = 4 << 20
+	for off := 0; off < len(b); off += chunk {
+		if p.stopping() {
+			return false
+		}
+		if err := store.PopulateWrite(b[off:min(off+chunk, len(b))]); err != nil {
+			return false
+		}
+	}
+	return true
 }

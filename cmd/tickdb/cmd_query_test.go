@@ -268,7 +268,7 @@ func TestQueryErrors(t *testing.T) {
 	}{
 		{"missing table", []string{"--table", "trade"}, `tickdb: no table "trade" in ` + db + `; tables: nosym, quotes, trades`},
 		{"no table", nil, `tickdb: no table given (--table); tables in ` + db + `: nosym, quotes, trades`},
-		{"bad time", []string{"--table", "trades", "--from", "yesterday"}, `accepted: RFC 3339 like 2024-01-02T15:04:05.123Z or 2024-01-02, or integer ns since the epoch`},
+		{"bad time", []string{"--table", "trades", "--from", "yesterday"}, `time "yesterday" is not RFC 3339 (2024-01-02T15:04:05Z, 2024-01-02T15:04:05.5+02:00), a date (2024-01-02) or integer ns since the epoch`},
 		{"bad to", []string{"--table", "trades", "--to", "2024-02-30"}, `"2024-02-30"`},
 		{"negative limit", []string{"--table", "trades", "--limit", "-1"}, "limit -1 is negative"},
 		{"bad format", []string{"--table", "trades", "--format", "xml"}, `unknown format "xml" (want table, csv, json or ilp)`},

@@ -71,7 +71,7 @@ func (t *timeFlag) Type() string { return "time" }
 func (t *timeFlag) Set(s string) error {
 	v, err := query.ParseTime(s)
 	if err != nil {
-		return fmt.Errorf("%w (accepted: RFC 3339 like 2024-01-02T15:04:05.123Z or 2024-01-02, or integer ns since the epoch)", err)
+		return err // it names the accepted forms
 	}
 	t.ns, t.set = v, true
 	return nil

@@ -326,7 +326,7 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 	if fv == "csv" {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	} else {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", "application/x-ndjson") // one JSON object per line
 	}
 	enc := query.NewEncoder(w, f, tf, rd.Schema(), q.Table, rd.Symbol)
 	if _, err := query.Run(r.Context(), rd, q, enc); err != nil {

@@ -1,0 +1,39 @@
+// Package ingest takes the InfluxDB/QuestDB line protocol in and stores it:
+// the zero-allocation parser (Parser, Line, AppendLine), the server that
+// `tickdb serve` runs (Start, Server: an epoll TCP listener and an HTTP API
+// over one writer goroutine that owns every table), and Loader, the same
+// table rules for bulk loads, with the CSV reader `tickdb ingest` uses.
+//
+// A table is created from the first line that names it: ts, then the tags
+// as sym columns, then the fields (float → f64, integer → i64, boolean →
+// bool), in the line's order. Its columns are then fixed: a later line may
+// omit any (stored as NaN, 0, false or the empty symbol) but a tag or field
+// the table lacks, or a value of another type, makes the line bad. A line
+// without a timestamp gets the writer's clock, never earlier than the
+// table's last row. docs/DESIGN.md ("Ingestion") has the whole path.
+//
+// # Concurrency
+//
+// A Parser, a Line and a Loader belong to one goroutine. A Server's
+// methods are safe from any goroutine. Inside a Server, a fixed number of
+// event-loop goroutines (each blocking in epoll_wait) parse lines and hand
+// encoded records to the writer goroutine through bounded single-producer
+// rings (ring.go, the package's only file with atomics); HTTP requests
+// reach it through a channel. Only the writer goroutine touches tables.
+//
+// # Durability
+//
+// A line accepted over TCP is stored and published once the writer
+// goroutine drains its batch, and durable within the flush interval (the
+// table's writer.Options). POST /write answers 204 only once every row of
+// the request is durable. Server.Close (SIGINT/SIGTERM in serve) stores
+// every line the event loops had read, makes every table durable and
+// closes it; bytes still unread in the kernel are not accepted.
+//
+// # Caveats
+//
+// Bad lines are skipped, counted and logged (at most 10 lines a second),
+// never stored in part. Over TCP nothing tells the client; over HTTP the
+// request fails whole with 400. A table's name must be a valid table name
+// ([A-Za-z0-9_.-]); symbols are at most 4 KiB; string fields are refused.
+package ingest

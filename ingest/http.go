@@ -27,7 +27,8 @@ import (
 //	GET  /query                  rows as json or csv, streamed
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
-//	GET  /health, /ping          liveness (no token needed)
+//	GET  /health                 liveness (no token needed)
+//	GET  /ping                   204 (InfluxDB clients' liveness check)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := &httpAPI{s: s, errPrefix: newErrorPrefix()}
@@ -37,7 +38,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))
-	mux.HandleFunc("/ping", h.count("/ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	mux.HandleFunc("/ping", h.auth("/ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	return mux
 }
 

@@ -160,9 +160,9 @@ func TestHTTPGzip(t *testing.T) {
 
 func TestHTTPToken(t *testing.T) {
 	srv, _ := testServer(t, &Options{ILPAddr: "off", Token: "s3cret"})
-	for _, path := range []string{"/write", "/query?table=a", "/metrics"} {
+	for _, path := range []string{"/write", "/api/v2/write", "/query?table=a", "/metrics", "/ping"} {
 		method := "GET"
-		if path == "/write" {
+		if strings.HasSuffix(path, "write") {
 			method = "POST"
 		}
 		if code, _, _ := httpDo(t, srv, method, path, "a v=1 1\n"); code != http.StatusUnauthorized {
@@ -178,7 +178,7 @@ func TestHTTPToken(t *testing.T) {
 	if code, resp, _ := httpDo(t, srv, "POST", "/api/v2/write", "a v=2 2\n", "Authorization", "Token s3cret"); code != 204 {
 		t.Fatalf("Token: %d %s", code, resp)
 	}
-	for _, path := range []string{"/health", "/settings", "/ping"} {
+	for _, path := range []string{"/health", "/settings"} {
 		if code, _, _ := httpDo(t, srv, "GET", path, ""); code >= 300 {
 			t.Errorf("%s needs no token, got %d", path, code)
 		}

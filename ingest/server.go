@@ -30,8 +30,8 @@ type Options struct {
 	// PinCPU pins the writer goroutine's thread to CPU.
 	PinCPU bool
 	CPU    int
-	// Token, when set, is required on every HTTP endpoint but /health,
-	// /ping and /settings, as "Authorization: Bearer <t>" or "Token <t>".
+	// Token, when set, is required on every HTTP endpoint but /health and
+	// /settings, as "Authorization: Bearer <t>" or "Token <t>".
 	Token string
 	// MaxConns is the line-protocol connection limit (default 4096).
 	MaxConns int

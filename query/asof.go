@@ -155,6 +155,8 @@ func (x *asofRun) run(ctx context.Context) error {
 			}
 			continue
 		}
+		// ls.take (copyChecked) by hand, as in Bars: the call is over the
+		// inlining budget.
 		seq, v := lit.Seq(), lit.Row()
 		if len(v) == 32 && len(l) == 32 {
 			w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])

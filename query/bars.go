@@ -181,8 +181,8 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 	it := &sc.it
 	n := 0
 	for {
-		// sc.next with sc.take inlined by hand: the call costs a sixth
-		// of the time of a row.
+		// sc.next with sc.take (copyChecked) inlined by hand: the call,
+		// over the inlining budget, costs a sixth of the time of a row.
 		if !it.Next() {
 			if !sc.more() {
 				break

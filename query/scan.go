@@ -82,22 +82,16 @@ func (s *scan) next() bool {
 
 // take copies the iterator's current row into s.row and checks it
 // against its check word, reading it again when the view was recycled
-// under it; false on an error (s.err). The common 32-byte row is loaded
-// once into registers, checked there and stored, rather than copied and
-// read back for the check; take is small enough to inline.
+// under it; false on an error (s.err). It is not inlined (copyChecked
+// alone is over the compiler's budget), so the hottest loops, Bars and
+// AsOf, repeat copyChecked's body in place.
 func (s *scan) take() bool {
 	s.seq = s.it.Seq()
 	v := s.it.Row()
 	if len(v) != 32 || len(s.row) != 32 {
 		return s.takeSlow(v)
 	}
-	w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
-	r := s.row[:32]
-	le.PutUint64(r[0:], w0)
-	le.PutUint64(r[8:], w1)
-	le.PutUint64(r[16:], w2)
-	le.PutUint64(r[24:], w3)
-	return uint32(w3>>32) == store.Check32(s.seq, w0, w1, w2, uint32(w3)) || s.reread(s.seq)
+	return copyChecked(s.seq, v, s.row) || s.reread(s.seq)
 }
 
 // takeSlow is take for rows of other sizes.
@@ -140,4 +134,21 @@ func (s *scan) more() bool {
 	s.r.RangeSeq(a, s.vis, &s.it)
 	s.filter = s.sym
 	return true
+}
+
+// copyChecked copies row v (sequence number seq) into dst and reports
+// whether the copy passes its check word; the common 32-byte row is
+// loaded into registers once, checked there and stored. Rows of other
+// sizes report false with dst untouched when the sizes differ, for the
+// caller's slow path (takeSlow).
+func copyChecked(seq uint64, v, dst store.Row) bool {
+	if len(v) != 32 || len(dst) != 32 {
+		return false
+	}
+	w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
+	le.PutUint64(dst[0:], w0)
+	le.PutUint64(dst[8:], w1)
+	le.PutUint64(dst[16:], w2)
+	le.PutUint64(dst[24:], w3)
+	return uint32(w3>>32) == store.Check32(seq, w0, w1, w2, uint32(w3))
 }

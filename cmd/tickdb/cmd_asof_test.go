@@ -52,7 +52,7 @@ quotes,sym=MSFT bid=410,ask=411,size=3i,trades_ts=1704205801000000000i,price=410
 		{"sym only on the left", []string{"--left", "quotes", "--right", "trades", "--sym", "GOOG", "--ts", "ns"}, "ts,sym,bid,ask,size,trades_ts,price,trades_size\n1704205800000000000,GOOG,140,140.5,1,,,\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := inProc(append([]string{"asof", "--db", db}, tc.args...)...)
+			code, out, errs := runCLI(append([]string{"asof", "--db", db}, tc.args...)...)
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}
@@ -78,7 +78,7 @@ func TestAsOfErrors(t *testing.T) {
 		{"args", []string{"--left", "trades", "--right", "quotes", "extra"}, []string{"unknown command"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := inProc(append([]string{"asof", "--db", db}, tc.args...)...)
+			code, out, errs := runCLI(append([]string{"asof", "--db", db}, tc.args...)...)
 			if code != 1 || out != "" {
 				t.Fatalf("exit %d, stdout %q", code, out)
 			}
@@ -97,14 +97,14 @@ func TestAsOfErrors(t *testing.T) {
 // asof as a real process.
 func TestAsOfProcess(t *testing.T) {
 	db := cliDB(t)
-	code, out, errs := subProc(t, "asof", "--db", db, "--left", "trades", "--right", "quotes", "--sym", "MSFT", "--format", "json", "--ts", "ns")
+	code, out, errs := execCLI(t, "asof", "--db", db, "--left", "trades", "--right", "quotes", "--sym", "MSFT", "--format", "json", "--ts", "ns")
 	want := `{"ts":1704205801000000000,"sym":"MSFT","price":410.5,"size":7,"quotes_ts":1704205801000000000,"bid":410,"ask":411,"quotes_size":3}
 {"ts":1704205890000000000,"sym":"MSFT","price":null,"size":5,"quotes_ts":1704205801000000000,"bid":410,"ask":411,"quotes_size":3}
 `
 	if code != 0 || out != want || errs != "" {
 		t.Errorf("exit %d, stdout:\n%s\nstderr: %q\nwant stdout:\n%s", code, out, errs, want)
 	}
-	code, out, errs = subProc(t, "asof", "--db", db, "--left", "trades", "--right", "quotes", "--tolerance", "1 sec")
+	code, out, errs = execCLI(t, "asof", "--db", db, "--left", "trades", "--right", "quotes", "--tolerance", "1 sec")
 	if code != 1 || out != "" || !strings.HasPrefix(errs, "tickdb: ") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}

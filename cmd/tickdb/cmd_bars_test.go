@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,40 +96,6 @@ func cliDB(t *testing.T) string {
 	return db
 }
 
-// inProc runs the CLI in this process.
-func inProc(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// subProc runs the CLI as a real process: this test binary re-executed
-// as tickdb (see TestMain).
-func subProc(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), demoChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.Exited():
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("tickdb %v: %v\n%s", args, err, errb.String())
-	}
-	return code, out.String(), errb.String()
-}
-
 // The exact output of bars for the known trades.
 func TestBarsCommand(t *testing.T) {
 	db := cliDB(t)
@@ -171,7 +131,7 @@ trades_bars,sym=AAPL open=186,high=186,low=186,close=186,volume=10i,count=1i 170
 		{"unknown sym", []string{"--sym", "NOPE", "--interval", "1m"}, "ts,open,high,low,close,volume,count\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := inProc(append([]string{"bars", "--db", db, "--table", "trades"}, tc.args...)...)
+			code, out, errs := runCLI(append([]string{"bars", "--db", db, "--table", "trades"}, tc.args...)...)
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}
@@ -203,7 +163,7 @@ func TestBarsErrors(t *testing.T) {
 		{"bad format", []string{"--table", "trades", "--sym", "AAPL", "--interval", "1m", "--format", "xml"}, []string{"xml", "table, csv, json or ilp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := inProc(append([]string{"bars", "--db", db}, tc.args...)...)
+			code, out, errs := runCLI(append([]string{"bars", "--db", db}, tc.args...)...)
 			if code != 1 || out != "" {
 				t.Fatalf("exit %d, stdout %q", code, out)
 			}
@@ -223,12 +183,12 @@ func TestBarsErrors(t *testing.T) {
 // stderr, exit 1.
 func TestBarsProcess(t *testing.T) {
 	db := cliDB(t)
-	code, out, errs := subProc(t, "bars", "--db", db, "--table", "trades", "--sym", "AAPL", "--interval", "1m", "--ts", "ns")
+	code, out, errs := execCLI(t, "bars", "--db", db, "--table", "trades", "--sym", "AAPL", "--interval", "1m", "--ts", "ns")
 	want := "ts,open,high,low,close,volume,count\n1704205800000000000,185.25,185.5,184,184,450,3\n1704205860000000000,186,186,186,186,10,1\n"
 	if code != 0 || out != want || errs != "" {
 		t.Errorf("exit %d, stdout:\n%s\nstderr: %q\nwant stdout:\n%s", code, out, errs, want)
 	}
-	code, out, errs = subProc(t, "bars", "--db", db, "--table", "trade", "--sym", "AAPL", "--interval", "1m")
+	code, out, errs = execCLI(t, "bars", "--db", db, "--table", "trade", "--sym", "AAPL", "--interval", "1m")
 	if code != 1 || out != "" || errs != "tickdb: no table \"trade\" in "+db+"; tables: quotes, trades\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}

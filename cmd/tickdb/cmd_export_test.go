@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -85,36 +82,6 @@ func writeExportTable(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return db
-}
-
-// exportCLI runs the CLI in-process.
-func exportCLI(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// exportProc runs the CLI as a separate process: this test binary,
-// re-executed (see TestMain).
-func exportProc(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), demoChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
 }
 
 // readExportParquet reads every Parquet file under dir (partitions and
@@ -206,7 +173,7 @@ func TestExportParquetCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "ds")
-			code, stdout, stderr := exportCLI(append([]string{"export", "--db", db, "--table", "trades", "--format", "parquet", "--out", out}, tc.args...)...)
+			code, stdout, stderr := runCLI(append([]string{"export", "--db", db, "--table", "trades", "--format", "parquet", "--out", out}, tc.args...)...)
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
@@ -226,7 +193,7 @@ func TestExportParquetCommand(t *testing.T) {
 func TestExportCSVCommand(t *testing.T) {
 	db := writeExportTable(t)
 	out := filepath.Join(t.TempDir(), "ds")
-	code, stdout, stderr := exportCLI("export", "--db", db, "--table", "trades", "--format", "csv", "--out", out)
+	code, stdout, stderr := runCLI("export", "--db", db, "--table", "trades", "--format", "csv", "--out", out)
 	if code != 0 || stderr != "" || !exportSummaryRE.MatchString(stdout) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -290,7 +257,7 @@ func TestExportCSVCommand(t *testing.T) {
 func TestExportProcess(t *testing.T) {
 	db := writeExportTable(t)
 	out := filepath.Join(t.TempDir(), "ds")
-	code, stdout, stderr := exportProc(t, "export", "--db", db, "--table", "trades", "--out", out)
+	code, stdout, stderr := execCLI(t, "export", "--db", db, "--table", "trades", "--out", out)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -300,7 +267,7 @@ func TestExportProcess(t *testing.T) {
 	got, _ := readExportParquet(t, out)
 	sameExportRows(t, got, exportRows())
 	// Again into the same directory: refused, one line, nothing changed.
-	code, stdout, stderr = exportProc(t, "export", "--db", db, "--table", "trades", "--out", out)
+	code, stdout, stderr = execCLI(t, "export", "--db", db, "--table", "trades", "--out", out)
 	want := "tickdb: export: partition already holds files: " + filepath.Join(out, "date=2024-03-09") + " holds 1 (part-00000.parquet); remove them or export elsewhere\n"
 	if code != 1 || stdout != "" || stderr != want {
 		t.Errorf("second export: exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout, stderr, want)
@@ -310,7 +277,7 @@ func TestExportProcess(t *testing.T) {
 func TestExportErrors(t *testing.T) {
 	db := writeExportTable(t)
 	full := t.TempDir()
-	if code, _, stderr := exportCLI("export", "--db", db, "--table", "trades", "--out", full, "--from", "2024-03-11"); code != 0 {
+	if code, _, stderr := runCLI("export", "--db", db, "--table", "trades", "--out", full, "--from", "2024-03-11"); code != 0 {
 		t.Fatal(stderr)
 	}
 	file := filepath.Join(t.TempDir(), "f")
@@ -335,7 +302,7 @@ func TestExportErrors(t *testing.T) {
 		{"extra arg", []string{"--table", "trades", "--out", out, "now"}, "tickdb: unknown command \"now\" for \"tickdb export\"\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := exportCLI(append([]string{"export", "--db", db}, tc.args...)...)
+			code, stdout, stderr := runCLI(append([]string{"export", "--db", db}, tc.args...)...)
 			if code != 1 || stdout != "" {
 				t.Errorf("exit %d, stdout %q; want 1, nothing", code, stdout)
 			}

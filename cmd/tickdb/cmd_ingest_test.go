@@ -410,7 +410,7 @@ func TestIngestSubprocess(t *testing.T) {
 		fmt.Fprintf(&in, "p,sym=S%d price=%d.5,size=%di %d\n", i%7, i, i, 1000+i)
 	}
 	cmd := exec.Command(exe, "ingest", "--db", db, "--live-dir", live, "-")
-	cmd.Env = append(os.Environ(), demoChildEnv+"=1")
+	cmd.Env = cliEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = strings.NewReader(in.String())
 	var out, errb bytes.Buffer
@@ -437,7 +437,7 @@ func TestIngestSubprocess(t *testing.T) {
 
 	// A bad line: exit status 1, and one last line saying why.
 	cmd = exec.Command(exe, "ingest", "--db", db, "--live-dir", live, "-")
-	cmd.Env = append(os.Environ(), demoChildEnv+"=1")
+	cmd.Env = cliEnv()
 	cmd.Stdin = strings.NewReader("p,sym=A price=1 5000\np,sym=A price=x 5001\n")
 	errb.Reset()
 	cmd.Stderr = &errb

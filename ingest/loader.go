@@ -45,16 +45,9 @@ func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
 // table refuses) gives a *LineError and stores nothing; another error is
 // a write failure.
 func (ld *Loader) Append(l *Line) error {
-	s := ld.s
-	t, err := s.table(l)
-	if err != nil {
-		return err
-	}
-	if err := t.fill(l); err != nil {
-		return err
-	}
-	s.now = time.Now().UnixNano()
-	return s.append(t, l)
+	ld.s.now = time.Now().UnixNano()
+	_, err := ld.s.store(l)
+	return err
 }
 
 // Publish makes the rows appended so far visible to readers.

@@ -81,15 +81,7 @@ func (ld *Loader) AppendLines(ls []Line, now int64) (int, error) {
 	s := ld.s
 	s.now = now
 	for i := range ls {
-		l := &ls[i]
-		t, err := s.table(l)
-		if err == nil {
-			err = t.fill(l)
-		}
-		if err == nil {
-			err = s.append(t, l)
-		}
-		if err != nil {
+		if _, err := s.store(&ls[i]); err != nil {
 			return i, err
 		}
 	}

@@ -254,6 +254,14 @@ func (s *sink) applyFast(rec []byte) bool {
 
 // applyLine appends one streamed line, or counts and logs why not.
 func (s *sink) applyLine(l *Line, m *recordMeta) {
+	if _, err := s.store(l); err != nil {
+		s.reject(l.Measurement, m, err)
+	}
+}
+
+// store appends one decoded line to its table (opened or created on first
+// use), at s.now when it has no timestamp, and returns the table.
+func (s *sink) store(l *Line) (*table, error) {
 	t, err := s.table(l)
 	if err == nil {
 		err = t.fill(l)
@@ -261,9 +269,7 @@ func (s *sink) applyLine(l *Line, m *recordMeta) {
 	if err == nil {
 		err = s.append(t, l)
 	}
-	if err != nil {
-		s.reject(l.Measurement, m, err)
-	}
+	return t, err
 }
 
 // append stores t.row (filled from l) with l's timestamp, or the arrival
@@ -432,13 +438,7 @@ func (s *sink) apply(t *txn) {
 	touched := map[*table]bool{}
 	for p := 0; p < len(t.buf); {
 		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
-		tb, err := s.table(&s.line)
-		if err == nil {
-			err = tb.fill(&s.line)
-		}
-		if err == nil {
-			err = s.append(tb, &s.line)
-		}
+		tb, err := s.store(&s.line)
 		if err != nil {
 			// check passed, so this is a write failure: the rows before it
 			// stay (they may already be visible), and the client hears why.

@@ -1,0 +1,158 @@
+package suite
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// Table is the name of the table the suite writes.
+const Table = "ticks"
+
+// TickDBPeer is tickdb as a System: AppendBatch of each batch and Publish,
+// the O_DIRECT flusher on its default 1 ms interval; Seal closes the writer
+// (every row durable, the live slots gone) and opens a reader; queries are
+// RangeSym (one symbol, through its postings) and Range (every symbol).
+var TickDBPeer = Peer{Name: TickDB, Open: func(dir string, d *Data) (System, error) {
+	return openTickDB(dir, d, writer.FlushInterval)
+}}
+
+type tickdbSystem struct {
+	dir, live string
+	w         *writer.Writer
+	r         *reader.Reader
+	buf       []byte
+	price     store.Col
+	it        reader.Iter
+}
+
+// liveDir makes a fresh directory for live slots on tmpfs where there is
+// one (as the writer's default does), so the suite can remove it.
+func liveDir() (string, error) {
+	base := "/dev/shm"
+	if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		base = ""
+	}
+	return os.MkdirTemp(base, "tickdb-bench-*")
+}
+
+// openWriter creates table Table in dir with the tick schema, live slots
+// in live, the symbols of d in order (so a tick's Sym is its id) and the
+// rest of o.
+func openWriter(dir, live string, d *Data, o writer.Options) (*writer.Writer, error) {
+	o.Schema, o.LiveDir = store.TickSchema(), live
+	w, err := writer.Open(dir, Table, &o)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range d.Symbols {
+		id, err := w.SymbolString(s)
+		if err == nil && id != uint32(i) {
+			err = fmt.Errorf("symbol %s got id %d, want %d", s, id, i)
+		}
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func openTickDB(dir string, d *Data, p writer.FlushPolicy) (*tickdbSystem, error) {
+	live, err := liveDir()
+	if err != nil {
+		return nil, err
+	}
+	w, err := openWriter(dir, live, d, writer.Options{Flush: p})
+	if err != nil {
+		os.RemoveAll(live)
+		return nil, err
+	}
+	price, _ := store.TickSchema().Col("price")
+	return &tickdbSystem{dir: dir, live: live, w: w, price: price}, nil
+}
+
+// Encode writes t as a row of store.TickSchema into dst (32 bytes; the
+// check word is the writer's).
+func Encode(dst []byte, t *gen.Tick) {
+	le := binary.LittleEndian
+	le.PutUint64(dst[0:], uint64(t.Ts))
+	le.PutUint64(dst[8:], math.Float64bits(t.Price))
+	le.PutUint64(dst[16:], uint64(t.Size))
+	le.PutUint32(dst[24:], uint32(t.Sym))
+	le.PutUint32(dst[28:], 0)
+}
+
+// EncodeAll is every tick of d as rows of store.TickSchema, end to end.
+func EncodeAll(d *Data) []byte {
+	b := make([]byte, 32*len(d.Ticks))
+	for i := range d.Ticks {
+		Encode(b[32*i:], &d.Ticks[i])
+	}
+	return b
+}
+
+func (s *tickdbSystem) Ingest(batch []gen.Tick) error {
+	if n := 32 * len(batch); cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	b := s.buf[:32*len(batch)]
+	for i := range batch {
+		Encode(b[32*i:], &batch[i])
+	}
+	if _, _, err := s.w.AppendBatch(b); err != nil {
+		return err
+	}
+	s.w.Publish()
+	return nil
+}
+
+func (s *tickdbSystem) Seal() error {
+	err := s.w.Close()
+	s.w = nil
+	if err != nil {
+		return err
+	}
+	s.r, err = reader.Open(s.dir, Table, &reader.Options{LiveDir: s.live})
+	return err
+}
+
+func (s *tickdbSystem) Query(q Query) (Answer, error) {
+	var a Answer
+	var err error
+	if q.Sym == AllSymbols {
+		err = s.r.Range(q.From, q.To, &s.it)
+	} else {
+		err = s.r.RangeSym(q.From, q.To, uint32(q.Sym), &s.it)
+	}
+	if err != nil {
+		return a, err
+	}
+	for s.it.Next() {
+		row := s.it.Row()
+		a.Add(row.Ts(), row.F64(s.price))
+	}
+	return a, s.it.Err()
+}
+
+func (s *tickdbSystem) Close() error {
+	var err error
+	if s.w != nil {
+		err = s.w.Close()
+	}
+	if s.r != nil {
+		if e := s.r.Close(); err == nil {
+			err = e
+		}
+	}
+	if e := os.RemoveAll(s.live); err == nil {
+		err = e
+	}
+	return err
+}

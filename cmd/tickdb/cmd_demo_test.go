@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/suite"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -34,6 +35,7 @@ const testChildSeedEnv = "TICKDB_TEST_CHILD_SEED"
 // as the tickdb binary would. Otherwise it runs the package's tests and
 // fails them if goroutines leak.
 func TestMain(m *testing.M) {
+	suite.MaybeChild() // bench's cross-process reader
 	if os.Getenv(demoChildEnv) != "" {
 		args := os.Args[1:]
 		if seed := os.Getenv(testChildSeedEnv); seed != "" {

@@ -3,8 +3,13 @@
 // directory. Run "tickdb help" for the list of commands.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/tickdb/tickdb/internal/suite"
+)
 
 func main() {
+	suite.MaybeChild() // bench's cross-process reader: this binary, re-executed
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -71,6 +71,7 @@ them back from a second process and prints throughput and latency.`,
 		newTailCmd(g),
 		newStatCmd(g),
 		newVerifyCmd(g),
+		newBenchCmd(g),
 	)
 	return root
 }

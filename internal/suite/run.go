@@ -60,23 +60,26 @@ func (c *Config) withDefaults() Config {
 
 // The metric ids of a report, with what they measure.
 const (
-	MIngest  = "ingest"         // rows/s: every tick in batches of 1,000 until the last batch returns; limit: raw O_DIRECT write
-	MSealed  = "ingest+seal"    // rows/s: the same until everything is durable and queryable
-	MAppend  = "append"         // rows/s of CPU time: AppendBatch of 64 encoded rows + Publish, no flusher; limit: raw stores
-	MAppendF = "append+flush"   // rows/s: the same with the O_DIRECT flusher; limit: raw O_DIRECT write
-	MObserve = "publish→reader" // ns: one row published until another process reads it
-	MGet     = "get"            // ns: Get of a random row; limit: a random 32-byte read
-	MSeek    = "seek"           // ns: SeekTime of a random ts; limit: binary search over raw rows
-	MWindow  = "window"         // ns, p50 of the repetition: one symbol over 1 % of the span
-	MSymScan = "symbol scan"    // ns: every row of one symbol (about 1 % of the rows)
-	MScan    = "scan"           // rows/s: every row; limit: raw sequential read
-	MBars    = "bars"           // rows/s: 1-second OHLCV bars of every symbol; limit: raw sequential read
-	MAsOf    = "asof"           // left rows/s: as-of join of the table with itself, every symbol
-	MILP     = "ilp"            // rows/s: line protocol over TCP to visible rows
+	MIngest      = "ingest"             // rows/s: every tick in batches of 1,000 until the last batch returns; limit: raw O_DIRECT write
+	MSealed      = "ingest+seal"        // rows/s: the same until everything is durable and queryable
+	MAppend      = "append"             // rows/s of CPU time: AppendBatch of 64 encoded rows + Publish, no flusher; limit: raw stores
+	MAppendF     = "append+flush"       // rows/s: the same with the O_DIRECT flusher; limit: raw O_DIRECT write
+	MObserve     = "publish→reader"     // ns: one row published until another process reads it
+	MGet         = "get"                // ns: Get of a random row; limit: a random 32-byte read
+	MSeek        = "seek"               // ns: SeekTime of a random ts; limit: binary search over raw rows
+	MWindow      = "window"             // ns, p50 of the repetition: one symbol over 1 % of the span, warm
+	MWindowCold  = "window (cold)"      // ns: one window query with the store's files evicted from the page cache
+	MSymScanCold = "symbol scan (cold)" // ns: the symbol scan with the store's files evicted
+	MSymScan     = "symbol scan"        // ns: every row of one symbol (about 1 % of the rows)
+	MScan        = "scan"               // rows/s: every row; limit: raw sequential read
+	MBars        = "bars"               // rows/s: 1-second OHLCV bars of every symbol; limit: raw sequential read
+	MAsOf        = "asof"               // left rows/s: as-of join of the table with itself, every symbol
+	MILP         = "ilp"                // rows/s: line protocol over TCP to visible rows
 )
 
 // metricOrder is the order of a report's rows.
-var metricOrder = []string{MIngest, MSealed, MAppend, MAppendF, MILP, MObserve, MGet, MSeek, MWindow, MSymScan, MScan, MBars, MAsOf}
+var metricOrder = []string{MIngest, MSealed, MAppend, MAppendF, MILP, MObserve, MGet, MSeek,
+	MWindowCold, MSymScanCold, MWindow, MSymScan, MScan, MBars, MAsOf}
 
 // run is one Run's state: the figures gathered so far.
 type run struct {
@@ -202,9 +205,11 @@ func mallocs() uint64 {
 func (x *run) tempDir() (string, error) { return os.MkdirTemp(x.cfg.Dir, "tickdb-bench-*") }
 
 // system runs one system on the shared work: ingest in batches of 1,000,
-// seal, then the window queries, the symbol scan and the full scan, each
-// checked. For tickdb it runs the reader workloads on the sealed table
-// too.
+// seal; one window query and one symbol scan cold (the store's files
+// evicted from the page cache first); then warm: the full scan (whose
+// first run warms the page cache), the window queries and the symbol
+// scan. Every answer is checked. For tickdb it runs the reader workloads
+// on the sealed table too.
 func (x *run) system(p Peer) (err error) {
 	dir, err := x.tempDir()
 	if err != nil {
@@ -244,36 +249,33 @@ func (x *run) system(p Peer) (err error) {
 		}
 		return nil
 	}
-	// Windows: one warm-up pass over a few, then every query timed.
-	wins := x.d.Windows(x.cfg.Windows)
-	for _, q := range wins[:min(8, len(wins))] {
-		if _, err := s.Query(q); err != nil {
+	// Cold: the store's files out of the page cache (a store that keeps
+	// its own cache keeps it), one window and one symbol scan.
+	for _, c := range []struct {
+		metric string
+		q      Query
+	}{{MWindowCold, x.d.Windows(1)[0]}, {MSymScanCold, x.d.SymbolScan()}} {
+		if err := Evict(dir); err != nil {
 			return err
 		}
-	}
-	h := NewHist()
-	m0 := mallocs()
-	for _, q := range wins {
 		t0 := time.Now()
-		got, err := s.Query(q)
-		Record(h, time.Since(t0).Nanoseconds())
+		got, err := s.Query(c.q)
+		el := time.Since(t0)
 		if err != nil {
-			return fmt.Errorf("window: %w", err)
+			return fmt.Errorf("%s: %w", c.metric, err)
 		}
-		if err := check("window", q, got); err != nil {
+		if err := check(c.metric, c.q, got); err != nil {
 			return err
 		}
+		x.add(c.metric, p.Name, "ns", true, float64(el.Nanoseconds()))
+		x.note(c.metric, p.Name, c.q.Want.Rows, "")
 	}
-	x.allocs(MWindow, p.Name, float64(mallocs()-m0)/float64(len(wins)))
-	x.add(MWindow, p.Name, "ns", true, float64(h.ValueAtQuantile(50)))
-	x.hist(MWindow, p.Name).Merge(h)
-	x.note(MWindow, p.Name, wins[0].Want.Rows, "")
 
 	for _, sc := range []struct {
 		metric string
 		q      Query
 		k      int
-	}{{MSymScan, x.d.SymbolScan(), 5}, {MScan, x.d.FullScan(), 3}} {
+	}{{MScan, x.d.FullScan(), 3}, {MSymScan, x.d.SymbolScan(), 5}} {
 		var best time.Duration
 		m0 := mallocs()
 		for i := 0; i < sc.k; i++ {
@@ -298,6 +300,31 @@ func (x *run) system(p Peer) (err error) {
 		}
 		x.note(sc.metric, p.Name, sc.q.Want.Rows, "")
 	}
+	// Windows: a warm-up pass over a few, then every query timed.
+	wins := x.d.Windows(x.cfg.Windows)
+	for _, q := range wins[:min(8, len(wins))] {
+		if _, err := s.Query(q); err != nil {
+			return err
+		}
+	}
+	h := NewHist()
+	m0 := mallocs()
+	for _, q := range wins {
+		t0 := time.Now()
+		got, err := s.Query(q)
+		Record(h, time.Since(t0).Nanoseconds())
+		if err != nil {
+			return fmt.Errorf("window: %w", err)
+		}
+		if err := check("window", q, got); err != nil {
+			return err
+		}
+	}
+	x.allocs(MWindow, p.Name, float64(mallocs()-m0)/float64(len(wins)))
+	x.add(MWindow, p.Name, "ns", true, float64(h.ValueAtQuantile(50)))
+	x.hist(MWindow, p.Name).Merge(h)
+	x.note(MWindow, p.Name, wins[0].Want.Rows, "")
+
 	if t, ok := s.(*tickdbSystem); ok {
 		return x.reads(t)
 	}

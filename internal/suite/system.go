@@ -1,6 +1,14 @@
 package suite
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/tickdb/tickdb/internal/gen"
 )
 
@@ -28,4 +36,31 @@ type Peer struct {
 	// Open opens an empty store in dir (which exists and is empty) for
 	// the symbols d.Symbols.
 	Open func(dir string, d *Data) (System, error)
+}
+
+// Evict drops the files under dir from the page cache: each is synced
+// (dirty pages cannot be dropped) and then advised away
+// (POSIX_FADV_DONTNEED). Pages a process has mapped and touched stay; a
+// store's own cache stays.
+func Evict(dir string) error {
+	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed by the store meanwhile
+			}
+			return err
+		}
+		defer f.Close()
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("evict %s: %w", path, err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("evict %s: %w", path, err)
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,6 +43,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Rate, "rate", 0, "offered rate in rows/s for tickdb's append latency (0: flat out)")
 	only := fs.String("peers", "tstorage,pebble,bufio", "the peers to run, comma-separated (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	jsonFile := fs.String("o", "", "also write the report as JSON to this file")
 	plot := fs.String("plot", "", "write the latency and throughput plots to this .png or .svg file")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +84,12 @@ func run(args []string) error {
 	}
 	if err == nil && *plot != "" {
 		err = rep.Plot(*plot)
+	}
+	if err == nil && *jsonFile != "" {
+		var f *os.File
+		if f, err = os.Create(*jsonFile); err == nil {
+			err = errors.Join(rep.WriteJSON(f), f.Close())
+		}
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package peers
 import (
 	"encoding/binary"
 	"fmt"
+	"log"
 	"math"
 
 	"github.com/cockroachdb/pebble"
@@ -23,6 +24,7 @@ const (
 )
 
 type pebbleStore struct {
+	dir    string
 	db     *pebble.DB
 	seq    []uint32 // per symbol: the next tick's seq
 	key    [pebbleKeyLen]byte
@@ -34,13 +36,33 @@ func openPebble(dir string, d *suite.Data) (suite.System, error) {
 	if len(d.Symbols) > math.MaxUint16+1 {
 		return nil, fmt.Errorf("peers: pebble: %d symbols, want at most %d (2-byte key field)", len(d.Symbols), math.MaxUint16+1)
 	}
+	db, err := openPebbleDB(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleStore{dir: dir, db: db, seq: make([]uint32, len(d.Symbols))}, nil
+}
+
+// openPebbleDB opens the database in dir with a fresh block cache.
+func openPebbleDB(dir string) (*pebble.DB, error) {
 	cache := pebble.NewCache(pebbleCache)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: pebbleMemTable})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: pebbleMemTable, Logger: quietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("peers: pebble: open: %w", err)
 	}
-	return &pebbleStore{db: db, seq: make([]uint32, len(d.Symbols))}, nil
+	return db, nil
+}
+
+// Reopen closes the database and opens it again with a fresh (empty)
+// block cache.
+func (s *pebbleStore) Reopen() error {
+	if err := s.Close(); err != nil {
+		return err
+	}
+	db, err := openPebbleDB(s.dir)
+	s.db = db
+	return err
 }
 
 // putKey writes the key of (sym, ts, seq) into k.
@@ -120,3 +142,12 @@ func (s *pebbleStore) Close() error {
 	}
 	return nil
 }
+
+// quietLogger drops pebble's informational lines (WAL replay at each
+// Reopen) so they do not mix with the report; fatal errors still stop the
+// program.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Fatalf(format string, args ...any) { log.Fatalf(format, args...) }

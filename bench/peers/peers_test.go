@@ -42,12 +42,21 @@ func TestPeers(t *testing.T) {
 				if err := sys.Seal(); err != nil {
 					t.Fatal(err)
 				}
-				for _, c := range qs {
-					got, err := sys.Query(c.q)
-					if err != nil {
-						t.Errorf("%s: %v", c.name, err)
-					} else if got != c.q.Want {
-						t.Errorf("%s (sym %d, [%d, %d)): got %+v, want %+v", c.name, c.q.Sym, c.q.From, c.q.To, got, c.q.Want)
+				// Every query, then again after Reopen (the suite's cold
+				// queries run on a reopened store).
+				for _, reopen := range []bool{false, true} {
+					if reopen {
+						if err := sys.Reopen(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, c := range qs {
+						got, err := sys.Query(c.q)
+						if err != nil {
+							t.Errorf("%s (reopened %v): %v", c.name, reopen, err)
+						} else if got != c.q.Want {
+							t.Errorf("%s (reopened %v; sym %d, [%d, %d)): got %+v, want %+v", c.name, reopen, c.q.Sym, c.q.From, c.q.To, got, c.q.Want)
+						}
 					}
 				}
 				if _, err := sys.Query(suite.Query{Sym: len(d.Symbols), From: d.First(), To: d.Last()}); err == nil {

@@ -120,6 +120,20 @@ func (s *tstorageStore) Seal() error {
 	return nil
 }
 
+// Reopen closes the storage and opens it again on the same directory.
+func (s *tstorageStore) Reopen() error {
+	if err := s.st.Close(); err != nil {
+		return fmt.Errorf("peers: tstorage: reopen: close: %w", err)
+	}
+	s.st = nil
+	st, err := tstorage.NewStorage(s.opts...)
+	if err != nil {
+		return fmt.Errorf("peers: tstorage: reopen: %w", err)
+	}
+	s.st = st
+	return nil
+}
+
 // syncTree fsyncs every file and directory under dir, dir included.
 func syncTree(dir string) error {
 	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {

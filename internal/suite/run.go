@@ -206,7 +206,7 @@ func (x *run) tempDir() (string, error) { return os.MkdirTemp(x.cfg.Dir, "tickdb
 
 // system runs one system on the shared work: ingest in batches of 1,000,
 // seal; one window query and one symbol scan cold (the store's files
-// evicted from the page cache first); then warm: the full scan (whose
+// evicted from the page cache and the store reopened first); then warm: the full scan (whose
 // first run warms the page cache), the window queries and the symbol
 // scan. Every answer is checked. For tickdb it runs the reader workloads
 // on the sealed table too.
@@ -249,14 +249,17 @@ func (x *run) system(p Peer) (err error) {
 		}
 		return nil
 	}
-	// Cold: the store's files out of the page cache (a store that keeps
-	// its own cache keeps it), one window and one symbol scan.
+	// Cold: the store's files out of the page cache and the store
+	// reopened (its own caches gone), one window and one symbol scan.
 	for _, c := range []struct {
 		metric string
 		q      Query
 	}{{MWindowCold, x.d.Windows(1)[0]}, {MSymScanCold, x.d.SymbolScan()}} {
 		if err := Evict(dir); err != nil {
 			return err
+		}
+		if err := s.Reopen(); err != nil {
+			return fmt.Errorf("reopen: %w", err)
 		}
 		t0 := time.Now()
 		got, err := s.Query(c.q)

@@ -26,6 +26,12 @@ type System interface {
 	// Query returns the answer to q (q.Want is ignored): the rows of q.Sym
 	// (or of every symbol, with AllSymbols) with q.From <= ts < q.To.
 	Query(q Query) (Answer, error)
+	// Reopen closes what the store holds open for reading (handles,
+	// mappings, its own caches) and opens it again on the same directory,
+	// as a process starting on a cold machine would. The suite calls it
+	// after evicting the store's files from the page cache, before the
+	// cold queries.
+	Reopen() error
 	// Close releases the store; the suite removes its directory after.
 	Close() error
 }

@@ -123,6 +123,15 @@ func (s *tickdbSystem) Seal() error {
 	return err
 }
 
+func (s *tickdbSystem) Reopen() error {
+	if err := s.r.Close(); err != nil {
+		return err
+	}
+	var err error
+	s.r, err = reader.Open(s.dir, Table, &reader.Options{LiveDir: s.live})
+	return err
+}
+
 func (s *tickdbSystem) Query(q Query) (Answer, error) {
 	var a Answer
 	var err error

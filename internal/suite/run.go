@@ -204,6 +204,19 @@ func mallocs() uint64 {
 // tempDir makes a fresh directory under the configured one.
 func (x *run) tempDir() (string, error) { return os.MkdirTemp(x.cfg.Dir, "tickdb-bench-*") }
 
+// scratch makes a fresh table directory and a fresh live directory; the
+// caller removes both.
+func (x *run) scratch() (dir, live string, err error) {
+	if dir, err = x.tempDir(); err != nil {
+		return "", "", err
+	}
+	if live, err = liveDir(); err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	return dir, live, nil
+}
+
 // system runs one system on the shared work: ingest in batches of 1,000,
 // seal; one window query and one symbol scan cold (the store's files
 // evicted from the page cache and the store reopened first); then warm: the full scan (whose

@@ -163,15 +163,11 @@ func (x *run) appendFlatOut() error {
 }
 
 func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
-	dir, err := x.tempDir()
+	dir, live, err := x.scratch()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	live, err := liveDir()
-	if err != nil {
-		return err
-	}
 	defer os.RemoveAll(live)
 	// 8 MiB segments, so that the warm-up through the four live slots
 	// (first touch of their pages, about 5 µs a page on a VM) is short.
@@ -346,15 +342,11 @@ func observeChild(db, live string) error {
 // 50,000 rows/s, each stamped with the wall clock, to a reader spinning
 // in another process, which records how long after its stamp it saw each.
 func (x *run) observe() (err error) {
-	dir, err := x.tempDir()
+	dir, live, err := x.scratch()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	live, err := liveDir()
-	if err != nil {
-		return err
-	}
 	defer os.RemoveAll(live)
 	w, err := openWriter(dir, live, x.d, writer.Options{OutOfOrder: writer.OutOfOrderStamp})
 	if err != nil {
@@ -466,15 +458,11 @@ func (x *run) observe() (err error) {
 func (x *run) ilp() (err error) {
 	n := min(x.cfg.ILPLines, len(x.d.Ticks))
 	lines := loadgen.Ticks("ilp", n, NumSymbols, Seed, true)
-	dir, err := x.tempDir()
+	dir, live, err := x.scratch()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	live, err := liveDir()
-	if err != nil {
-		return err
-	}
 	defer os.RemoveAll(live)
 	srv, err := ingest.Start(&ingest.Options{DB: dir, ILPAddr: "127.0.0.1:0", HTTPAddr: "off", LiveRoot: live})
 	if err != nil {

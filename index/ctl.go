@@ -209,6 +209,11 @@ func (c *Ctl) Durable() uint64 { return store.LoadAcquire64(c.b, offDurable) }
 // segments below it are read from their durable files.
 func (c *Ctl) DurableSegs() uint64 { return store.LoadAcquire64(c.b, offDurableSegs) }
 
+// FirstSeq is the published first row (retention deletes the rows below
+// it), read alone: it only grows, so a reader that sees an old value
+// reads rows whose files it still has mapped or gets ErrTruncated.
+func (c *Ctl) FirstSeq() uint64 { return store.LoadAcquire64(c.b, offFirstSeq) }
+
 // Snap is the multi-word state published under the seqlock.
 type Snap struct {
 	Visible   uint64

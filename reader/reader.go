@@ -44,6 +44,7 @@ type Reader struct {
 	slots   []slotMap
 	segs    []segView // by segment number
 	visible uint64    // last loaded published count
+	first   uint64    // last loaded first row (retention deletes below it)
 	boot    [16]byte  // this machine's boot id
 	closed  bool
 }
@@ -131,7 +132,7 @@ func (r *Reader) open(opts *Options) error {
 	}
 	r.slots = make([]slotMap, c.LiveSlots)
 	r.boot = store.BootID()
-	r.visible = c.Visible()
+	r.visible, r.first = c.Visible(), c.FirstSeq()
 	return r.refreshSymbols()
 }
 
@@ -203,13 +204,17 @@ func (r *Reader) Snapshot() (index.Snap, error) {
 	s, err := r.ctl.Snapshot()
 	if err == nil {
 		s.Visible = r.capVisible(s.Visible)
+		r.first = s.FirstSeq
 	}
 	return s, err
 }
 
 // loadVisible is the published count (one acquire load), capped by
-// capVisible.
-func (r *Reader) loadVisible() uint64 { return r.capVisible(r.ctl.Visible()) }
+// capVisible; it also reloads the first row.
+func (r *Reader) loadVisible() uint64 {
+	r.first = r.ctl.FirstSeq()
+	return r.capVisible(r.ctl.Visible())
+}
 
 // capVisible caps a published count after a machine restart that a writer
 // has not recovered from yet (the boot id in ctl is another boot's and the
@@ -246,6 +251,9 @@ func (r *Reader) SegmentRows() uint64 { return r.mask + 1 }
 // Get returns row seq as a view into the mapping, without copying and
 // without allocating once its segment is mapped.
 func (r *Reader) Get(seq uint64) (store.Row, error) {
+	if seq < r.first {
+		return r.getSlow(seq) // deleted by retention: ErrTruncated
+	}
 	if seq >= r.visible {
 		if r.closed {
 			return nil, ErrClosed
@@ -300,11 +308,14 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	}
 	snap, err := r.ctl.Snapshot()
 	if err == nil && seq < snap.FirstSeq {
-		return nil, ErrTruncated
+		return nil, &TruncatedError{Seq: seq, First: snap.FirstSeq}
 	}
 	n := seq >> r.shift
 	v, err := r.view(n)
 	if err != nil {
+		if errors.Is(err, ErrTruncated) {
+			return nil, &TruncatedError{Seq: seq, First: r.First()}
+		}
 		return nil, err
 	}
 	// The count can only go down when a writer recovered from the durable

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tickdb/tickdb/store"
 )
@@ -46,7 +47,7 @@ func (t *Tail) Poll() (row store.Row, seq uint64, ok bool, err error) {
 		}
 		row, err = t.r.Get(t.next)
 		if err != nil {
-			if err == ErrTruncated {
+			if errors.Is(err, ErrTruncated) {
 				// Retention passed us: continue from the new first row.
 				t.next = t.r.First()
 				continue

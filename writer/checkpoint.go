@@ -64,6 +64,13 @@ func (c *checkpointer) run() {
 		if err := w.checkpoint(w.ctl.Durable()); err != nil {
 			w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
 			w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
+			continue
+		}
+		// Segments automatic retention (at a roll) moved below the first
+		// row: the writer goroutine does not wait for the unlinks.
+		if _, _, err := w.dropSegments(); err != nil {
+			w.fail.set(err)
+			w.log.Error("writer: retention failed", "table", w.name, "err", err)
 		}
 	}
 }

@@ -101,6 +101,12 @@ type Options struct {
 	// OnLag is called (from Publish, rate-limited) when the lag passes
 	// MaxLag under LagAlarm.
 	OnLag func(lag uint64)
+	// RetainAge and RetainBytes, when set, apply retention (Retain) at
+	// every segment roll: segments holding only rows older than RetainAge
+	// before the table's last ts go, then the oldest until the segment
+	// files fit in RetainBytes. The checkpointer deletes the files.
+	RetainAge   time.Duration
+	RetainBytes int64
 	// OnFlush, when set, is called from the flusher goroutine after each
 	// O_DIRECT write with its size and duration (for latency histograms).
 	OnFlush func(bytes int, d time.Duration)

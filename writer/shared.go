@@ -31,6 +31,7 @@ type shared struct {
 	syncWant    atomic.Uint64 // highest row count a Sync waits for
 	lagAlarms   atomic.Uint64
 	lastLagWarn atomic.Int64
+	dropTo      atomic.Uint64 // retention: delete the segment files below this one (writer → checkpointer)
 }
 
 // failure is the first background error (flusher or preparer); once set

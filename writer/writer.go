@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/tickdb/tickdb/index"
@@ -57,6 +58,12 @@ type Writer struct {
 	ck      *checkpointer
 	closed  bool
 	final   Stats // the counters at Close
+
+	// Retention (retain.go): the first row not deleted, and the segments
+	// below dropped already deletes (under dropMu).
+	firstSeq uint64
+	dropMu   sync.Mutex
+	dropped  uint64
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -148,6 +155,7 @@ func (w *Writer) open() error {
 		return err
 	}
 	c := w.ctl
+	w.firstSeq = c.RawSnap().FirstSeq
 	if w.opts.Schema != nil && !w.opts.Schema.Equal(c.Schema) {
 		return fmt.Errorf("%w: table %s has columns %s, asked for %s", store.ErrSchema, w.name, c.Schema, w.opts.Schema)
 	}
@@ -184,6 +192,9 @@ func (w *Writer) open() error {
 		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
 	}
 	w.tsCap = w.ts.Capacity()
+	if err := w.removeBelowFirst(); err != nil {
+		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
+	}
 	return nil
 }
 
@@ -449,7 +460,7 @@ func (w *Writer) Publish() {
 }
 
 func (w *Writer) publish() {
-	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, NextChunk: w.pw.NextChunk()})
+	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, FirstSeq: w.firstSeq, NextChunk: w.pw.NextChunk()})
 	w.published = w.seq
 	if w.ooo != 0 {
 		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
@@ -621,6 +632,7 @@ func (w *Writer) roll() error {
 	w.segBase = n << w.shift
 	w.segEnd = w.segBase + w.rps
 	w.prep.wake()
+	w.autoRetain()
 	return nil
 }
 
@@ -649,6 +661,9 @@ func (w *Writer) Close() error {
 	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil {
 		err = w.checkpoint(w.seq)
+	}
+	if err == nil {
+		_, _, err = w.dropSegments() // what automatic retention left to the checkpointer
 	}
 	if err == nil {
 		err = w.removeLive()

@@ -26,6 +26,8 @@ type serveOpts struct {
 	loops         int
 	segment       byteSize
 	logLevel      string
+	retainAge     time.Duration
+	retainBytes   byteSize
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -59,10 +61,15 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.IntVar(&o.loops, "loops", 2, "epoll event loops")
 	f.Var(&o.segment, "segment-size", "segment file size for new tables")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
+	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
+	if o.retainAge < 0 {
+		return fmt.Errorf("--retain-age %v is negative", o.retainAge)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
@@ -86,7 +93,8 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log,
-		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment)},
+		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment),
+			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes)},
 	})
 	if err != nil {
 		return err

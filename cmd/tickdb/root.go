@@ -72,6 +72,7 @@ them back from a second process and prints throughput and latency.`,
 		newStatCmd(g),
 		newVerifyCmd(g),
 		newBenchCmd(g),
+		newRetainCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+type retainOpts struct {
+	table    string
+	maxAge   time.Duration
+	maxBytes byteSize
+}
+
+func newRetainCmd(g *globals) *cobra.Command {
+	o := &retainOpts{}
+	cmd := &cobra.Command{
+		Use:   "retain [--table T] [--max-age DUR] [--max-bytes N]",
+		Short: "Delete the oldest whole segments beyond an age or a size",
+		Long: `retain deletes each table's oldest rows, a whole segment file at a time:
+the segments that hold only rows older than --max-age before the table's
+last timestamp (not the wall clock: a back-filled table keeps its rows),
+then the oldest until the segment files holding rows fit in --max-bytes.
+The segment being written is never deleted.
+
+Readers in other processes keep working: a segment they have mapped still
+reads (its disk space comes back when they close), a row below the new
+first row is an ErrTruncated error naming it, queries start at it, and a
+tailing reader does not notice.
+
+retain takes the table's writer lock, so it fails on a table a running
+writer holds (such as "tickdb serve"): give that process the limits
+instead (serve --retain-age and --retain-bytes apply them at every
+segment roll).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRetain(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.table, "table", "", "only this table (default: all)")
+	f.DurationVar(&o.maxAge, "max-age", 0, "delete segments whose rows are all older than this before the table's last ts (e.g. 720h)")
+	f.Var(&o.maxBytes, "max-bytes", "keep at most this many bytes of segment files (bytes, or with K, M or G)")
+	return cmd
+}
+
+func runRetain(cmd *cobra.Command, g *globals, o *retainOpts) error {
+	if o.maxAge < 0 {
+		return fmt.Errorf("--max-age %v is negative", o.maxAge)
+	}
+	if o.maxAge == 0 && o.maxBytes == 0 {
+		return errors.New("retain: give --max-age, --max-bytes or both")
+	}
+	names := listTables(g.db)
+	if o.table != "" {
+		if store.ValidTableName(o.table) != nil || !contains(names, o.table) {
+			return fmt.Errorf("retain: no table %q in %s; tables: %s", o.table, g.db, tablesText(g.db))
+		}
+		names = []string{o.table}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("retain: no tables in %s", g.db)
+	}
+	out := cmd.OutOrStdout()
+	for _, name := range names {
+		w, err := writer.Open(g.db, name, nil)
+		if errors.Is(err, writer.ErrLocked) {
+			return fmt.Errorf("retain: %w: its writer applies retention (serve --retain-age, --retain-bytes)", err)
+		}
+		if err != nil {
+			return fmt.Errorf("retain: %s: %w", name, err)
+		}
+		res, err := w.Retain(o.maxAge, int64(o.maxBytes))
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("retain: %s: %w", name, err)
+		}
+		fmt.Fprintf(out, "%s: deleted %d segments (%s rows, %s); first row now %s\n",
+			name, res.Segments, commas(int64(res.Rows)), fmtBytes(res.Bytes), commas(int64(res.FirstSeq)))
+	}
+	return nil
+}
+
+func contains(names []string, s string) bool {
+	for _, n := range names {
+		if n == s {
+			return true
+		}
+	}
+	return false
+}

@@ -44,6 +44,7 @@ const (
 	offCkNextChunk = 4248
 	offCkSymCount  = 4256
 	offFlushes     = 4264
+	offCmpSegs     = 4272
 	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}.
 	offSlots = 4352
 	// Live directory path: u32 length then bytes.
@@ -208,6 +209,15 @@ func (c *Ctl) Durable() uint64 { return store.LoadAcquire64(c.b, offDurable) }
 // DurableSegs is the number of segments whose durable file is complete:
 // segments below it are read from their durable files.
 func (c *Ctl) DurableSegs() uint64 { return store.LoadAcquire64(c.b, offDurableSegs) }
+
+// CmpSegs is the compaction mark: segments below it (and at or past the
+// first row's) are compressed files (store.ZSegPath), the others raw.
+func (c *Ctl) CmpSegs() uint64 { return store.LoadAcquire64(c.b, offCmpSegs) }
+
+// SetCmpSegs publishes the compaction mark, after the compressed file of
+// segment n-1 is durable and before its raw file is removed. Writer (its
+// compaction) only.
+func (c *Ctl) SetCmpSegs(n uint64) { store.StoreRelease64(c.b, offCmpSegs, n) }
 
 // FirstSeq is the published first row (retention deletes the rows below
 // it), read alone: it only grows, so a reader that sees an old value

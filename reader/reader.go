@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
@@ -26,7 +27,10 @@ type Options struct {
 // sealed durable segment stays valid until Close. A row from a live segment
 // stays valid until the writer has moved LiveSlots-1 segments past it and
 // recycled the slot; use ReadRow for a copy that is checked against
-// recycling.
+// recycling. A row from a compressed segment (compacted: package cseg) is
+// a view into the reader's decoded copy of its 4,096-row block, valid
+// until the reader decodes another block of that segment (a Get or an
+// iterator's Next of a row in another block of it); copy what you keep.
 type Reader struct {
 	dir     string
 	ctl     *index.Ctl
@@ -52,10 +56,11 @@ type Reader struct {
 type viewKind uint8
 
 const (
-	viewNone    viewKind = iota
-	viewDurable          // sealed durable file: immutable
-	viewLive             // live slot: valid while the slot's generation holds
-	viewPartial          // durable file of an unsealed segment: rows below Durable
+	viewNone       viewKind = iota
+	viewDurable             // sealed durable file: immutable
+	viewLive                // live slot: valid while the slot's generation holds
+	viewPartial             // durable file of an unsealed segment: rows below Durable
+	viewCompressed          // compressed sealed segment (package cseg), one block decoded at a time
 )
 
 type segView struct {
@@ -71,6 +76,10 @@ type segView struct {
 	// appends to) are read from the durable file, mapped in low.
 	from uint64
 	low  *segView
+	// Compressed only: the file, and the rows [bfirst, bend) of the
+	// segment decoded last, in rows (a buffer reused for the next block).
+	z            *cseg.Segment
+	bfirst, bend uint64
 }
 
 // release unmaps what the view holds.
@@ -78,6 +87,9 @@ func (v *segView) release() {
 	store.Unmap(v.file)
 	if v.low != nil {
 		store.Unmap(v.low.file)
+	}
+	if v.z != nil {
+		v.z.Close()
 	}
 }
 
@@ -271,6 +283,11 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 			if v.valid[off>>18]&(1<<(off>>12&63)) != 0 {
 				return v.rows[off : off+r.rowSize], nil
 			}
+		case viewCompressed:
+			if i := seq & r.mask; i >= v.bfirst && i < v.bend {
+				o := (i - v.bfirst) * r.rowSize
+				return v.rows[o : o+r.rowSize], nil
+			}
 		case viewLive:
 			if r.ctl.SlotGen(v.slot) == v.gen {
 				if seq&r.mask >= v.from {
@@ -326,6 +343,8 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	}
 	off := (seq & r.mask) * r.rowSize
 	switch v.kind {
+	case viewCompressed:
+		return r.getCompressed(v, seq)
 	case viewDurable:
 		if err := r.validate(v, n, off>>12, r.mask+1); err != nil {
 			return nil, err
@@ -368,7 +387,7 @@ func (r *Reader) view(n uint64) (*segView, error) {
 		r.segs = append(r.segs, segView{})
 	}
 	v := &r.segs[n]
-	if v.kind == viewDurable {
+	if v.kind == viewDurable || v.kind == viewCompressed {
 		return v, nil
 	}
 	if n < r.ctl.DurableSegs() {
@@ -428,9 +447,15 @@ func (r *Reader) liveDirPath() string {
 }
 
 func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
+	if kind == viewDurable && n < r.ctl.CmpSegs() {
+		return r.mapCompressed(v, n)
+	}
 	path := store.SegPath(r.dir, n)
 	b, err := store.MapSegment(path, store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1})
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
+			return r.mapCompressed(v, n) // compacted since the look above
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
 				return ErrTruncated
@@ -444,6 +469,47 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	*v = segView{kind: kind, rows: b[store.BlockSize:], path: path, file: b}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
+}
+
+// mapCompressed opens segment n's compressed file into v.
+func (r *Reader) mapCompressed(v *segView, n uint64) error {
+	path := store.ZSegPath(r.dir, n)
+	z, err := cseg.Open(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1, Rows: r.mask + 1})
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
+				return ErrTruncated
+			}
+			return fmt.Errorf("reader: segment %d: %w", n, err)
+		}
+		return err
+	}
+	v.release()
+	*v = segView{kind: viewCompressed, path: path, z: z}
+	return nil
+}
+
+// getCompressed decodes the block of compressed view v holding row seq
+// (the rows of the block decoded before are overwritten) and returns the
+// row.
+func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
+	i := seq & r.mask
+	if i < v.bfirst || i >= v.bend {
+		b := int(i / cseg.BlockRows)
+		rows, err := v.z.Block(b, v.rows)
+		if err != nil {
+			v.bfirst, v.bend = 0, 0
+			return nil, err
+		}
+		v.rows = rows
+		v.bfirst = uint64(b) * cseg.BlockRows
+		v.bend = v.bfirst + uint64(len(rows))/r.rowSize
+		if i >= v.bend {
+			return nil, store.Corruptf(v.path, 0, "block %d holds rows up to %d, not row %d", b, v.bend, i)
+		}
+	}
+	o := (i - v.bfirst) * r.rowSize
+	return v.rows[o : o+r.rowSize], nil
 }
 
 // validate checks the rows that start in 4 KiB block blk of a durable

@@ -2,8 +2,10 @@ package reader
 
 import (
 	"errors"
+	"os"
 	"time"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
@@ -36,6 +38,17 @@ type Stat struct {
 	LiveDir   string
 	LiveSlots int
 	Created   time.Time
+	// Compressed is what compaction made of the segments below the
+	// compaction mark that retention has not deleted.
+	Compressed Compressed
+}
+
+// Compressed sums a table's compressed segments.
+type Compressed struct {
+	Segments int
+	RawBytes int64   // the raw files they replaced (rows × row size)
+	Bytes    int64   // the compressed files
+	ColBytes []int64 // compressed bytes per schema column (the check word is not stored)
 }
 
 // Stat returns the table's state. The counts are loaded one after the
@@ -65,6 +78,9 @@ func (r *Reader) Stat() (Stat, error) {
 	}
 	if st.WriterState == index.StateClosed {
 		st.WriterPid = 0
+	}
+	if err := r.statCompressed(&st.Compressed, st.First>>r.shift); err != nil {
+		return st, err
 	}
 	if st.Rows > st.First {
 		st.Segments = (st.Rows-1)>>r.shift - st.First>>r.shift + 1
@@ -101,4 +117,29 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 		return 0, store.Corruptf(path, off, "row %d fails its check", seq)
 	}
 	return store.Row(buf).Ts(), nil
+}
+
+// statCompressed opens (header and index only) every compressed segment
+// from segment first up to the compaction mark.
+func (r *Reader) statCompressed(c *Compressed, first uint64) error {
+	for n := first; n < r.ctl.CmpSegs(); n++ {
+		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1, Rows: r.mask + 1})
+		if errors.Is(err, os.ErrNotExist) && n < r.First()>>r.shift {
+			continue // deleted by retention meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		c.Segments++
+		c.RawBytes += int64(z.Rows()) * int64(r.rowSize)
+		c.Bytes += z.Size()
+		if c.ColBytes == nil {
+			c.ColBytes = make([]int64, len(r.schema.Cols))
+		}
+		for i, b := range z.ColBytes() {
+			c.ColBytes[i] += b
+		}
+		z.Close()
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package reader_test
 
 import (
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/tickdb/tickdb/index"
@@ -68,7 +69,7 @@ func TestStat(t *testing.T) {
 			t.Errorf("%s: no creation time", when)
 		}
 		st.Created = want.Created
-		if st != want {
+		if !reflect.DeepEqual(st, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", when, st, want)
 		}
 	}

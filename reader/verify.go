@@ -97,6 +97,9 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive && seq&r.mask >= r.segs[n].from {
 		return filepath.Join(r.liveDirPath(), store.SlotName(r.segs[n].slot)), off
 	}
+	if n < uint64(len(r.segs)) && r.segs[n].kind == viewCompressed {
+		return store.ZSegPath(r.dir, n), 0 // a decoded row has no byte offset of its own
+	}
 	return store.SegPath(r.dir, n), off
 }
 

@@ -34,6 +34,13 @@ func SegName(n uint64) string { return fmt.Sprintf("seg-%010d.dat", n) }
 // SegPath is the durable segment path for segment n of the table at dir.
 func SegPath(dir string, n uint64) string { return filepath.Join(dir, SegName(n)) }
 
+// ZSegName is the compressed segment file name for segment n (package
+// cseg's format), which replaces SegName(n) once compacted.
+func ZSegName(n uint64) string { return fmt.Sprintf("seg-%010d.zdat", n) }
+
+// ZSegPath is the compressed segment path for segment n of the table at dir.
+func ZSegPath(dir string, n uint64) string { return filepath.Join(dir, ZSegName(n)) }
+
 // SlotName is the live segment slot file name for slot i.
 func SlotName(i int) string { return fmt.Sprintf("slot-%02d.live", i) }
 

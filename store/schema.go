@@ -43,6 +43,9 @@ func ParseColType(s string) (ColType, error) {
 	return 0, fmt.Errorf("%w: unknown column type %q (want sym, f64, i64 or bool)", ErrSchema, s)
 }
 
+// Width is the bytes a column of type t takes in a row.
+func (t ColType) Width() int { return t.width() }
+
 func (t ColType) width() int {
 	switch t {
 	case TypeTs, TypeF64, TypeI64:

@@ -71,6 +71,13 @@ func (c *checkpointer) run() {
 		if _, _, err := w.dropSegments(); err != nil {
 			w.fail.set(err)
 			w.log.Error("writer: retention failed", "table", w.name, "err", err)
+			continue
+		}
+		// Options.CompactAge: segments old enough, compressed here, off
+		// the writer's and the flusher's goroutines.
+		if err := w.autoCompact(); err != nil {
+			w.fail.set(err)
+			w.log.Error("writer: compaction failed", "table", w.name, "err", err)
 		}
 	}
 }

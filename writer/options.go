@@ -107,6 +107,10 @@ type Options struct {
 	// files fit in RetainBytes. The checkpointer deletes the files.
 	RetainAge   time.Duration
 	RetainBytes int64
+	// CompactAge, when set, compresses sealed segments whose rows are all
+	// older than it before the table's last ts (Compact), on the
+	// checkpointer after each checkpoint.
+	CompactAge time.Duration
 	// OnFlush, when set, is called from the flusher goroutine after each
 	// O_DIRECT write with its size and duration (for latency histograms).
 	OnFlush func(bytes int, d time.Duration)

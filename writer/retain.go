@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tickdb/tickdb/store"
@@ -109,19 +110,24 @@ func (w *Writer) dropSegments() (segs int, bytes int64, err error) {
 		return 0, 0, err
 	}
 	for n := w.dropped; n < to; n++ {
-		path := store.SegPath(w.dir, n)
-		st, err := os.Stat(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		found := false
+		for _, path := range []string{store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)} {
+			st, err := os.Stat(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				err = os.Remove(path)
+			}
+			if err != nil {
+				return segs, bytes, fmt.Errorf("writer: retention: %w", err)
+			}
+			found = true
+			bytes += st.Size()
 		}
-		if err == nil {
-			err = os.Remove(path)
+		if found {
+			segs++
 		}
-		if err != nil {
-			return segs, bytes, fmt.Errorf("writer: retention: %w", err)
-		}
-		segs++
-		bytes += st.Size()
 	}
 	w.dropped = to
 	if err := store.SyncPath(w.dir); err != nil {
@@ -156,10 +162,10 @@ func (w *Writer) removeBelowFirst() error {
 	}
 	for _, e := range ents {
 		var n uint64
-		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err != nil || store.SegName(n) != e.Name() || n >= first {
+		if !segNumber(e.Name(), store.SegName, &n) && !segNumber(e.Name(), store.ZSegName, &n) || n >= first {
 			continue
 		}
-		if err := os.Remove(store.SegPath(w.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}

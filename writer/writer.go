@@ -192,6 +192,9 @@ func (w *Writer) open() error {
 		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
 	}
 	w.tsCap = w.ts.Capacity()
+	if err := w.cleanCompaction(); err != nil {
+		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
+	}
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
 	}

@@ -28,6 +28,7 @@ type serveOpts struct {
 	logLevel      string
 	retainAge     time.Duration
 	retainBytes   byteSize
+	compactAfter  time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -63,12 +64,13 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
+	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
-	if o.retainAge < 0 {
-		return fmt.Errorf("--retain-age %v is negative", o.retainAge)
+	if o.retainAge < 0 || o.compactAfter < 0 {
+		return fmt.Errorf("--retain-age %v, --compact-after %v: negative", o.retainAge, o.compactAfter)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -94,7 +96,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log,
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment),
-			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes)},
+			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter},
 	})
 	if err != nil {
 		return err

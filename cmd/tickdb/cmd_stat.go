@@ -78,8 +78,27 @@ type tableStat struct {
 	LiveBytes    int64  `json:"live_bytes"`     // shared memory the live slots hold now (allocated)
 	LiveBytesMax int64  `json:"live_bytes_max"` // the bound: live_slots × segment_bytes
 
+	Compressed *statCompressed `json:"compressed,omitempty"` // nil: no compressed segment
+
 	Created string `json:"created"`
 	Error   string `json:"error,omitempty"` // the table could not be read
+}
+
+// statCompressed is what compaction made of the table's oldest segments:
+// bytes before (raw rows) and after, overall and per column.
+type statCompressed struct {
+	Segments int            `json:"segments"`
+	RawBytes int64          `json:"raw_bytes"`
+	Bytes    int64          `json:"bytes"`
+	Ratio    float64        `json:"ratio"` // raw_bytes / bytes
+	Columns  []statColBytes `json:"columns"`
+}
+
+type statColBytes struct {
+	Name     string  `json:"name"`
+	RawBytes int64   `json:"raw_bytes"` // rows × the column's width
+	Bytes    int64   `json:"bytes"`
+	Ratio    float64 `json:"ratio"`
 }
 
 // statTimeLayout is RFC 3339 with all nine fractional digits, as query
@@ -172,6 +191,18 @@ func statTable(db, name string) (tableStat, error) {
 	ts.Symbols, ts.OutOfOrder = st.Symbols, st.OutOfOrder
 	ts.LiveDir, ts.LiveSlots = st.LiveDir, st.LiveSlots
 	ts.LiveBytesMax = int64(st.LiveSlots) * st.SegmentBytes
+	if c := st.Compressed; c.Segments > 0 && c.Bytes > 0 {
+		rows := c.RawBytes / int64(r.Schema().RowSize)
+		sc := &statCompressed{Segments: c.Segments, RawBytes: c.RawBytes, Bytes: c.Bytes, Ratio: float64(c.RawBytes) / float64(c.Bytes)}
+		for i, col := range r.Schema().Cols {
+			cb := statColBytes{Name: col.Name, RawBytes: rows * int64(col.Type.Width()), Bytes: c.ColBytes[i]}
+			if cb.Bytes > 0 {
+				cb.Ratio = float64(cb.RawBytes) / float64(cb.Bytes)
+			}
+			sc.Columns = append(sc.Columns, cb)
+		}
+		ts.Compressed = sc
+	}
 	if !st.Created.IsZero() {
 		ts.Created = st.Created.UTC().Format(time.RFC3339)
 	}
@@ -276,6 +307,13 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 		statLine(out, "segments", commas(int64(t.Segments)),
 			fmt.Sprintf("%s sealed; %s rows per %s file", commas(int64(t.SealedSegs)), commas(int64(t.SegmentRows)), fmtBytes(t.SegmentBytes)))
 		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s; %s allocated", fmtBytes(t.Bytes), fmtBytes(t.DiskUse)))
+		if c := t.Compressed; c != nil {
+			statLine(out, "compressed", fmt.Sprintf("%d segments", c.Segments),
+				fmt.Sprintf("%s raw → %s (%.1f×)", fmtBytes(c.RawBytes), fmtBytes(c.Bytes), c.Ratio))
+			for _, col := range c.Columns {
+				statLine(out, "  column "+col.Name, fmtBytes(col.Bytes), fmt.Sprintf("%s raw (%.1f×)", fmtBytes(col.RawBytes), col.Ratio))
+			}
+		}
 		statLine(out, "symbols", commas(int64(t.Symbols)))
 		statLine(out, "out-of-order rows", commas(int64(t.OutOfOrder)))
 		switch w := t.Writer; {

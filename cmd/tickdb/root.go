@@ -73,6 +73,7 @@ them back from a second process and prints throughput and latency.`,
 		newVerifyCmd(g),
 		newBenchCmd(g),
 		newRetainCmd(g),
+		newCompactCmd(g),
 	)
 	return root
 }

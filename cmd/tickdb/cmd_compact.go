@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+type compactOpts struct {
+	table     string
+	olderThan time.Duration
+}
+
+func newCompactCmd(g *globals) *cobra.Command {
+	o := &compactOpts{}
+	cmd := &cobra.Command{
+		Use:   "compact [--table T] [--older-than DUR]",
+		Short: "Compress old sealed segments (columnar, zstd); every query still reads them",
+		Long: `compact rewrites each table's old sealed segments, oldest first, into
+compressed columnar files (delta-of-delta timestamps, per-symbol price and
+size deltas, packed symbol ids, zstd; docs/FORMAT.md), which every read path
+serves as before. --older-than picks the segments whose rows are all older
+than that before the table's last timestamp (default: every segment that
+qualifies). The newest sealed segment and those the writer's recovery may
+re-read (past its last index checkpoint) stay raw.
+
+Each segment is swapped crash-safely: the compressed file is written and
+synced beside the raw one, the switch is published in the control file,
+and only then is the raw file removed. Readers that have the raw file
+mapped keep reading it.
+
+compact takes the table's writer lock, so it fails on a table a running
+writer holds (such as "tickdb serve"): give that process --compact-after
+instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCompact(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.table, "table", "", "only this table (default: all)")
+	f.DurationVar(&o.olderThan, "older-than", 0, "compress only segments whose rows are all older than this before the table's last ts")
+	return cmd
+}
+
+func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
+	if o.olderThan < 0 {
+		return fmt.Errorf("--older-than %v is negative", o.olderThan)
+	}
+	names := listTables(g.db)
+	if o.table != "" {
+		if store.ValidTableName(o.table) != nil || !contains(names, o.table) {
+			return fmt.Errorf("compact: no table %q in %s; tables: %s", o.table, g.db, tablesText(g.db))
+		}
+		names = []string{o.table}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("compact: no tables in %s", g.db)
+	}
+	out := cmd.OutOrStdout()
+	for _, name := range names {
+		w, err := writer.Open(g.db, name, nil)
+		if errors.Is(err, writer.ErrLocked) {
+			return fmt.Errorf("compact: %w: its writer compacts (serve --compact-after)", err)
+		}
+		if err != nil {
+			return fmt.Errorf("compact: %s: %w", name, err)
+		}
+		res, err := w.Compact(o.olderThan)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("compact: %s: %w", name, err)
+		}
+		ratio := 0.0
+		if res.Bytes > 0 {
+			ratio = float64(res.RawBytes) / float64(res.Bytes)
+		}
+		fmt.Fprintf(out, "%s: compressed %d segments, %s → %s (%.1f×)\n", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio)
+	}
+	return nil
+}

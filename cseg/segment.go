@@ -1,0 +1,475 @@
+package cseg
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/tickdb/tickdb/codec"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Segment is an open compressed segment file, mapped read-only.
+//
+// A Segment is used by one goroutine at a time: Block decodes through
+// scratch buffers it owns (see the package doc's Concurrency section). The
+// rows Block returns live in the caller's dst, not in the mapping, so they
+// stay valid after Close.
+type Segment struct {
+	layout
+	path    string
+	data    []byte // the mapping; nil once closed
+	size    int64
+	h       Header
+	blocks  []blockEntry
+	colLens []uint32 // nblocks × ncols frame lengths, from the index
+	colSum  []int64  // per column: bytes in all blocks, length prefixes included
+
+	// Block's scratch.
+	frames []frame
+	raw    []byte
+	ts     []int64
+	keys   []uint32
+	u32    []uint32
+	f64    []float64
+	i64    []int64
+	bools  []bool
+	state  codec.State
+}
+
+// frame locates one column's zstd frame in the file.
+type frame struct {
+	off int64
+	len int
+}
+
+// Open maps the compressed segment at path and checks its header against
+// want (magic, version, table id, segment number, row size, rows per
+// segment, and the row count unless want.Rows is 0) and against the schema
+// s (the table's, from ctl: column count and types), the header's CRC32C,
+// and the block index (its CRC32C, and that its blocks tile the file, have
+// the row counts the header implies and do not go back in time). It does
+// not read the blocks: Block checks each one when it decodes it.
+//
+// An error opening the file is returned as is (os.ErrNotExist included);
+// a file that fails a check gives a *store.CorruptError naming path and the
+// byte offset of the field at fault. A schema whose row size is not
+// want.RowSize gives an error wrapping ErrArgs.
+func Open(path string, s *store.Schema, want Header) (*Segment, error) {
+	if err := checkHeader(s, want); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size < headerSize+4 {
+		return nil, store.Corruptf(path, size, "compressed segment is %d bytes, shorter than a header and an index (%d)", size, headerSize+4)
+	}
+	b, err := store.MapShared(f, int(size), false)
+	if err != nil {
+		return nil, err
+	}
+	g := &Segment{layout: newLayout(s), path: path, data: b, size: size}
+	if err := g.parse(s, want); err != nil {
+		store.Unmap(b)
+		return nil, err
+	}
+	g.grow(min(int(g.h.Rows), BlockRows))
+	return g, nil
+}
+
+// grow allocates Block's scratch for blocks of n rows: only the typed
+// buffers the schema's columns need, so opening a segment to read one block
+// stays cheap.
+func (g *Segment) grow(n int) {
+	g.frames = make([]frame, len(g.cols))
+	g.raw = make([]byte, 0, maxColumnBlock(n))
+	g.ts = make([]int64, 0, n)
+	if g.symCol >= 0 {
+		g.keys = make([]uint32, 0, n)
+	}
+	for c, col := range g.cols {
+		switch {
+		case col.Type == store.TypeSym && c != g.symCol && g.u32 == nil:
+			g.u32 = make([]uint32, 0, n)
+		case col.Type == store.TypeF64 && g.f64 == nil:
+			g.f64 = make([]float64, 0, n)
+		case col.Type == store.TypeI64 && g.i64 == nil:
+			g.i64 = make([]int64, 0, n)
+		case col.Type == store.TypeBool && g.bools == nil:
+			g.bools = make([]bool, 0, n)
+		}
+	}
+}
+
+// parse checks the header and the index of g.data and fills g.h, g.blocks,
+// g.colLens and g.colSum.
+func (g *Segment) parse(s *store.Schema, want Header) error {
+	b, path := g.data, g.path
+	size := int64(len(b))
+	if string(b[hMagic:hMagic+8]) != Magic {
+		return store.Corruptf(path, hMagic, "bad compressed segment magic %q, want %q", b[hMagic:hMagic+8], Magic)
+	}
+	if got, want := le.Uint32(b[hCheck:]), store.CRC32C(b[:hCheck]); got != want {
+		return store.Corruptf(path, hCheck, "header check %08x, computed %08x", got, want)
+	}
+	if v := le.Uint32(b[hVersion:]); v != Version {
+		return store.Corruptf(path, hVersion, "compressed segment format version %d, this build reads %d", v, Version)
+	}
+	if v := le.Uint32(b[hReserved:]); v != 0 {
+		return store.Corruptf(path, hReserved, "reserved header word is %#x, want 0", v)
+	}
+	for i := hEnd; i < headerSize; i++ {
+		if b[i] != 0 {
+			return store.Corruptf(path, int64(i), "nonzero byte %#02x in the header's zero area", b[i])
+		}
+	}
+	var h Header
+	copy(h.TableID[:], b[hTableID:hTableID+16])
+	h.SegNo = le.Uint64(b[hSegNo:])
+	h.RowsPerSeg = le.Uint64(b[hRowsPerSeg:])
+	h.Rows = le.Uint64(b[hRows:])
+	h.RowSize = int(le.Uint32(b[hRowSize:]))
+	switch {
+	case h.TableID != want.TableID:
+		return store.Corruptf(path, hTableID, "table id %x, want %x", h.TableID, want.TableID)
+	case h.SegNo != want.SegNo:
+		return store.Corruptf(path, hSegNo, "segment %d, want %d", h.SegNo, want.SegNo)
+	case h.RowsPerSeg != want.RowsPerSeg:
+		return store.Corruptf(path, hRowsPerSeg, "%d rows per segment, want %d", h.RowsPerSeg, want.RowsPerSeg)
+	case h.Rows > h.RowsPerSeg || (want.Rows != 0 && h.Rows != want.Rows):
+		return store.Corruptf(path, hRows, "%d rows, want %d (at most %d)", h.Rows, want.Rows, h.RowsPerSeg)
+	case h.RowSize != want.RowSize:
+		return store.Corruptf(path, hRowSize, "%d-byte rows, want %d", h.RowSize, want.RowSize)
+	}
+	if v := le.Uint32(b[hBlockRows:]); v != BlockRows {
+		return store.Corruptf(path, hBlockRows, "%d rows per block, want %d", v, BlockRows)
+	}
+	nblocks := numBlocks(h.Rows)
+	if v := le.Uint32(b[hBlocks:]); uint64(v) != nblocks {
+		return store.Corruptf(path, hBlocks, "%d blocks for %d rows, want %d", v, h.Rows, nblocks)
+	}
+	ncols := len(s.Cols)
+	if v := le.Uint32(b[hCols:]); v != uint32(ncols) {
+		return store.Corruptf(path, hCols, "%d columns, the schema has %d", v, ncols)
+	}
+	for i := range colTypesBytes {
+		var t byte
+		if i < ncols {
+			t = byte(s.Cols[i].Type)
+		}
+		if b[hColTypes+i] != t {
+			return store.Corruptf(path, int64(hColTypes+i), "column %d has type code %d, the schema's is %d", i, b[hColTypes+i], t)
+		}
+	}
+	es := int64(entrySize(ncols))
+	indexOff, indexLen := le.Uint64(b[hIndexOff:]), le.Uint64(b[hIndexLen:])
+	if indexOff < headerSize || indexOff%8 != 0 || indexOff > uint64(size) {
+		return store.Corruptf(path, hIndexOff, "index offset %d in a %d-byte file", indexOff, size)
+	}
+	if indexLen != uint64(size)-indexOff || indexLen != nblocks*uint64(es)+4 {
+		return store.Corruptf(path, hIndexLen, "index of %d bytes at %d in a %d-byte file, want %d for %d blocks",
+			indexLen, indexOff, size, nblocks*uint64(es)+4, nblocks)
+	}
+	g.h = h
+	return g.parseIndex(int64(indexOff), int(nblocks), int(es))
+}
+
+// parseIndex checks the block index at off and fills g.blocks, g.colLens
+// and g.colSum.
+func (g *Segment) parseIndex(off int64, nblocks, es int) error {
+	b, path, ncols := g.data, g.path, len(g.cols)
+	index := b[off:]
+	n := nblocks * es
+	if got, want := le.Uint32(index[n:]), store.CRC32C(index[:n]); got != want {
+		return store.Corruptf(path, off+int64(n), "block index check %08x, computed %08x", got, want)
+	}
+	g.blocks = make([]blockEntry, nblocks)
+	g.colLens = make([]uint32, nblocks*ncols)
+	g.colSum = make([]int64, ncols)
+	next := int64(headerSize)
+	prevMax := int64(math.MinInt64)
+	for i := range nblocks {
+		e := index[i*es : (i+1)*es]
+		eo := off + int64(i*es) // the entry's file offset, for errors
+		ent := blockEntry{
+			off:   int64(le.Uint64(e[eOff:])),
+			len:   int(le.Uint32(e[eLen:])),
+			rows:  int(le.Uint32(e[eRows:])),
+			minTs: int64(le.Uint64(e[eMinTs:])),
+			maxTs: int64(le.Uint64(e[eMaxTs:])),
+			crc:   le.Uint32(e[eCRC:]),
+		}
+		wantRows := min(int(g.h.Rows-uint64(i)*BlockRows), BlockRows)
+		switch {
+		case ent.off != next:
+			return store.Corruptf(path, eo+eOff, "block %d at offset %d, want %d", i, ent.off, next)
+		case int64(ent.len) > off-next:
+			return store.Corruptf(path, eo+eLen, "block %d of %d bytes at %d runs past the index at %d", i, ent.len, ent.off, off)
+		case ent.rows != wantRows:
+			return store.Corruptf(path, eo+eRows, "block %d holds %d rows, want %d", i, ent.rows, wantRows)
+		case ent.minTs > ent.maxTs:
+			return store.Corruptf(path, eo+eMinTs, "block %d: min ts %d above max ts %d", i, ent.minTs, ent.maxTs)
+		case ent.minTs < prevMax:
+			return store.Corruptf(path, eo+eMinTs, "block %d: min ts %d below the previous block's max %d", i, ent.minTs, prevMax)
+		case le.Uint32(e[eReserved:]) != 0:
+			return store.Corruptf(path, eo+eReserved, "block %d: reserved word is %#x, want 0", i, le.Uint32(e[eReserved:]))
+		}
+		for j := eColLen + 4*ncols; j < es; j++ {
+			if e[j] != 0 {
+				return store.Corruptf(path, eo+int64(j), "block %d: nonzero entry padding", i)
+			}
+		}
+		sum := int64(frameLenSize * ncols)
+		for c := range ncols {
+			l := le.Uint32(e[eColLen+4*c:])
+			g.colLens[i*ncols+c] = l
+			g.colSum[c] += int64(frameLenSize) + int64(l)
+			sum += int64(l)
+		}
+		if sum != int64(ent.len) {
+			return store.Corruptf(path, eo+eColLen, "block %d: column frames and their lengths take %d bytes, the block %d", i, sum, ent.len)
+		}
+		g.blocks[i] = ent
+		next += int64(ent.len)
+		prevMax = ent.maxTs
+	}
+	if (next+7)&^7 != off {
+		return store.Corruptf(path, next, "blocks end at %d, want the index at %d just after them (8-aligned)", next, off)
+	}
+	for i := next; i < off; i++ {
+		if b[i] != 0 {
+			return store.Corruptf(path, i, "nonzero byte %#02x before the index", b[i])
+		}
+	}
+	return nil
+}
+
+// Rows is the number of rows the segment stores.
+func (g *Segment) Rows() uint64 { return g.h.Rows }
+
+// Blocks is the number of blocks: ceil(Rows / BlockRows).
+func (g *Segment) Blocks() int { return len(g.blocks) }
+
+// Size is the file's size in bytes.
+func (g *Segment) Size() int64 { return g.size }
+
+// ColBytes returns the compressed bytes of each schema column (schema
+// order), summed over the blocks, each column frame's 4-byte length
+// prefix included, as recorded in the index (no block is read). The
+// returned slice is the caller's.
+func (g *Segment) ColBytes() []int64 { return slices.Clone(g.colSum) }
+
+// BlockTs returns the ts of block b's first and last rows, from the index.
+// b must be in [0, Blocks()).
+func (g *Segment) BlockTs(b int) (min, max int64) {
+	e := &g.blocks[b]
+	return e.minTs, e.maxTs
+}
+
+// Close unmaps the file. Rows already returned by Block stay valid (they
+// are in the caller's buffer); Block fails with ErrClosed afterwards.
+// Closing twice is a no-op.
+func (g *Segment) Close() error {
+	b := g.data
+	g.data = nil
+	return store.Unmap(b)
+}
+
+// Block decodes block b into dst[:n*RowSize], where n is the block's row
+// count (BlockRows, or fewer for the last block), and returns that slice;
+// dst is replaced by a new buffer when its capacity is short. Each row is
+// the raw segment's row: every column at its schema offset, padding zero,
+// and the check word recomputed (store.Seal) for sequence number
+// SegNo*RowsPerSeg + b*BlockRows + i.
+//
+// Before decoding, Block checks the block's CRC32C and that each column
+// frame has the length the index gives; while decoding, that every frame
+// decompresses and decodes to exactly n values with no bytes left over, and
+// that ts never goes back and starts and ends at the index's min and max.
+// A failure is a *store.CorruptError naming the file and the offset of the
+// block or the column frame at fault; dst's contents are then undefined.
+//
+// With a dst of capacity BlockRows*RowSize and the Segment's scratch warm
+// (after its first Block), Block allocates nothing, unless the block's sym
+// ids reach 65536 (see the package doc's Caveats). b out of range is an
+// error wrapping ErrArgs.
+func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
+	if g.data == nil {
+		return dst, ErrClosed
+	}
+	if b < 0 || b >= len(g.blocks) {
+		return dst, fmt.Errorf("%w: block %d of %d", ErrArgs, b, len(g.blocks))
+	}
+	e := &g.blocks[b]
+	body := g.data[e.off : e.off+int64(e.len)]
+	if got := store.CRC32C(body); got != e.crc {
+		return dst, store.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", b, got, e.crc)
+	}
+	ncols := len(g.cols)
+	p := 0
+	for c := range ncols {
+		// The index's lengths tile the block (Open checked), so the
+		// prefixes are in bounds; they must agree with the index.
+		l := le.Uint32(body[p:])
+		if want := g.colLens[b*ncols+c]; l != want {
+			return dst, store.Corruptf(g.path, e.off+int64(p), "block %d column %q: frame length %d, the index says %d", b, g.names[c], l, want)
+		}
+		g.frames[c] = frame{off: e.off + int64(p+frameLenSize), len: int(l)}
+		p += frameLenSize + int(l)
+	}
+
+	n, rs := e.rows, g.rs
+	if cap(dst) < n*rs {
+		dst = make([]byte, n*rs)
+	}
+	dst = dst[:n*rs]
+	var key []uint32
+	if g.symCol >= 0 {
+		raw, err := g.frameBytes(b, g.symCol, n)
+		if err != nil {
+			return dst, err
+		}
+		keys, used, err := codec.DecodeU32(g.keys[:0], raw, n)
+		if err = g.decoded(b, g.symCol, raw, used, err); err != nil {
+			return dst, err
+		}
+		key, g.keys = keys, keys
+		scatterU32(dst, rs, g.cols[g.symCol].Off, key)
+	}
+	for c, col := range g.cols {
+		if c == g.symCol {
+			continue
+		}
+		raw, err := g.frameBytes(b, c, n)
+		if err != nil {
+			return dst, err
+		}
+		var used int
+		switch col.Type {
+		case store.TypeTs:
+			g.ts, used, err = codec.DecodeTs(g.ts[:0], raw, n)
+			if err = g.decoded(b, c, raw, used, err); err != nil {
+				return dst, err
+			}
+			if err = g.scatterTs(b, dst, e); err != nil {
+				return dst, err
+			}
+		case store.TypeSym:
+			g.u32, used, err = codec.DecodeU32(g.u32[:0], raw, n)
+			if err = g.decoded(b, c, raw, used, err); err != nil {
+				return dst, err
+			}
+			scatterU32(dst, rs, col.Off, g.u32)
+		case store.TypeF64:
+			g.f64, used, err = codec.DecodeF64(g.f64[:0], raw, n, key, &g.state)
+			if err = g.decoded(b, c, raw, used, err); err != nil {
+				return dst, err
+			}
+			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
+				le.PutUint64(dst[o:], math.Float64bits(g.f64[i]))
+			}
+		case store.TypeI64:
+			g.i64, used, err = codec.DecodeI64(g.i64[:0], raw, n, key, &g.state)
+			if err = g.decoded(b, c, raw, used, err); err != nil {
+				return dst, err
+			}
+			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
+				le.PutUint64(dst[o:], uint64(g.i64[i]))
+			}
+		case store.TypeBool:
+			g.bools, used, err = codec.DecodeBool(g.bools[:0], raw, n)
+			if err = g.decoded(b, c, raw, used, err); err != nil {
+				return dst, err
+			}
+			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
+				var x byte
+				if g.bools[i] {
+					x = 1
+				}
+				dst[o] = x
+			}
+		}
+	}
+	seal(dst, rs, g.padLo, g.padHi, g.h.baseSeq()+uint64(b)*BlockRows)
+	return dst, nil
+}
+
+// seal zeroes the padding [padLo, padHi) of each rs-byte row of dst and
+// writes its check word, the first row's for sequence number seq. 32-byte
+// rows (the tick schema) have no padding and take store.Check32 inline, as
+// the writer's append loop does; the result is store.Seal's.
+func seal(dst []byte, rs, padLo, padHi int, seq uint64) {
+	if rs == 32 && padLo == 28 {
+		for o := 0; o+32 <= len(dst); o += 32 {
+			row := dst[o : o+32 : o+32]
+			le.PutUint32(row[28:], store.Check32(seq, le.Uint64(row[0:]), le.Uint64(row[8:]), le.Uint64(row[16:]), le.Uint32(row[24:])))
+			seq++
+		}
+		return
+	}
+	for o := 0; o+rs <= len(dst); o += rs {
+		row := dst[o : o+rs]
+		clear(row[padLo:padHi])
+		store.Seal(seq, row)
+		seq++
+	}
+}
+
+// frameBytes decompresses column c's frame of block b (n rows) into g.raw
+// and returns it.
+func (g *Segment) frameBytes(b, c, n int) ([]byte, error) {
+	fr := g.frames[c]
+	raw, err := codec.Decompress(g.raw[:0], g.data[fr.off:fr.off+int64(fr.len)], maxColumnBlock(n))
+	if err != nil {
+		return nil, store.Corruptf(g.path, fr.off, "block %d column %q: %v", b, g.names[c], err)
+	}
+	g.raw = raw
+	return raw, nil
+}
+
+// decoded turns the outcome of decoding column c of block b from raw (used
+// bytes of it, or err) into a corrupt error, or nil.
+func (g *Segment) decoded(b, c int, raw []byte, used int, err error) error {
+	if err != nil {
+		return store.Corruptf(g.path, g.frames[c].off, "block %d column %q: %v", b, g.names[c], err)
+	}
+	if used != len(raw) {
+		return store.Corruptf(g.path, g.frames[c].off, "block %d column %q: %d bytes after the column's values", b, g.names[c], len(raw)-used)
+	}
+	return nil
+}
+
+// scatterTs writes the decoded ts into the rows of dst, checking that they
+// never go back and span exactly the index's [min, max] for block e.
+func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
+	ts := g.ts
+	prev := e.minTs
+	for i, o := 0, 0; i < len(ts); i, o = i+1, o+g.rs {
+		t := ts[i]
+		if t < prev {
+			return store.Corruptf(g.path, g.frames[0].off, "block %d row %d: ts %d below %d", b, i, t, prev)
+		}
+		prev = t
+		le.PutUint64(dst[o:], uint64(t))
+	}
+	if len(ts) > 0 && (ts[0] != e.minTs || prev != e.maxTs) {
+		return store.Corruptf(g.path, g.frames[0].off, "block %d: ts from %d to %d, the index says %d to %d", b, ts[0], prev, e.minTs, e.maxTs)
+	}
+	return nil
+}
+
+// scatterU32 writes v into the u32 column at offset off of the rows of dst.
+func scatterU32(dst []byte, rs, off int, v []uint32) {
+	for i, o := 0, off; i < len(v); i, o = i+1, o+rs {
+		le.PutUint32(dst[o:], v[i])
+	}
+}

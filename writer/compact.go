@@ -1,0 +1,241 @@
+package writer
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/store"
+)
+
+// Compaction rewrites old sealed segments into compressed files (package
+// cseg) that every read path serves. One segment at a time, in order, so
+// the compaction mark (ctl cmpSegs) says which are compressed: segments
+// below it. For segment n:
+//
+//  1. encode the raw file's rows (every check word verified) into
+//     seg-n.zdat.tmp and fsync it;
+//  2. rename it to seg-n.zdat and fsync the directory;
+//  3. publish cmpSegs = n+1 and msync ctl;
+//  4. remove seg-n.dat and fsync the directory.
+//
+// A crash after any step leaves one valid copy the published mark points
+// to: before 3 the raw file (Open removes the orphan .tmp or .zdat), after
+// it the compressed one (Open removes the raw file 4 did not). A reader
+// that has the raw file mapped keeps reading it; one that maps segment n
+// after step 3 opens the compressed file, and one that finds the raw file
+// gone looks at the mark again.
+//
+// Only segments whose rows the recovery paths never read again are
+// compacted: sealed, durable, below the last sealed one and wholly below
+// the last index checkpoint (a cold open re-reads the rows from the
+// checkpoint on, and the last durable row, from the raw files).
+
+// CompactResult is what one compaction pass did.
+type CompactResult struct {
+	Segments int   // segments compressed
+	RawBytes int64 // bytes of the raw files replaced
+	Bytes    int64 // bytes of the compressed files written
+}
+
+// compactHook, when set (tests), is called after each numbered step of
+// compacting a segment, to kill the process there.
+var compactHook func(seg uint64, step int)
+
+// Compact compresses, oldest first, the segments that qualify (above)
+// and hold only rows older than olderThan before the table's last ts (0:
+// every qualifying segment). It returns when they are done. Writer
+// goroutine only, like Append; a long pass holds the writer up, so a
+// server leaves it to Options.CompactAge, which compacts on the
+// checkpointer.
+func (w *Writer) Compact(olderThan time.Duration) (CompactResult, error) {
+	if w.closed {
+		return CompactResult{}, ErrClosed
+	}
+	if err := w.fail.get(); err != nil {
+		return CompactResult{}, err
+	}
+	return w.compact(olderThan, w.seq, w.lastTs)
+}
+
+// compact compresses the qualifying segments below the row count seq
+// (the writer's, as of the caller) with last ts lastTs.
+func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (CompactResult, error) {
+	w.dropMu.Lock() // retention must not unlink a segment being compacted
+	defer w.dropMu.Unlock()
+	var res CompactResult
+	for {
+		n := max(w.ctl.CmpSegs(), w.firstSeqAtomic()>>w.shift)
+		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
+			return res, nil
+		}
+		raw, z, err := w.compactSegment(n)
+		if err != nil {
+			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
+		}
+		res.Segments++
+		res.RawBytes += raw
+		res.Bytes += z
+	}
+}
+
+// compactLimit is the first segment compaction must leave raw.
+func (w *Writer) compactLimit(seq uint64) uint64 {
+	ds := w.ctl.DurableSegs()
+	ck := w.ctl.Checkpoint().Seq
+	if ds == 0 || ck == 0 {
+		return 0
+	}
+	return min(ds-1, (ck-1)>>w.shift, seq>>w.shift)
+}
+
+// olderThan reports whether every row of segment n is older than age
+// before lastTs (always, for age 0), by the time index entry at or after
+// the next segment's first row, as retention does.
+func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64) bool {
+	if age <= 0 {
+		return true
+	}
+	cut := lastTs - int64(age)
+	if cut > lastTs {
+		cut = math.MinInt64
+	}
+	e := ((n+1)<<w.shift + w.strideMask) >> w.strideShft
+	return e<<w.strideShft < seq && e < w.ts.Capacity() && w.ts.At(e) < cut
+}
+
+// firstSeqAtomic is the published first row, safe off the writer
+// goroutine (the checkpointer compacts too).
+func (w *Writer) firstSeqAtomic() uint64 { return w.ctl.FirstSeq() }
+
+// compactSegment runs the four steps for segment n and returns the raw
+// and compressed file sizes.
+func (w *Writer) compactSegment(n uint64) (rawBytes, zBytes int64, err error) {
+	rawPath, zPath := store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)
+	b, err := w.mapDurable(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	if b == nil {
+		return 0, 0, store.Corruptf(rawPath, 0, "segment file missing below the durable count")
+	}
+	defer store.Unmap(b)
+	rows := b[store.BlockSize : store.BlockSize+w.rps*w.rowSize]
+	tmp := zPath + ".tmp"
+	_ = os.Remove(tmp) // a crashed pass's
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, 0, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	st, err := cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: w.rps}, rows, rawPath)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, 0, err
+	}
+	w.compactStep(n, 1)
+	if err := os.Rename(tmp, zPath); err != nil {
+		return 0, 0, err
+	}
+	if err := store.SyncPath(w.dir); err != nil {
+		return 0, 0, err
+	}
+	w.compactStep(n, 2)
+	w.ctl.SetCmpSegs(n + 1)
+	if err := w.ctl.Sync(); err != nil {
+		return 0, 0, err
+	}
+	w.compactStep(n, 3)
+	if err := os.Remove(rawPath); err != nil {
+		return 0, 0, err
+	}
+	if err := store.SyncPath(w.dir); err != nil {
+		return 0, 0, err
+	}
+	w.compactStep(n, 4)
+	w.log.Info("writer: compacted segment", "table", w.name, "segment", n, "raw_bytes", int64(len(b)), "bytes", st.Bytes)
+	return int64(len(b)), st.Bytes, nil
+}
+
+func (w *Writer) compactStep(n uint64, step int) {
+	if compactHook != nil {
+		compactHook(n, step)
+	}
+}
+
+// autoCompact applies Options.CompactAge on the checkpointer.
+func (w *Writer) autoCompact() error {
+	if w.opts.CompactAge <= 0 {
+		return nil
+	}
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	_, err = w.compact(w.opts.CompactAge, snap.Visible, snap.LastTs)
+	return err
+}
+
+// cleanCompaction settles what a crash during compaction left, from the
+// published mark: below it the compressed file is the segment (a raw file
+// left is removed), at or past it the raw file is (a compressed or .tmp
+// file is removed). Open only.
+func (w *Writer) cleanCompaction() error {
+	mark := w.ctl.CmpSegs()
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, e := range ents {
+		name := e.Name()
+		var n uint64
+		var path string
+		switch {
+		case strings.HasSuffix(name, ".zdat.tmp"):
+			path = name
+		case segNumber(name, store.ZSegName, &n) && n >= mark:
+			path = name
+		case segNumber(name, store.SegName, &n) && n < mark:
+			if _, err := os.Stat(store.ZSegPath(w.dir, n)); err != nil {
+				return store.Corruptf(store.ZSegPath(w.dir, n), 0, "compressed segment missing below the compaction mark %d", mark)
+			}
+			path = name
+		default:
+			continue
+		}
+		if err := os.Remove(filepath.Join(w.dir, path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		removed = true
+	}
+	if removed {
+		return store.SyncPath(w.dir)
+	}
+	return nil
+}
+
+// segNumber parses a segment file name made by namer into n.
+func segNumber(name string, namer func(uint64) string, n *uint64) bool {
+	var v uint64
+	if _, err := fmt.Sscanf(name, "seg-%d.", &v); err != nil || namer(v) != name {
+		return false
+	}
+	*n = v
+	return true
+}

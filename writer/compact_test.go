@@ -1,0 +1,319 @@
+package writer_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// compactSegRows is the rows per segment of the compaction tests: 512 KiB
+// of 32-byte rows, four compressed blocks a segment.
+const compactSegRows = 16384
+
+// compactTable writes n generated ticks (20 symbols) into table "t" with
+// compactSegRows-row segments, closes the writer and returns every row as
+// written (check words included), read back through a reader.
+func compactTable(t *testing.T, db, live string, n int) []byte {
+	t.Helper()
+	s := store.TickSchema()
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: compactSegRows * 32, LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gen.New(gen.Options{Symbols: 20, Seed: 7})
+	for _, name := range g.Symbols() {
+		if _, err := w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symc, _ := s.Col("sym")
+	price, _ := s.Col("price")
+	size, _ := s.Col("size")
+	row := w.NewRow()
+	for i := 0; i < n; i++ {
+		tk := g.Next()
+		row.SetTs(tk.Ts)
+		row.SetSym(symc, uint32(tk.Sym))
+		row.SetF64(price, tk.Price)
+		row.SetI64(size, tk.Size)
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			w.Publish()
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return allRows(t, db, live)
+}
+
+// allRows reads every row of table "t" by Get, copied.
+func allRows(t *testing.T, db, live string) []byte {
+	t.Helper()
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []byte
+	for s := r.First(); s < r.Count(); s++ {
+		row, err := r.Get(s)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", s, err)
+		}
+		out = append(out, row...)
+	}
+	return out
+}
+
+// checkTable checks that table "t" reads exactly want (all rows, by Get,
+// by Range, by RangeSym of every symbol and by SeekTime) and verifies.
+func checkTable(t *testing.T, db, live string, want []byte) {
+	t.Helper()
+	if got := allRows(t, db, live); !bytes.Equal(got, want) {
+		t.Fatalf("rows by Get differ: %d bytes, want %d", len(got), len(want))
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for it.Next() {
+		got = append(got, it.Row()...)
+	}
+	if it.Err() != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Range: %d bytes (%v), want %d", len(got), it.Err(), len(want))
+	}
+	first := r.First() // want starts at the first row
+	symc, _ := r.Schema().Col("sym")
+	for id := uint32(0); id < uint32(r.Symbols()); id++ {
+		if err := r.RangeSym(math.MinInt64, math.MaxInt64, id, &it); err != nil {
+			t.Fatal(err)
+		}
+		var rows int
+		for it.Next() {
+			o := int(it.Seq()-first) * 32
+			if !bytes.Equal(it.Row(), want[o:o+32]) || it.Row().Sym(symc) != id {
+				t.Fatalf("RangeSym(%d): row %d differs", id, it.Seq())
+			}
+			rows++
+		}
+		if it.Err() != nil || rows == 0 {
+			t.Fatalf("RangeSym(%d): %d rows, %v", id, rows, it.Err())
+		}
+	}
+	for i := 0; i < len(want)/32; i += 997 {
+		ts := int64(le64(want[i*32:]))
+		s, err := r.SeekTime(ts)
+		seq := first + uint64(i)
+		if err != nil || s > seq || s < first || (s < seq && int64(le64(want[(s-first)*32:])) != ts) {
+			t.Fatalf("SeekTime(%d) = %d, %v; row %d has it", ts, s, err, seq)
+		}
+	}
+	if _, err := reader.Verify(db, "t", nil); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+}
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func TestCompactReadsTheSame(t *testing.T) {
+	db, live := testutil.DB(t)
+	const n = 6*compactSegRows + 1000
+	want := compactTable(t, db, live, n)
+	dir := filepath.Join(db, "t")
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Compact(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Segments 0-4 qualify: 5 is the newest sealed one, 6 is being written.
+	if res.Segments != 5 || res.Bytes <= 0 || res.RawBytes/res.Bytes < 4 {
+		t.Fatalf("compact: %+v", res)
+	}
+	for s := uint64(0); s < 5; s++ {
+		if _, err := os.Stat(store.SegPath(dir, s)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("raw segment %d still there: %v", s, err)
+		}
+		if _, err := os.Stat(store.ZSegPath(dir, s)); err != nil {
+			t.Fatalf("compressed segment %d: %v", s, err)
+		}
+	}
+	if again, err := w.Compact(0); err != nil || again.Segments != 0 {
+		t.Fatalf("second pass: %+v %v", again, err)
+	}
+	checkTable(t, db, live, want)
+	// The writer goes on appending; reopened, it recovers as before.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Len() != n {
+		t.Fatalf("reopened with %d rows, want %d", w.Len(), n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, db, live, want)
+	// Retention deletes compressed segments like raw ones.
+	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := w.Retain(0, 3*store.SegFileSize(32, compactSegRows))
+	if err != nil || rr.FirstSeq != 4*compactSegRows || rr.Segments != 4 {
+		t.Fatalf("retain: %+v %v", rr, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(store.ZSegPath(dir, 3)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("compressed segment 3 after retention: %v", err)
+	}
+	checkTable(t, db, live, want[4*compactSegRows*32:])
+}
+
+// TestCompactCrash kills a compacting process after each step of the swap
+// and checks that the table reads the same after a writer reopens it.
+func TestCompactCrash(t *testing.T) {
+	db, live := testutil.DB(t)
+	want := compactTable(t, db, live, 4*compactSegRows+10)
+	for step := 1; step <= 4; step++ {
+		c := testutil.StartChild(t, "TestChildCompact", "compact",
+			&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
+		if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
+			t.Fatalf("step %d: the compacting child was not killed: %v\n%s", step, err, c.Log())
+		}
+		// A writer settles what the crash left; the table reads the same.
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		if err != nil {
+			t.Fatalf("step %d: reopen: %v", step, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(db, "t")
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if filepath.Ext(e.Name()) == ".tmp" {
+				t.Fatalf("step %d: %s left", step, e.Name())
+			}
+		}
+		checkTable(t, db, live, want)
+	}
+}
+
+// TestChildCompact compacts table "t" and is killed (SIGKILL) after step
+// TICKDB_STEP of the first segment it compacts.
+func TestChildCompact(t *testing.T) {
+	testutil.ChildRole(t, "compact")
+	step, _ := strconv.Atoi(os.Getenv("TICKDB_STEP"))
+	first := true
+	writer.SetCompactHook(func(_ uint64, s int) {
+		if first && s == step {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			time.Sleep(time.Minute)
+		}
+	})
+	w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Compact(0)
+	first = false
+	t.Fatal("compaction finished without reaching the step")
+}
+
+// A reader in another process keeps reading through a compaction: the raw
+// rows it has mapped, and the compressed segments it opens afterwards.
+func TestCompactReaderInOtherProcess(t *testing.T) {
+	db, live := testutil.DB(t)
+	want := compactTable(t, db, live, 3*compactSegRows+10)
+	c := testutil.StartChild(t, "TestChildCompactReader", "compact-reader",
+		&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live}})
+	c.Expect(t, "READY", time.Minute, nil)
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Compact(0); err != nil || res.Segments != 2 {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send("CHECK"); err != nil {
+		t.Fatal(err)
+	}
+	c.Expect(t, "OK", time.Minute, nil)
+	_ = c.CloseStdin()
+	if err := c.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, db, live, want)
+}
+
+// TestChildCompactReader is TestCompactReaderInOtherProcess's reader.
+func TestChildCompactReader(t *testing.T) {
+	testutil.ChildRole(t, "compact-reader")
+	fail := func(format string, args ...any) {
+		testutil.Report("error "+format, args...)
+		t.Fatalf(format, args...)
+	}
+	r, err := reader.Open(os.Getenv("TICKDB_DB"), "t", &reader.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
+	if err != nil {
+		fail("%v", err)
+	}
+	defer r.Close()
+	// Map segment 0 raw and keep a view of its first row.
+	row0, err := r.Get(0)
+	if err != nil {
+		fail("Get(0): %v", err)
+	}
+	before := append([]byte(nil), row0...)
+	testutil.Report("READY")
+	<-testutil.Commands()
+	if !bytes.Equal(row0, before) {
+		fail("row 0 changed under its raw mapping")
+	}
+	// Every row, segment 0 from its raw mapping, segment 1 from its
+	// compressed file (opened now), must check out.
+	for s := uint64(0); s < r.Count(); s++ {
+		row, err := r.Get(s)
+		if err != nil || !store.Valid(s, row) {
+			fail("row %d after compaction: %v", s, err)
+		}
+	}
+	testutil.Report("OK")
+	for range testutil.Commands() {
+	}
+}

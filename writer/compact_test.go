@@ -317,3 +317,98 @@ func TestChildCompactReader(t *testing.T) {
 	for range testutil.Commands() {
 	}
 }
+
+// Options.CompactAge compresses old segments in the background while the
+// writer appends.
+func TestCompactAutomatic(t *testing.T) {
+	db, live := testutil.DB(t)
+	s := store.TickSchema()
+	// Rows 1 ms apart, 16,384 to a segment: CompactAge 30 s leaves the
+	// last two segments or so raw.
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: compactSegRows * 32, LiveDir: live, CompactAge: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := w.SymbolString("AAA")
+	symc, _ := s.Col("sym")
+	size, _ := s.Col("size")
+	row := w.NewRow()
+	const n = 8 * compactSegRows
+	for i := 0; i < n; i++ {
+		row.SetTs(int64(i) * 1_000_000)
+		row.SetSym(symc, id)
+		row.SetI64(size, int64(i))
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		w.Publish()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(db, "t")
+	var z int
+	for seg := uint64(0); seg < 8; seg++ {
+		if _, err := os.Stat(store.ZSegPath(dir, seg)); err == nil {
+			z++
+		}
+	}
+	// The last segment's rows are within 30 s of the last ts (16.4 s a
+	// segment): at most segments 0-5 can qualify.
+	if z == 0 || z > 6 {
+		t.Fatalf("%d compressed segments, want 1 to 6", z)
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	for it.Next() {
+		if it.Row().I64(size) != want {
+			t.Fatalf("row %d has size %d", it.Seq(), it.Row().I64(size))
+		}
+		want++
+	}
+	if it.Err() != nil || want != n {
+		t.Fatalf("%d rows (%v), want %d", want, it.Err(), n)
+	}
+}
+
+// verify reads compressed blocks through their checks: a flipped byte in
+// one is damage, reported with the file's name.
+func TestCompactVerifyFindsDamage(t *testing.T) {
+	db, live := testutil.DB(t)
+	compactTable(t, db, live, 3*compactSegRows+10)
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Compact(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Verify(db, "t", nil); err != nil {
+		t.Fatalf("verify before damage: %v", err)
+	}
+	path := store.ZSegPath(filepath.Join(db, "t"), 1)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[4096+1000] ^= 0x40 // inside block 0
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reader.Verify(db, "t", nil)
+	var ce *store.CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), store.ZSegName(1)) {
+		t.Fatalf("verify after damage: %v", err)
+	}
+}

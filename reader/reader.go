@@ -456,13 +456,7 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
 			return r.mapCompressed(v, n) // compacted since the look above
 		}
-		if errors.Is(err, os.ErrNotExist) {
-			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
-				return ErrTruncated
-			}
-			return fmt.Errorf("reader: segment %d: %w", n, err)
-		}
-		return err
+		return r.segMissing(n, err)
 	}
 	v.release()
 	blocks := (uint64(r.segSize) - store.BlockSize) / store.BlockSize
@@ -476,17 +470,23 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	path := store.ZSegPath(r.dir, n)
 	z, err := cseg.Open(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1, Rows: r.mask + 1})
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
-				return ErrTruncated
-			}
-			return fmt.Errorf("reader: segment %d: %w", n, err)
-		}
-		return err
+		return r.segMissing(n, err)
 	}
 	v.release()
 	*v = segView{kind: viewCompressed, path: path, z: z}
 	return nil
+}
+
+// segMissing is the error for segment n's file failing to open with err:
+// ErrTruncated when it is missing because retention deleted it.
+func (r *Reader) segMissing(n uint64, err error) error {
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if snap, serr := r.ctl.Snapshot(); serr == nil && n<<r.shift+r.mask < snap.FirstSeq {
+		return ErrTruncated
+	}
+	return fmt.Errorf("reader: segment %d: %w", n, err)
 }
 
 // getCompressed decodes the block of compressed view v holding row seq

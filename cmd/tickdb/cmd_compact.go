@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -50,37 +48,12 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 	if o.olderThan < 0 {
 		return fmt.Errorf("--older-than %v is negative", o.olderThan)
 	}
-	names := listTables(g.db)
-	if o.table != "" {
-		if store.ValidTableName(o.table) != nil || !contains(names, o.table) {
-			return fmt.Errorf("compact: no table %q in %s; tables: %s", o.table, g.db, tablesText(g.db))
-		}
-		names = []string{o.table}
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("compact: no tables in %s", g.db)
-	}
-	out := cmd.OutOrStdout()
-	for _, name := range names {
-		w, err := writer.Open(g.db, name, nil)
-		if errors.Is(err, writer.ErrLocked) {
-			return fmt.Errorf("compact: %w: its writer compacts (serve --compact-after)", err)
-		}
-		if err != nil {
-			return fmt.Errorf("compact: %s: %w", name, err)
-		}
+	return eachWriter(cmd, g.db, o.table, "compact", "serve --compact-after", func(w *writer.Writer, name string) (string, error) {
 		res, err := w.Compact(o.olderThan)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("compact: %s: %w", name, err)
-		}
 		ratio := 0.0
 		if res.Bytes > 0 {
 			ratio = float64(res.RawBytes) / float64(res.Bytes)
 		}
-		fmt.Fprintf(out, "%s: compressed %d segments, %s → %s (%.1f×)\n", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio)
-	}
-	return nil
+		return fmt.Sprintf("%s: compressed %d segments, %s → %s (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio), err
+	})
 }

@@ -54,34 +54,44 @@ func runRetain(cmd *cobra.Command, g *globals, o *retainOpts) error {
 	if o.maxAge == 0 && o.maxBytes == 0 {
 		return errors.New("retain: give --max-age, --max-bytes or both")
 	}
-	names := listTables(g.db)
-	if o.table != "" {
-		if store.ValidTableName(o.table) != nil || !contains(names, o.table) {
-			return fmt.Errorf("retain: no table %q in %s; tables: %s", o.table, g.db, tablesText(g.db))
+	return eachWriter(cmd, g.db, o.table, "retain", "serve --retain-age, --retain-bytes", func(w *writer.Writer, name string) (string, error) {
+		res, err := w.Retain(o.maxAge, int64(o.maxBytes))
+		return fmt.Sprintf("%s: deleted %d segments (%s rows, %s); first row now %s",
+			name, res.Segments, commas(int64(res.Rows)), fmtBytes(res.Bytes), commas(int64(res.FirstSeq))), err
+	})
+}
+
+// eachWriter opens the writer of table (or of every table, with "") in
+// turn, runs fn, closes it and prints fn's line. A table a running writer
+// holds stops it with an error saying how that process does the work
+// (hint).
+func eachWriter(cmd *cobra.Command, db, table, verb, hint string, fn func(w *writer.Writer, name string) (string, error)) error {
+	names := listTables(db)
+	if table != "" {
+		if store.ValidTableName(table) != nil || !contains(names, table) {
+			return fmt.Errorf("%s: no table %q in %s; tables: %s", verb, table, db, tablesText(db))
 		}
-		names = []string{o.table}
+		names = []string{table}
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("retain: no tables in %s", g.db)
+		return fmt.Errorf("%s: no tables in %s", verb, db)
 	}
-	out := cmd.OutOrStdout()
 	for _, name := range names {
-		w, err := writer.Open(g.db, name, nil)
+		w, err := writer.Open(db, name, nil)
 		if errors.Is(err, writer.ErrLocked) {
-			return fmt.Errorf("retain: %w: its writer applies retention (serve --retain-age, --retain-bytes)", err)
+			return fmt.Errorf("%s: %w: its writer does this (%s)", verb, err, hint)
 		}
 		if err != nil {
-			return fmt.Errorf("retain: %s: %w", name, err)
+			return fmt.Errorf("%s: %s: %w", verb, name, err)
 		}
-		res, err := w.Retain(o.maxAge, int64(o.maxBytes))
+		line, err := fn(w, name)
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("retain: %s: %w", name, err)
+			return fmt.Errorf("%s: %s: %w", verb, name, err)
 		}
-		fmt.Fprintf(out, "%s: deleted %d segments (%s rows, %s); first row now %s\n",
-			name, res.Segments, commas(int64(res.Rows)), fmtBytes(res.Bytes), commas(int64(res.FirstSeq)))
+		fmt.Fprintln(cmd.OutOrStdout(), line)
 	}
 	return nil
 }

@@ -390,7 +390,9 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	if v.kind == viewDurable || v.kind == viewCompressed {
 		return v, nil
 	}
-	if n < r.ctl.DurableSegs() {
+	// Below the compaction mark: compressed (the last segment too, once
+	// compacted after its writer closed).
+	if n < r.ctl.DurableSegs() || n < r.ctl.CmpSegs() {
 		return v, r.mapDurable(v, n, viewDurable)
 	}
 	if v.kind == viewLive && r.ctl.SlotGen(v.slot) == v.gen {
@@ -468,7 +470,9 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 // mapCompressed opens segment n's compressed file into v.
 func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	path := store.ZSegPath(r.dir, n)
-	z, err := cseg.Open(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1, Rows: r.mask + 1})
+	// Rows 0: any count (a table's last segment, compressed after its
+	// writer closed, holds fewer than a segment's rows).
+	z, err := cseg.Open(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1})
 	if err != nil {
 		return r.segMissing(n, err)
 	}
@@ -496,6 +500,9 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 	i := seq & r.mask
 	if i < v.bfirst || i >= v.bend {
 		b := int(i / cseg.BlockRows)
+		if b >= v.z.Blocks() {
+			return nil, store.Corruptf(v.path, 0, "holds %d rows, not row %d of the segment", v.z.Rows(), i)
+		}
 		rows, err := v.z.Block(b, v.rows)
 		if err != nil {
 			v.bfirst, v.bend = 0, 0

@@ -123,7 +123,7 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 // from segment first up to the compaction mark.
 func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 	for n := first; n < r.ctl.CmpSegs(); n++ {
-		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1, Rows: r.mask + 1})
+		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1})
 		if errors.Is(err, os.ErrNotExist) && n < r.First()>>r.shift {
 			continue // deleted by retention meanwhile
 		}

@@ -75,7 +75,7 @@ func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (Com
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
-		raw, z, err := w.compactSegment(n)
+		raw, z, err := w.compactSegment(n, w.rps)
 		if err != nil {
 			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 		}
@@ -114,9 +114,9 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 // goroutine (the checkpointer compacts too).
 func (w *Writer) firstSeqAtomic() uint64 { return w.ctl.FirstSeq() }
 
-// compactSegment runs the four steps for segment n and returns the raw
-// and compressed file sizes.
-func (w *Writer) compactSegment(n uint64) (rawBytes, zBytes int64, err error) {
+// compactSegment runs the four steps for segment n, holding its first
+// rows rows, and returns the raw and compressed file sizes.
+func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)
 	b, err := w.mapDurable(n)
 	if err != nil {
@@ -126,7 +126,7 @@ func (w *Writer) compactSegment(n uint64) (rawBytes, zBytes int64, err error) {
 		return 0, 0, store.Corruptf(rawPath, 0, "segment file missing below the durable count")
 	}
 	defer store.Unmap(b)
-	rows := b[store.BlockSize : store.BlockSize+w.rps*w.rowSize]
+	data := b[store.BlockSize : store.BlockSize+rows*w.rowSize]
 	tmp := zPath + ".tmp"
 	_ = os.Remove(tmp) // a crashed pass's
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -134,7 +134,7 @@ func (w *Writer) compactSegment(n uint64) (rawBytes, zBytes int64, err error) {
 		return 0, 0, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	st, err := cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: w.rps}, rows, rawPath)
+	st, err := cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows}, data, rawPath)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -207,7 +207,7 @@ func (w *Writer) cleanCompaction() error {
 		var n uint64
 		var path string
 		switch {
-		case strings.HasSuffix(name, ".zdat.tmp"):
+		case strings.HasSuffix(name, ".zdat.tmp"), strings.HasSuffix(name, ".dat.tmp"):
 			path = name
 		case segNumber(name, store.ZSegName, &n) && n >= mark:
 			path = name
@@ -238,4 +238,110 @@ func segNumber(name string, namer func(uint64) string, n *uint64) bool {
 	}
 	*n = v
 	return true
+}
+
+// CloseCompacted closes the writer (Close) and then, still holding the
+// table's lock, compresses the segments Compact leaves raw while a writer
+// runs, when they hold only rows older than olderThan before the last ts
+// (0: all): closing seals the table's last segment, so on a closed table
+// every segment can be compressed. The next Open decompresses the ones
+// its recovery reads (the last one or two) back into raw files.
+func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) {
+	w.closeHook = func() (CompactResult, error) {
+		var res CompactResult
+		for n := max(w.ctl.CmpSegs(), w.firstSeq>>w.shift); n<<w.shift < w.seq; n++ {
+			if !w.olderThan(n, olderThan, w.seq, w.lastTs) {
+				break
+			}
+			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift))
+			if err != nil {
+				return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
+			}
+			res.Segments++
+			res.RawBytes += raw
+			res.Bytes += z
+		}
+		return res, nil
+	}
+	err := w.Close()
+	return w.closeRes, err
+}
+
+// restoreTail decompresses, newest first, the compressed segments the
+// recovery paths read (the ones holding rows from the last checkpoint or
+// the durable count on: after a clean close, the last one or two) back
+// into raw files, with the compaction swap run backwards: write and fsync
+// seg-n.dat.tmp; rename it; lower the mark to n and msync; remove
+// seg-n.zdat. A crash in between leaves the mark naming a valid copy
+// (cleanCompaction removes the other). Open only, before recovery.
+func (w *Writer) restoreTail() error {
+	need := min(w.ctl.Durable(), w.ctl.Checkpoint().Seq)
+	if need > 0 {
+		need--
+	}
+	for {
+		mark := w.ctl.CmpSegs()
+		if mark == 0 || mark-1 < need>>w.shift || (mark-1)<<w.shift < w.firstSeq {
+			return nil
+		}
+		n := mark - 1
+		if err := w.restoreSegment(n); err != nil {
+			return fmt.Errorf("writer: decompress segment %d for recovery: %w", n, err)
+		}
+	}
+}
+
+func (w *Writer) restoreSegment(n uint64) error {
+	zPath, rawPath := store.ZSegPath(w.dir, n), store.SegPath(w.dir, n)
+	z, err := cseg.Open(zPath, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps})
+	if err != nil {
+		return err
+	}
+	defer z.Close()
+	tmp := rawPath + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = store.Fallocate(f, w.segSize)
+	hdr := make([]byte, store.BlockSize)
+	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
+	if err == nil {
+		_, err = f.WriteAt(hdr, 0)
+	}
+	var rows []byte
+	for b := 0; b < z.Blocks() && err == nil; b++ {
+		if rows, err = z.Block(b, rows); err == nil {
+			_, err = f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(w.rowSize))
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.compactStep(n, 11)
+	if err := os.Rename(tmp, rawPath); err != nil {
+		return err
+	}
+	if err := store.SyncPath(w.dir); err != nil {
+		return err
+	}
+	w.compactStep(n, 12)
+	w.ctl.SetCmpSegs(n)
+	if err := w.ctl.Sync(); err != nil {
+		return err
+	}
+	w.compactStep(n, 13)
+	if err := os.Remove(zPath); err != nil {
+		return err
+	}
+	w.compactStep(n, 14)
+	return store.SyncPath(w.dir)
 }

@@ -232,8 +232,9 @@ func TestCompactCrash(t *testing.T) {
 	}
 }
 
-// TestChildCompact compacts table "t" and is killed (SIGKILL) after step
-// TICKDB_STEP of the first segment it compacts.
+// TestChildCompact opens table "t" and compacts it, and is killed
+// (SIGKILL) after step TICKDB_STEP of the first segment it compacts or
+// (steps 11-14) decompresses while opening.
 func TestChildCompact(t *testing.T) {
 	testutil.ChildRole(t, "compact")
 	step, _ := strconv.Atoi(os.Getenv("TICKDB_STEP"))
@@ -244,6 +245,7 @@ func TestChildCompact(t *testing.T) {
 			time.Sleep(time.Minute)
 		}
 	})
+	// Steps 1-4 are compaction's, 11-14 the decompression at Open.
 	w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
 	if err != nil {
 		t.Fatal(err)
@@ -410,5 +412,76 @@ func TestCompactVerifyFindsDamage(t *testing.T) {
 	var ce *store.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), store.ZSegName(1)) {
 		t.Fatalf("verify after damage: %v", err)
+	}
+}
+
+// CloseCompacted compresses every segment of a closing table, the last
+// (partial) one included; the next Open decompresses the ones its recovery
+// reads, and a crash at any step of that leaves the table whole.
+func TestCompactClosedTable(t *testing.T) {
+	db, live := testutil.DB(t)
+	const n = 3*compactSegRows + 10
+	want := compactTable(t, db, live, n)
+	dir := filepath.Join(db, "t")
+	compactAll := func() {
+		t.Helper()
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Compact(0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.CloseCompacted(0); err != nil {
+			t.Fatal(err)
+		}
+		for s := uint64(0); s <= 3; s++ {
+			if _, err := os.Stat(store.ZSegPath(dir, s)); err != nil {
+				t.Fatalf("segment %d not compressed: %v", s, err)
+			}
+		}
+	}
+	compactAll()
+	checkTable(t, db, live, want)
+	for step := 11; step <= 14; step++ {
+		c := testutil.StartChild(t, "TestChildCompact", "compact",
+			&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
+		if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
+			t.Fatalf("step %d: the reopening child was not killed: %v\n%s", step, err, c.Log())
+		}
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		if err != nil {
+			t.Fatalf("step %d: reopen: %v", step, err)
+		}
+		if w.Len() != n {
+			t.Fatalf("step %d: %d rows, want %d", step, w.Len(), n)
+		}
+		if _, err := w.CloseCompacted(0); err != nil { // compress again for the next step
+			t.Fatal(err)
+		}
+		checkTable(t, db, live, want)
+	}
+	// Reopened for good, the writer appends after the old rows.
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(store.SegPath(dir, 3)); err != nil {
+		t.Fatalf("the last segment was not decompressed for the writer: %v", err)
+	}
+	row := w.NewRow()
+	row.SetTs(int64(le64(want[len(want)-32:])) + 1)
+	if _, err := w.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := allRows(t, db, live)
+	if len(got) != len(want)+32 || !bytes.Equal(got[:len(want)], want) {
+		t.Fatalf("after appending: %d bytes, want %d + 32 with the old rows unchanged", len(got), len(want))
+	}
+	if _, err := reader.Verify(db, "t", nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -64,6 +64,11 @@ type Writer struct {
 	firstSeq uint64
 	dropMu   sync.Mutex
 	dropped  uint64
+
+	// closeHook, set by CloseCompacted, runs at the end of Close while
+	// the lock is still held; closeRes is its result.
+	closeHook func() (CompactResult, error)
+	closeRes  CompactResult
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -188,13 +193,16 @@ func (w *Writer) open() error {
 	for i := range w.slots {
 		w.slots[i] = &liveSlot{i: i, path: filepath.Join(w.liveDir, store.SlotName(i))}
 	}
+	if err := w.cleanCompaction(); err != nil {
+		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
+	}
+	if err := w.restoreTail(); err != nil {
+		return fmt.Errorf("writer: table %s: %w", w.name, err)
+	}
 	if err := w.recover(); err != nil {
 		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
 	}
 	w.tsCap = w.ts.Capacity()
-	if err := w.cleanCompaction(); err != nil {
-		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
-	}
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
 	}
@@ -674,6 +682,9 @@ func (w *Writer) Close() error {
 	if err == nil {
 		w.ctl.SetWriter(0, index.StateClosed)
 		err = w.ctl.Sync()
+	}
+	if err == nil && w.closeHook != nil {
+		w.closeRes, err = w.closeHook()
 	}
 	w.final = w.stats()
 	if e := w.closeFiles(); err == nil {

@@ -24,8 +24,9 @@ compressed columnar files (delta-of-delta timestamps, per-symbol price and
 size deltas, packed symbol ids, zstd; docs/FORMAT.md), which every read path
 serves as before. --older-than picks the segments whose rows are all older
 than that before the table's last timestamp (default: every segment that
-qualifies). The newest sealed segment and those the writer's recovery may
-re-read (past its last index checkpoint) stay raw.
+qualifies), the table's last segment included: closing the writer seals it.
+A writer that opens the table later decompresses the last one or two
+segments it recovers from back into raw files.
 
 Each segment is swapped crash-safely: the compressed file is written and
 synced beside the raw one, the switch is published in the control file,
@@ -50,6 +51,13 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 	}
 	return eachWriter(cmd, g.db, o.table, "compact", "serve --compact-after", func(w *writer.Writer, name string) (string, error) {
 		res, err := w.Compact(o.olderThan)
+		if err == nil {
+			// Closing seals the last segment: compress what a running
+			// writer had to leave raw.
+			var tail writer.CompactResult
+			tail, err = w.CloseCompacted(o.olderThan)
+			res.Segments, res.RawBytes, res.Bytes = res.Segments+tail.Segments, res.RawBytes+tail.RawBytes, res.Bytes+tail.Bytes
+		}
 		ratio := 0.0
 		if res.Bytes > 0 {
 			ratio = float64(res.RawBytes) / float64(res.Bytes)

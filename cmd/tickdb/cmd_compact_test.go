@@ -99,13 +99,18 @@ func TestCompactQueriesUnchanged(t *testing.T) {
 	before := run()
 	exportBefore := export(filepath.Join(t.TempDir(), "a"))
 
+	// The writer is closed, so every segment is sealed: all five go,
+	// the last one (100 rows) included.
 	code, out, errs := runCLI("compact", "--db", db)
-	if code != 0 || !strings.Contains(out, "t: compressed 3 segments") {
+	if code != 0 || !strings.Contains(out, "t: compressed 5 segments") {
 		t.Fatalf("compact: exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, seg := range []uint64{0, 1, 2} {
+	for seg := uint64(0); seg < 5; seg++ {
 		if _, err := os.Stat(store.ZSegPath(filepath.Join(db, "t"), seg)); err != nil {
 			t.Fatalf("segment %d not compressed: %v", seg, err)
+		}
+		if _, err := os.Stat(store.SegPath(filepath.Join(db, "t"), seg)); !os.IsNotExist(err) {
+			t.Fatalf("raw segment %d still there: %v", seg, err)
 		}
 	}
 	after := run()
@@ -144,7 +149,7 @@ func TestCompactQueriesUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := st.Tables[0].Compressed
-	if c == nil || c.Segments != 3 || c.RawBytes != 3*16384*32 || c.Ratio < 4 || len(c.Columns) != 4 {
+	if c == nil || c.Segments != 5 || c.RawBytes != n*32 || c.Ratio < 4 || len(c.Columns) != 4 {
 		t.Fatalf("stat compressed: %+v", c)
 	}
 	var sum int64
@@ -159,6 +164,32 @@ func TestCompactQueriesUnchanged(t *testing.T) {
 	}
 	if code, out, _ := runCLI("stat", "--db", db); code != 0 || !strings.Contains(out, "compressed") || !strings.Contains(out, "column price") {
 		t.Errorf("stat table:\n%s", out)
+	}
+	// A writer reopens the table (decompressing its last segment),
+	// appends to it, and every query still sees the old rows unchanged.
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: testutil.LiveDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Len() != n {
+		t.Fatalf("reopened with %d rows, want %d", w.Len(), n)
+	}
+	row := w.NewRow()
+	symc, _ := w.Schema().Col("sym")
+	row.SetTs(first + int64(n)*10_000)
+	row.SetSym(symc, 0)
+	if _, err := w.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(queries[0]...)
+	if code != 0 || !strings.HasPrefix(out, before[0]) || strings.Count(out, "\n") != strings.Count(before[0], "\n")+1 {
+		t.Fatalf("query after reopening and appending: exit %d, %d bytes (was %d): %s", code, len(out), len(before[0]), errs)
+	}
+	if code, out, errs := runCLI("verify", "--db", db); code != 0 {
+		t.Fatalf("verify after reopening: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

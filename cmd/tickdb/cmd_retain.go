@@ -85,7 +85,7 @@ func eachWriter(cmd *cobra.Command, db, table, verb, hint string, fn func(w *wri
 			return fmt.Errorf("%s: %s: %w", verb, name, err)
 		}
 		line, err := fn(w, name)
-		if cerr := w.Close(); err == nil {
+		if cerr := w.Close(); err == nil && !errors.Is(cerr, writer.ErrClosed) { // fn may have closed it
 			err = cerr
 		}
 		if err != nil {

@@ -127,47 +127,19 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	}
 	defer store.Unmap(b)
 	data := b[store.BlockSize : store.BlockSize+rows*w.rowSize]
-	tmp := zPath + ".tmp"
-	_ = os.Remove(tmp) // a crashed pass's
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	var st cseg.Stats
+	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		var err error
+		st, err = cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows}, data, rawPath)
+		if err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return 0, 0, err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	st, err := cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows}, data, rawPath)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return 0, 0, err
-	}
-	w.compactStep(n, 1)
-	if err := os.Rename(tmp, zPath); err != nil {
-		return 0, 0, err
-	}
-	if err := store.SyncPath(w.dir); err != nil {
-		return 0, 0, err
-	}
-	w.compactStep(n, 2)
-	w.ctl.SetCmpSegs(n + 1)
-	if err := w.ctl.Sync(); err != nil {
-		return 0, 0, err
-	}
-	w.compactStep(n, 3)
-	if err := os.Remove(rawPath); err != nil {
-		return 0, 0, err
-	}
-	if err := store.SyncPath(w.dir); err != nil {
-		return 0, 0, err
-	}
-	w.compactStep(n, 4)
 	w.log.Info("writer: compacted segment", "table", w.name, "segment", n, "raw_bytes", int64(len(b)), "bytes", st.Bytes)
 	return int64(len(b)), st.Bytes, nil
 }
@@ -298,24 +270,43 @@ func (w *Writer) restoreSegment(n uint64) error {
 		return err
 	}
 	defer z.Close()
-	tmp := rawPath + ".tmp"
-	_ = os.Remove(tmp)
+	return w.swap(n, zPath, rawPath, n, 10, func(f *os.File) error {
+		if err := store.Fallocate(f, w.segSize); err != nil {
+			return err
+		}
+		hdr := make([]byte, store.BlockSize)
+		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
+		if _, err := f.WriteAt(hdr, 0); err != nil {
+			return err
+		}
+		var rows []byte
+		for b := 0; b < z.Blocks(); b++ {
+			var err error
+			if rows, err = z.Block(b, rows); err != nil {
+				return err
+			}
+			if _, err := f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(w.rowSize)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// swap replaces segment n's file from with a new file to that fill
+// writes, setting the compaction mark to mark, in the four steps that
+// keep one valid copy named by the mark at every point: write and fsync
+// to.tmp; rename it to to and fsync the directory; publish the mark and
+// msync ctl; remove from and fsync the directory. The compaction hook
+// sees steps step0+1 to step0+4.
+func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill func(*os.File) error) error {
+	tmp := to + ".tmp"
+	_ = os.Remove(tmp) // a crashed pass's
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	err = store.Fallocate(f, w.segSize)
-	hdr := make([]byte, store.BlockSize)
-	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
-	if err == nil {
-		_, err = f.WriteAt(hdr, 0)
-	}
-	var rows []byte
-	for b := 0; b < z.Blocks() && err == nil; b++ {
-		if rows, err = z.Block(b, rows); err == nil {
-			_, err = f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(w.rowSize))
-		}
-	}
+	err = fill(f)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -326,22 +317,25 @@ func (w *Writer) restoreSegment(n uint64) error {
 		os.Remove(tmp)
 		return err
 	}
-	w.compactStep(n, 11)
-	if err := os.Rename(tmp, rawPath); err != nil {
+	w.compactStep(n, step0+1)
+	if err := os.Rename(tmp, to); err != nil {
 		return err
 	}
 	if err := store.SyncPath(w.dir); err != nil {
 		return err
 	}
-	w.compactStep(n, 12)
-	w.ctl.SetCmpSegs(n)
+	w.compactStep(n, step0+2)
+	w.ctl.SetCmpSegs(mark)
 	if err := w.ctl.Sync(); err != nil {
 		return err
 	}
-	w.compactStep(n, 13)
-	if err := os.Remove(zPath); err != nil {
+	w.compactStep(n, step0+3)
+	if err := os.Remove(from); err != nil {
 		return err
 	}
-	w.compactStep(n, 14)
-	return store.SyncPath(w.dir)
+	if err := store.SyncPath(w.dir); err != nil {
+		return err
+	}
+	w.compactStep(n, step0+4)
+	return nil
 }

@@ -208,11 +208,7 @@ func TestCompactCrash(t *testing.T) {
 	db, live := testutil.DB(t)
 	want := compactTable(t, db, live, 4*compactSegRows+10)
 	for step := 1; step <= 4; step++ {
-		c := testutil.StartChild(t, "TestChildCompact", "compact",
-			&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
-		if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
-			t.Fatalf("step %d: the compacting child was not killed: %v\n%s", step, err, c.Log())
-		}
+		killCompacting(t, db, live, step)
 		// A writer settles what the crash left; the table reads the same.
 		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
 		if err != nil {
@@ -229,6 +225,16 @@ func TestCompactCrash(t *testing.T) {
 			}
 		}
 		checkTable(t, db, live, want)
+	}
+}
+
+// killCompacting runs TestChildCompact, which dies by SIGKILL at step.
+func killCompacting(t *testing.T, db, live string, step int) {
+	t.Helper()
+	c := testutil.StartChild(t, "TestChildCompact", "compact",
+		&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
+	if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("step %d: the child was not killed there: %v\n%s", step, err, c.Log())
 	}
 }
 
@@ -444,11 +450,7 @@ func TestCompactClosedTable(t *testing.T) {
 	compactAll()
 	checkTable(t, db, live, want)
 	for step := 11; step <= 14; step++ {
-		c := testutil.StartChild(t, "TestChildCompact", "compact",
-			&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
-		if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
-			t.Fatalf("step %d: the reopening child was not killed: %v\n%s", step, err, c.Log())
-		}
+		killCompacting(t, db, live, step)
 		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
 		if err != nil {
 			t.Fatalf("step %d: reopen: %v", step, err)

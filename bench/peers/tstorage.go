@@ -21,13 +21,10 @@ var TStorage = suite.Peer{Name: "tstorage", Open: openTStorage}
 const (
 	tstorageMetric     = "price"
 	tstoragePartitions = 10 // the data's time span over the partition duration
-	// tstorageWALDir is tstorage's WAL directory under its data path (its
-	// own constant is unexported).
-	tstorageWALDir = "wal"
-	// tstorageUnflushed is how many WAL segments remain once every
-	// background flush is done: one per partition tstorage keeps in memory
-	// (it keeps the two newest writable).
-	tstorageUnflushed = 2
+	// tstorageWritable is how many of the newest partitions tstorage keeps
+	// in memory, writable (its own constant is unexported); the older ones
+	// are flushed to disk by a background goroutine.
+	tstorageWritable = 2
 	// tstorageFlushWait bounds the wait for a background flush; a flush
 	// that fails is only logged by tstorage, so without it Ingest would
 	// wait forever.
@@ -40,16 +37,24 @@ type tstorageStore struct {
 	dir    string
 	labels [][]tstorage.Label // per symbol: {sym=<name>}
 	rows   []tstorage.Row     // reused by Ingest: InsertRows keeps no reference
+	// The partitions tstorage has made, mirrored from its rule (a new one
+	// when the head's rows span the partition duration at an InsertRows),
+	// so Ingest knows how many it must find flushed.
+	part             int64
+	created          int
+	headMin, headMax int64
 }
 
 func openTStorage(dir string, d *suite.Data) (suite.System, error) {
-	part := time.Duration((d.Last()-d.First())/tstoragePartitions + 1)
+	part := (d.Last()-d.First())/tstoragePartitions + 1
 	s := &tstorageStore{
-		dir: dir,
+		dir:  dir,
+		part: part,
 		opts: []tstorage.Option{
 			tstorage.WithDataPath(dir),
 			tstorage.WithTimestampPrecision(tstorage.Nanoseconds),
-			tstorage.WithPartitionDuration(part),
+			tstorage.WithPartitionDuration(time.Duration(part)),
+			tstorage.WithWALBufferedSize(-1), // no WAL: see the package doc
 		},
 		labels: make([][]tstorage.Label, len(d.Symbols)),
 	}
@@ -76,29 +81,37 @@ func (s *tstorageStore) Ingest(batch []gen.Tick) error {
 			DataPoint: tstorage.DataPoint{Value: t.Price, Timestamp: t.Ts},
 		})
 	}
+	if s.created == 0 || s.headMax-s.headMin+1 >= s.part {
+		s.created++ // this InsertRows starts a partition
+		s.headMin = batch[0].Ts
+	}
+	s.headMax = batch[len(batch)-1].Ts
 	if err := s.st.InsertRows(s.rows); err != nil {
 		return fmt.Errorf("peers: tstorage: insert: %w", err)
 	}
-	return s.waitFlushed()
+	return s.waitFlushed(s.created - tstorageWritable)
 }
 
-// waitFlushed returns once tstorage's background flushes are done: each
-// removes one WAL segment as its last step. Taking the WAL's mutex in the
-// next InsertRows or Close then orders the flush before them.
-func (s *tstorageStore) waitFlushed() error {
-	wal := filepath.Join(s.dir, tstorageWALDir)
+// waitFlushed returns once at least want partitions are on disk, each a
+// directory holding the meta.json a flush writes last: the background
+// flush a new partition started is then done with its writing, and the
+// next one cannot overlap it.
+func (s *tstorageStore) waitFlushed(want int) error {
+	if want <= 0 {
+		return nil
+	}
 	deadline := time.Now().Add(tstorageFlushWait)
 	for {
-		segs, err := os.ReadDir(wal)
+		dirs, err := filepath.Glob(filepath.Join(s.dir, "p-*", "meta.json"))
 		if err != nil {
 			return fmt.Errorf("peers: tstorage: wait for flush: %w", err)
 		}
-		if len(segs) <= tstorageUnflushed {
+		if len(dirs) >= want {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("peers: tstorage: %d WAL segments after %v, want at most %d: a background flush failed",
-				len(segs), tstorageFlushWait, tstorageUnflushed)
+			return fmt.Errorf("peers: tstorage: %d partitions flushed after %v, want %d: a background flush failed",
+				len(dirs), tstorageFlushWait, want)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

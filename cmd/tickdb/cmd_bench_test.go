@@ -104,3 +104,26 @@ func TestBenchBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// --rate appends one row at a time at the offered rate and times each row
+// from its intended start; the figure is the rate achieved, with no limit.
+func TestBenchRate(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(smallBench(dir, "--reps", "1", "--rate", "200000", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep suite.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	a := rep.Find(suite.MAppend, suite.TickDB)
+	if rep.Mode != "rate=200k rows/s" || a == nil || a.Lat == nil || a.Lat.Count != 20000 || rep.Find(suite.MAppend, suite.Limit) != nil {
+		t.Fatalf("mode %q, append %+v", rep.Mode, a)
+	}
+	// Paced, the achieved rate cannot exceed the offered one by more
+	// than the clock's granularity allows.
+	if a.Value > 200000*1.05 || !strings.Contains(a.Note, "offered") {
+		t.Fatalf("append at 200k rows/s offered: %v rows/s, note %q", a.Value, a.Note)
+	}
+}

@@ -48,7 +48,11 @@ func (x *run) limits() error {
 	if err != nil {
 		return err
 	}
-	x.add(MAppend, Limit, "rows/s", false, store)
+	// At a fixed offered rate, append's figure is the rate, not a cost: no
+	// limit to compare it with.
+	if x.cfg.Rate == 0 {
+		x.add(MAppend, Limit, "rows/s", false, store)
+	}
 
 	odirect, err := bestOf(2, false, func() (float64, error) {
 		r, err := limits.ODirect(x.cfg.Dir, 256<<20, 1<<20)
@@ -58,7 +62,9 @@ func (x *run) limits() error {
 		return err
 	}
 	x.add(MIngest, Limit, "rows/s", false, odirect)
-	x.add(MAppendF, Limit, "rows/s", false, odirect)
+	if x.cfg.Rate == 0 {
+		x.add(MAppendF, Limit, "rows/s", false, odirect)
+	}
 
 	r, err := limits.NewRegion("", len(x.rows))
 	if err != nil {

@@ -202,34 +202,48 @@ func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) err
 	if r.symOff < 0 {
 		return nil
 	}
-	var chunks []uint64
-	var total uint64
-	for id := 0; id < r.syms.Len(); id++ {
+	// Every entry must name a row of its symbol, entries must go up, and
+	// there must be one per row. Checked segment by segment: the rows'
+	// symbols are read in order into syms (a compressed segment is then
+	// decoded once, not once per symbol), and each symbol's entries that
+	// fall in the segment are checked against them.
+	curs := make([]postCursor, r.syms.Len())
+	for id := range curs {
+		c := &curs[id]
 		var err error
-		chunks, err = r.post.DataChunks(chunks[:0], r.syms.Dir(uint32(id)), s.NextChunk)
-		if err != nil {
+		if c.chunks, err = r.post.DataChunks(nil, r.syms.Dir(uint32(id)), s.NextChunk); err != nil {
 			return err
 		}
-		prev := uint64(0)
-		for _, c := range chunks {
-			for i := 0; i < index.ChunkWords; i++ {
-				e := r.post.Word(c, i)
-				off := int64(c)*store.BlockSize + int64(i)*8
-				if e == 0 || e-1 >= vis {
+	}
+	var total uint64
+	var syms []uint32
+	for base := s.FirstSeq &^ r.mask; base < vis; base += r.mask + 1 {
+		end := min(base+r.mask+1, vis)
+		syms = syms[:0]
+		for seq := max(base, s.FirstSeq); seq < end; seq++ {
+			row, err := r.Get(seq)
+			if err != nil {
+				return fmt.Errorf("row %d: %w", seq, err)
+			}
+			syms = append(syms, le.Uint32(row[r.symOff:]))
+		}
+		first := max(base, s.FirstSeq)
+		for id := range curs {
+			c := &curs[id]
+			for {
+				e, off := c.peek(r.post)
+				if e == 0 || e-1 >= vis || e-1 >= end {
 					break
 				}
-				if e <= prev {
-					return store.Corruptf(r.post.Path(), off, "symbol %d: entry for row %d after row %d", id, e-1, prev-1)
+				if e <= c.prev {
+					return store.Corruptf(r.post.Path(), off, "symbol %d: entry for row %d after row %d", id, e-1, c.prev-1)
 				}
-				prev = e
-				if e-1 < s.FirstSeq {
-					continue
+				c.prev = e
+				c.advance()
+				if e-1 < first {
+					continue // deleted by retention
 				}
-				row, err := r.Get(e - 1)
-				if err != nil {
-					return fmt.Errorf("row %d: %w", e-1, err)
-				}
-				if got := le.Uint32(row[r.symOff:]); got != uint32(id) {
+				if got := syms[e-1-first]; got != uint32(id) {
 					return store.Corruptf(r.post.Path(), off, "symbol %d lists row %d, which has symbol %d", id, e-1, got)
 				}
 				total++
@@ -241,4 +255,26 @@ func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) err
 		return store.Corruptf(r.post.Path(), 0, "postings list %d rows, %d are published", total, want)
 	}
 	return nil
+}
+
+// postCursor walks one symbol's postings entries in order.
+type postCursor struct {
+	chunks []uint64
+	ci, wi int    // next entry: word wi of chunk chunks[ci]
+	prev   uint64 // the last entry taken
+}
+
+// peek is the next entry (row+1; 0 past the end) and its file offset.
+func (c *postCursor) peek(p *index.Postings) (uint64, int64) {
+	if c.ci >= len(c.chunks) {
+		return 0, 0
+	}
+	ch := c.chunks[c.ci]
+	return p.Word(ch, c.wi), int64(ch)*store.BlockSize + int64(c.wi)*8
+}
+
+func (c *postCursor) advance() {
+	if c.wi++; c.wi == index.ChunkWords {
+		c.ci, c.wi = c.ci+1, 0
+	}
 }

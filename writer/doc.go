@@ -3,7 +3,7 @@
 // control file's seqlock, and makes them durable with O_DIRECT in the
 // background.
 //
-// Three goroutines work for one Writer:
+// Four goroutines work for one Writer:
 //
 //   - the caller's goroutine (pinned with Pin: locked to its OS thread,
 //     optionally to a CPU and SCHED_FIFO) runs Append, AppendBatch, Publish,
@@ -17,6 +17,15 @@
 //   - the flusher copies newly published rows out of the live slot into an
 //     aligned buffer and writes them with one pwrite to the durable segment
 //     file (O_DIRECT|O_DSYNC), then publishes the durable count.
+//   - the checkpointer makes the index files durable after each sealed
+//     segment and then does the background maintenance: it unlinks the
+//     segments automatic retention (Options.RetainAge, RetainBytes) moved
+//     below the first row, and compresses old segments (Options.CompactAge;
+//     package cseg).
+//
+// Retain and Compact do the same on demand, from the writer's goroutine;
+// CloseCompacted also compresses the segments a running writer must keep
+// raw, once closing has sealed them.
 //
 // # Concurrency
 //

@@ -44,10 +44,6 @@ type CompactResult struct {
 	Bytes    int64 // bytes of the compressed files written
 }
 
-// compactHook, when set (tests), is called after each numbered step of
-// compacting a segment, to kill the process there.
-var compactHook func(seg uint64, step int)
-
 // Compact compresses, oldest first, the segments that qualify (above)
 // and hold only rows older than olderThan before the table's last ts (0:
 // every qualifying segment). It returns when they are done. Writer
@@ -144,9 +140,11 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	return int64(len(b)), st.Bytes, nil
 }
 
+// compactStep calls Options.compactHook (tests) after each numbered step
+// of a swap, to kill the process there.
 func (w *Writer) compactStep(n uint64, step int) {
-	if compactHook != nil {
-		compactHook(n, step)
+	if w.opts.compactHook != nil {
+		w.opts.compactHook(n, step)
 	}
 }
 

@@ -245,14 +245,15 @@ func TestChildCompact(t *testing.T) {
 	testutil.ChildRole(t, "compact")
 	step, _ := strconv.Atoi(os.Getenv("TICKDB_STEP"))
 	first := true
-	writer.SetCompactHook(func(_ uint64, s int) {
+	o := &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE")}
+	writer.SetCompactHook(o, func(_ uint64, s int) {
 		if first && s == step {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			time.Sleep(time.Minute)
 		}
 	})
 	// Steps 1-4 are compaction's, 11-14 the decompression at Open.
-	w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
+	w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", o)
 	if err != nil {
 		t.Fatal(err)
 	}

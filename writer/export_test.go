@@ -1,5 +1,5 @@
 package writer
 
-// SetCompactHook makes compaction call f after each numbered step of
-// compacting a segment (tests kill the process there).
-func SetCompactHook(f func(seg uint64, step int)) { compactHook = f }
+// SetCompactHook makes the writers opened with o call f after each
+// numbered step of a compaction swap (tests kill the process there).
+func SetCompactHook(o *Options, f func(seg uint64, step int)) { o.compactHook = f }

@@ -121,6 +121,8 @@ type Options struct {
 	FIFO bool
 	// Logger receives start/stop/warning lines (default: discard).
 	Logger *slog.Logger
+
+	compactHook func(seg uint64, step int) // tests: called after each step of a compaction swap
 }
 
 func (o *Options) withDefaults() Options {

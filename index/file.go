@@ -86,6 +86,15 @@ func (m *mappedFile) Close() error {
 	return err
 }
 
+// willNeed starts reading bytes [off, off+n) of the file into the page
+// cache in the background (within what is known to exist).
+func (m *mappedFile) willNeed(off, n int64) {
+	end := min(off+n, m.size.Load(), int64(len(m.b)))
+	if off < end {
+		_ = store.WillNeed(m.b[off&^(store.BlockSize-1) : end])
+	}
+}
+
 // covers reports whether [0, end) lies inside the file, refreshing the
 // known size with fstat when needed. A reader calls it before touching
 // bytes past what it has seen, so a damaged counter gives an error, not a

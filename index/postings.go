@@ -38,6 +38,15 @@ func OpenPostings(path string, tableID [16]byte, writable bool) (*Postings, erro
 // Path is the file's path.
 func (p *Postings) Path() string { return p.m.Path }
 
+// WillNeed starts reading the given chunks into the page cache in the
+// background: a cold symbol query then waits for one batch of reads, not
+// one random read per step of its binary search.
+func (p *Postings) WillNeed(chunks []uint64) {
+	for _, c := range chunks {
+		p.m.willNeed(int64(c)*store.BlockSize, store.BlockSize)
+	}
+}
+
 // Close unmaps the file.
 func (p *Postings) Close() error { return p.m.Close() }
 

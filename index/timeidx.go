@@ -2,6 +2,7 @@ package index
 
 import (
 	"github.com/tickdb/tickdb/store"
+	"math"
 )
 
 // Time index (on-disk contract; docs/FORMAT.md "ts.idx"): after the header
@@ -31,6 +32,10 @@ func OpenTimeIndex(path string, tableID [16]byte, writable bool) (*TimeIndex, er
 
 // Path is the file's path.
 func (t *TimeIndex) Path() string { return t.m.Path }
+
+// WillNeed starts reading the whole index into the page cache in the
+// background (8 bytes per stride of rows: small next to the rows).
+func (t *TimeIndex) WillNeed() { t.m.willNeed(0, math.MaxInt64) }
 
 // Close unmaps the file.
 func (t *TimeIndex) Close() error { return t.m.Close() }

@@ -161,6 +161,20 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	if int(id) >= len(r.symRead) {
+		r.symRead = append(r.symRead, make([]bool, int(id)+1-len(r.symRead))...)
+	}
+	if !r.symRead[id] {
+		// The first query of this symbol: its chunks lie all over the
+		// file, and the binary search below reads one per step; on a cold
+		// table that is a random read per step unless they are already
+		// on their way. (Up to symReadAhead chunks: past that the
+		// read-ahead would cost more than the search it saves.)
+		if len(chunks) <= symReadAhead {
+			r.post.WillNeed(chunks)
+		}
+		r.symRead[id] = true
+	}
 	*it = Iter{r: r, end: b, sym: true, id: id, chunks: chunks, nextCk: snap.NextChunk}
 	// Positions: every chunk but the last is full; count the last one's
 	// entries below the published count.
@@ -182,6 +196,10 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	it.seq = lo
 	return nil
 }
+
+// symReadAhead is the most postings chunks (16 MiB) RangeSym asks the
+// kernel to read ahead for a symbol's first query.
+const symReadAhead = 4096
 
 // fill is the number of entries of chunk c for rows below vis.
 func (it *Iter) fill(c, vis uint64) int {

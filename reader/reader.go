@@ -39,6 +39,9 @@ type Reader struct {
 	syms    *index.Symbols
 	schema  *store.Schema
 	liveDir string // Options.LiveDir, or "" to follow the one in ctl
+	// symRead: symbols whose postings chunks this reader has asked the
+	// kernel to read ahead (their first RangeSym).
+	symRead []bool
 	shift   uint
 	mask    uint64
 	rowSize uint64
@@ -131,6 +134,9 @@ func (r *Reader) open(opts *Options) error {
 	if r.post, err = index.OpenPostings(filepath.Join(r.dir, store.PostName), c.TableID, false); err != nil {
 		return err
 	}
+	// Every query's seek reads the time index: start reading it now (on a
+	// cold table its pages would come in one random read at a time).
+	r.ts.WillNeed()
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
 	}

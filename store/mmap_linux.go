@@ -59,6 +59,15 @@ func PopulateRead(b []byte) error {
 	return unix.Madvise(b, unix.MADV_POPULATE_READ)
 }
 
+// WillNeed starts reading b's pages into the page cache in the background
+// (MADV_WILLNEED).
+func WillNeed(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_WILLNEED)
+}
+
 // AdviseRandom sets MADV_RANDOM: small folios, so page-cache writeback of a
 // mapped index file writes what changed and not a 2 MiB folio around it.
 func AdviseRandom(b []byte) error { return unix.Madvise(b, unix.MADV_RANDOM) }

@@ -224,8 +224,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "machine: %s, %d cores, kernel %s, %s; commit %s\n", m.CPU, m.Cores, m.Kernel, m.Go, orUnknown(m.Commit))
-	fmt.Fprintf(&b, "data: %s ticks of %d symbols (seed %d), %d repetitions, mode %s, %s at %s\n\n",
-		Count(int64(r.N)), NumSymbols, Seed, r.Reps, r.Mode, r.Took.Round(time.Second), r.Started.UTC().Format(time.RFC3339))
+	reps := "repetitions"
+	if r.Reps == 1 {
+		reps = "repetition"
+	}
+	fmt.Fprintf(&b, "data: %s ticks of %d symbols (seed %d), %d %s, mode %s, %s at %s\n\n",
+		Count(int64(r.N)), NumSymbols, Seed, r.Reps, reps, r.Mode, r.Took.Round(time.Second), r.Started.UTC().Format(time.RFC3339))
 	peers := r.Systems()
 	b.WriteString("| metric | unit | limit | tickdb (spread) |")
 	for _, p := range peers {

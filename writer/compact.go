@@ -67,7 +67,7 @@ func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (Com
 	defer w.dropMu.Unlock()
 	var res CompactResult
 	for {
-		n := max(w.ctl.CmpSegs(), w.firstSeqAtomic()>>w.shift)
+		n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
@@ -105,10 +105,6 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 	e := ((n+1)<<w.shift + w.strideMask) >> w.strideShft
 	return e<<w.strideShft < seq && e < w.ts.Capacity() && w.ts.At(e) < cut
 }
-
-// firstSeqAtomic is the published first row, safe off the writer
-// goroutine (the checkpointer compacts too).
-func (w *Writer) firstSeqAtomic() uint64 { return w.ctl.FirstSeq() }
 
 // compactSegment runs the four steps for segment n, holding its first
 // rows rows, and returns the raw and compressed file sizes.

@@ -294,32 +294,28 @@ func TestCompactReaderInOtherProcess(t *testing.T) {
 // TestChildCompactReader is TestCompactReaderInOtherProcess's reader.
 func TestChildCompactReader(t *testing.T) {
 	testutil.ChildRole(t, "compact-reader")
-	fail := func(format string, args ...any) {
-		testutil.Report("error "+format, args...)
-		t.Fatalf(format, args...)
-	}
 	r, err := reader.Open(os.Getenv("TICKDB_DB"), "t", &reader.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
 	if err != nil {
-		fail("%v", err)
+		testutil.ChildFatalf(t, "%v", err)
 	}
 	defer r.Close()
 	// Map segment 0 raw and keep a view of its first row.
 	row0, err := r.Get(0)
 	if err != nil {
-		fail("Get(0): %v", err)
+		testutil.ChildFatalf(t, "Get(0): %v", err)
 	}
 	before := append([]byte(nil), row0...)
 	testutil.Report("READY")
 	<-testutil.Commands()
 	if !bytes.Equal(row0, before) {
-		fail("row 0 changed under its raw mapping")
+		testutil.ChildFatalf(t, "row 0 changed under its raw mapping")
 	}
 	// Every row, segment 0 from its raw mapping, segment 1 from its
 	// compressed file (opened now), must check out.
 	for s := uint64(0); s < r.Count(); s++ {
 		row, err := r.Get(s)
 		if err != nil || !store.Valid(s, row) {
-			fail("row %d after compaction: %v", s, err)
+			testutil.ChildFatalf(t, "row %d after compaction: %v", s, err)
 		}
 	}
 	testutil.Report("OK")

@@ -272,19 +272,15 @@ func TestRetainReaderInOtherProcess(t *testing.T) {
 // TestChildRetainReader is TestRetainReaderInOtherProcess's reader.
 func TestChildRetainReader(t *testing.T) {
 	testutil.ChildRole(t, "retain-reader")
-	fail := func(format string, args ...any) {
-		testutil.Report("error "+format, args...)
-		t.Fatalf(format, args...)
-	}
 	r, err := reader.Open(os.Getenv("TICKDB_DB"), "t", &reader.Options{LiveDir: os.Getenv("TICKDB_LIVE")})
 	if err != nil {
-		fail("%v", err)
+		testutil.ChildFatalf(t, "%v", err)
 	}
 	defer r.Close()
 	size, _ := r.Schema().Col("size")
 	row0, err := r.Get(0) // maps segment 0, which retention will delete
 	if err != nil || row0.I64(size) != 0 {
-		fail("Get(0) before retention: %v", err)
+		testutil.ChildFatalf(t, "Get(0) before retention: %v", err)
 	}
 	tail := r.Tail(r.Count(), &reader.Backoff{})
 	testutil.Report("READY")
@@ -292,18 +288,18 @@ func TestChildRetainReader(t *testing.T) {
 	want, _ := strconv.ParseUint(cmd[len("CHECK "):], 10, 64)
 	// The mapped row is still the row it was.
 	if row0.I64(size) != 0 || row0.Ts() != 0 {
-		fail("row 0 changed under its mapping: size %d ts %d", row0.I64(size), row0.Ts())
+		testutil.ChildFatalf(t, "row 0 changed under its mapping: size %d ts %d", row0.I64(size), row0.Ts())
 	}
 	// Row 200 (segment 1) was never mapped here: it is gone.
 	if _, err := r.Get(200); !errors.Is(err, reader.ErrTruncated) {
-		fail("Get(200) after retention: %v", err)
+		testutil.ChildFatalf(t, "Get(200) after retention: %v", err)
 	}
 	if r.First() != 5*128 {
-		fail("first row %d, want %d", r.First(), 5*128)
+		testutil.ChildFatalf(t, "first row %d, want %d", r.First(), 5*128)
 	}
 	var it reader.Iter
 	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil || !it.Next() || it.Seq() != 5*128 {
-		fail("range after retention starts at %d (%v)", it.Seq(), err)
+		testutil.ChildFatalf(t, "range after retention starts at %d (%v)", it.Seq(), err)
 	}
 	// The tail sees every row appended after retention, in order.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -311,7 +307,7 @@ func TestChildRetainReader(t *testing.T) {
 	for s := uint64(6*128 + 10); s < want; s++ {
 		row, seq, err := tail.Wait(ctx)
 		if err != nil || seq != s || row.I64(size) != int64(s) {
-			fail("tail: row %d (%v), want %d", seq, err, s)
+			testutil.ChildFatalf(t, "tail: row %d (%v), want %d", seq, err, s)
 		}
 	}
 	testutil.Report("OK")

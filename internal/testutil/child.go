@@ -49,6 +49,14 @@ func Report(format string, args ...any) {
 	_, _ = os.Stdout.Write([]byte(line))
 }
 
+// ChildFatalf reports an "error" line to the parent (whose Expect fails
+// with it) and fails the child test t.
+func ChildFatalf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	Report("error "+format, args...)
+	t.Fatalf(format, args...)
+}
+
 // Commands returns the lines the parent sends on stdin. The channel is
 // closed at EOF, which is when the reading goroutine ends: a child that
 // returns normally waits for that (the parent closes stdin with

@@ -212,17 +212,12 @@ func TestChildXprocTail(t *testing.T) {
 	slots := testutil.EnvUint(t, "TICKDB_SLOTS")
 	slow := testutil.EnvString(t, "TICKDB_MODE") == "slow"
 	rng := rand.New(rand.NewPCG(testutil.EnvUint(t, "TICKDB_CHILD_SEED"), 7))
-	fail := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		testutil.Report("error %s", msg)
-		t.Fatal(msg)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
 	r, err := openWhenCreated(ctx, db, xprocTable)
 	if err != nil {
-		fail("open: %v", err)
+		testutil.ChildFatalf(t, "open: %v", err)
 	}
 	defer r.Close()
 	testutil.Report("open")
@@ -247,7 +242,7 @@ func TestChildXprocTail(t *testing.T) {
 				target := min(rows, next+(slots+2)*rps)
 				for r.Count() < target {
 					if ctx.Err() != nil {
-						fail("writer stuck at %d rows while the reader waits at %d", r.Count(), next)
+						testutil.ChildFatalf(t, "writer stuck at %d rows while the reader waits at %d", r.Count(), next)
 					}
 					time.Sleep(200 * time.Microsecond)
 				}
@@ -260,17 +255,17 @@ func TestChildXprocTail(t *testing.T) {
 		durable := r.Durable()
 		row, seq, err := tail.Wait(ctx)
 		if err != nil {
-			fail("tail at row %d: %v", next, err)
+			testutil.ChildFatalf(t, "tail at row %d: %v", next, err)
 		}
 		if seq != next {
-			fail("tail returned row %d, want %d", seq, next)
+			testutil.ChildFatalf(t, "tail returned row %d, want %d", seq, next)
 		}
 		if seq >= durable {
 			live++
 		}
 		copy(buf, row)
 		if wasLate, err := g.CheckCopy(buf, seq, names.Name, r.ReadRow); err != nil {
-			fail("%v", err)
+			testutil.ChildFatalf(t, "%v", err)
 		} else if wasLate {
 			late++
 		}
@@ -279,7 +274,7 @@ func TestChildXprocTail(t *testing.T) {
 		}
 	}
 	if row, seq, ok, err := tail.Poll(); ok || err != nil {
-		fail("tail past the last row: row %d (%d bytes), %v", seq, len(row), err)
+		testutil.ChildFatalf(t, "tail past the last row: row %d (%d bytes), %v", seq, len(row), err)
 	}
 	testutil.Report("done rows %d late %d behind %d maxlag %d live %d", rows, late, behind, maxLag, live)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io/fs"
 	"math/rand/v2"
@@ -411,19 +410,14 @@ func TestChildCrashWriter(t *testing.T) {
 	live := testutil.EnvString(t, "TICKDB_LIVE")
 	flush := writer.FlushPolicy(testutil.EnvUint(t, "TICKDB_FLUSH"))
 	rng := rand.New(rand.NewPCG(testutil.EnvUint(t, "TICKDB_CHILD_SEED"), 1))
-	fail := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		testutil.Report("error %s", msg)
-		t.Fatal(msg)
-	}
 	w, err := writer.Open(db, crashTable, crashOptions(live, flush))
 	if err != nil {
-		fail("open: %v", err)
+		testutil.ChildFatalf(t, "open: %v", err)
 	}
 	testutil.Report("open %d %d", w.Len(), w.Stats().Durable)
 	cmds := testutil.Commands()
 	if cmd := <-cmds; cmd != "go" {
-		fail("command %q, want go", cmd)
+		testutil.ChildFatalf(t, "command %q, want go", cmd)
 	}
 	g := testutil.NewSeqRows()
 	syms := testutil.NewWriterSyms(g, w.SymbolString)
@@ -433,10 +427,10 @@ func TestChildCrashWriter(t *testing.T) {
 		select {
 		case cmd := <-cmds:
 			if cmd != "stop" {
-				fail("command %q, want stop", cmd)
+				testutil.ChildFatalf(t, "command %q, want stop", cmd)
 			}
 			if err := w.Close(); err != nil {
-				fail("close: %v", err)
+				testutil.ChildFatalf(t, "close: %v", err)
 			}
 			testutil.Report("closed %d", w.Len())
 			for range cmds {
@@ -450,18 +444,18 @@ func TestChildCrashWriter(t *testing.T) {
 			seq := first + uint64(i)
 			id, err := syms.ID(seq) // a new symbol publishes the rows so far
 			if err != nil {
-				fail("symbol of row %d: %v", seq, err)
+				testutil.ChildFatalf(t, "symbol of row %d: %v", seq, err)
 			}
 			g.Fill(batch[i*rs:(i+1)*rs], seq, id)
 		}
 		if rng.IntN(2) == 0 {
 			if _, k, err := w.AppendBatch(batch[:n*rs]); err != nil || k != n {
-				fail("append batch at %d: %d of %d: %v", first, k, n, err)
+				testutil.ChildFatalf(t, "append batch at %d: %d of %d: %v", first, k, n, err)
 			}
 		} else {
 			for i := 0; i < n; i++ {
 				if _, err := w.Append(batch[i*rs : (i+1)*rs]); err != nil {
-					fail("append %d: %v", first+uint64(i), err)
+					testutil.ChildFatalf(t, "append %d: %v", first+uint64(i), err)
 				}
 			}
 		}
@@ -469,7 +463,7 @@ func TestChildCrashWriter(t *testing.T) {
 		if rng.IntN(6) == 0 {
 			at := w.Len()
 			if err := w.Sync(); err != nil {
-				fail("sync: %v", err)
+				testutil.ChildFatalf(t, "sync: %v", err)
 			}
 			testutil.Report("ack %d", at)
 		}
@@ -486,11 +480,6 @@ func TestChildCrashWriter(t *testing.T) {
 func TestChildCrashTailer(t *testing.T) {
 	testutil.ChildRole(t, crashTailer)
 	db := testutil.EnvString(t, "TICKDB_DB")
-	fail := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		testutil.Report("error %s", msg)
-		t.Fatal(msg)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	var r *reader.Reader
@@ -502,7 +491,7 @@ func TestChildCrashTailer(t *testing.T) {
 			continue
 		}
 		if err != nil {
-			fail("open: %v", err)
+			testutil.ChildFatalf(t, "open: %v", err)
 		}
 	}
 	defer r.Close()
@@ -517,13 +506,13 @@ func TestChildCrashTailer(t *testing.T) {
 	for empty := 0; ; {
 		row, seq, ok, err := tail.Poll()
 		if err != nil {
-			fail("tail at row %d: %v", tail.Next(), err)
+			testutil.ChildFatalf(t, "tail at row %d: %v", tail.Next(), err)
 		}
 		if !ok {
 			// A count once published never goes back (this process only
 			// lives across warm restarts).
 			if n := r.Count(); n < maxCount {
-				fail("published count went back from %d to %d", maxCount, n)
+				testutil.ChildFatalf(t, "published count went back from %d to %d", maxCount, n)
 			} else {
 				maxCount = n
 			}
@@ -535,13 +524,13 @@ func TestChildCrashTailer(t *testing.T) {
 				v, ok := strings.CutPrefix(cmd, "until ")
 				n, err := strconv.ParseUint(v, 10, 64)
 				if !ok || err != nil {
-					fail("command %q", cmd)
+					testutil.ChildFatalf(t, "command %q", cmd)
 				}
 				until = n
 			default:
 			}
 			if ctx.Err() != nil {
-				fail("no row %d within the test's time", tail.Next())
+				testutil.ChildFatalf(t, "no row %d within the test's time", tail.Next())
 			}
 			idle.Idle(empty)
 			empty++
@@ -552,12 +541,12 @@ func TestChildCrashTailer(t *testing.T) {
 			idle.Reset()
 		}
 		if seq != want {
-			fail("tail returned row %d, want %d", seq, want)
+			testutil.ChildFatalf(t, "tail returned row %d, want %d", seq, want)
 		}
 		want++
 		copy(buf, row)
 		if wasLate, err := g.CheckCopy(buf, seq, names.Name, r.ReadRow); err != nil {
-			fail("%v", err)
+			testutil.ChildFatalf(t, "%v", err)
 		} else if wasLate {
 			late++
 		}
@@ -566,7 +555,7 @@ func TestChildCrashTailer(t *testing.T) {
 		}
 	}
 	if n := r.Count(); n != until {
-		fail("table has %d rows, want %d", n, until)
+		testutil.ChildFatalf(t, "table has %d rows, want %d", n, until)
 	}
 	testutil.Report("done %d late %d", tail.Next(), late)
 	for range cmds {

@@ -71,7 +71,7 @@ func makeTable(t testing.TB, n int, span time.Duration, seed uint64) (string, []
 // liveSlots live slots (0: the default).
 func openWriter(t testing.TB, db, live string, liveSlots int) *writer.Writer {
 	t.Helper()
-	w, err := writer.Open(db, "ticks", &writer.Options{Schema: testSchema(), LiveDir: live, SegmentSize: 64 << 10, LiveSlots: liveSlots})
+	w, err := writer.Open(db, "ticks", &writer.Options{Schema: testSchema(), LiveDir: live, SegmentSize: 64 << 10, LiveSlots: liveSlots, HotBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

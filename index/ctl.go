@@ -45,13 +45,14 @@ const (
 	offCkSymCount  = 4256
 	offFlushes     = 4264
 	offCmpSegs     = 4272
-	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}.
+	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}, up
+	// to the live directory's offset.
 	offSlots = 4352
 	// Live directory path: u32 length then bytes.
 	offLiveDir = 4864
 	maxLiveDir = 1020
 
-	MaxLiveSlots = 16
+	MaxLiveSlots = (offLiveDir - offSlots) / 16 // 32
 	// ChunkWords is the number of u64 words in a postings chunk (4 KiB).
 	ChunkWords = store.BlockSize / 8
 )

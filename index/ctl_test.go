@@ -134,7 +134,7 @@ func TestOpenCtlCorrupt(t *testing.T) {
 		{"zero_header", func(b []byte) []byte { clear(b[:store.BlockSize]); return b }, 0},
 		{"version_2_fixed", func(b []byte) []byte { b[8] = 2; fixCheck(b); return b }, 8},
 		{"one_slot_fixed", func(b []byte) []byte { b[hdrLiveSlots] = 1; fixCheck(b); return b }, hdrLiveSlots},
-		{"seventeen_slots_fixed", func(b []byte) []byte { b[hdrLiveSlots] = 17; fixCheck(b); return b }, hdrLiveSlots},
+		{"too_many_slots_fixed", func(b []byte) []byte { b[hdrLiveSlots] = MaxLiveSlots + 1; fixCheck(b); return b }, hdrLiveSlots},
 		{"seg_shift_3_fixed", func(b []byte) []byte { b[hdrSegShift] = 3; fixCheck(b); return b }, hdrLiveSlots},
 		{"seg_shift_41_fixed", func(b []byte) []byte { b[hdrSegShift] = 41; fixCheck(b); return b }, hdrLiveSlots},
 		{"stride_21_fixed", func(b []byte) []byte { b[hdrStrideShift] = 21; fixCheck(b); return b }, hdrLiveSlots},

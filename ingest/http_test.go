@@ -225,7 +225,7 @@ func TestHTTPMetricsParse(t *testing.T) {
 		missing := ""
 		for _, name := range []string{"tickdb_ingest_rows_accepted_total", "tickdb_ingest_rows_rejected_total",
 			"tickdb_ingest_connections", "tickdb_ingest_queue_depth", "tickdb_append_batch_seconds",
-			"tickdb_publish_seconds", "tickdb_flush_seconds", "tickdb_table_rows", "tickdb_table_durable_lag_rows",
+			"tickdb_publish_seconds", "tickdb_flush_seconds", "tickdb_table_rows", "tickdb_table_durable_lag_rows", "tickdb_table_hot_rows", "tickdb_table_hot_segments",
 			"tickdb_http_requests_total"} {
 			if fams[name] == nil {
 				missing = name

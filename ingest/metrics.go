@@ -152,6 +152,7 @@ func (m *metrics) logBad(log *slog.Logger, msg string, args ...any) {
 type tableCollector struct {
 	s                                       *sink
 	rows, durable, lag, ooo, flushes, bytes *prometheus.Desc
+	hotSegs, hotRows                        *prometheus.Desc
 	rings                                   []*ring
 	depth                                   *prometheus.Desc
 }
@@ -168,13 +169,15 @@ func newTableCollector(s *sink, rings []*ring) *tableCollector {
 		ooo:     d("tickdb_table_out_of_order_total", "Late rows rejected or restamped, since the table was created."),
 		flushes: d("tickdb_table_flushes_total", "O_DIRECT writes by the table's flusher (this run)."),
 		bytes:   d("tickdb_table_flush_bytes_total", "Bytes written by the table's flusher (this run)."),
+		hotSegs: d("tickdb_table_hot_segments", "Sealed, durable segments kept in shared memory (the hot budget)."),
+		hotRows: d("tickdb_table_hot_rows", "Rows of the hot segments: read from shared memory, not from disk."),
 		rings:   rings,
 		depth:   prometheus.NewDesc("tickdb_ingest_queue_depth", "Batches queued from an event loop to the writer.", []string{"loop"}, nil),
 	}
 }
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.depth} {
+	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.hotSegs, c.hotRows, c.depth} {
 		ch <- d
 	}
 }
@@ -187,6 +190,8 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.ooo, prometheus.CounterValue, float64(st.OutOfOrder), name)
 		ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(st.Flushes), name)
 		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(st.FlushBytes), name)
+		ch <- prometheus.MustNewConstMetric(c.hotSegs, prometheus.GaugeValue, float64(st.HotSegments), name)
+		ch <- prometheus.MustNewConstMetric(c.hotRows, prometheus.GaugeValue, float64(st.HotRows), name)
 	}
 	for i, r := range c.rings {
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(r.depth()), strconv.Itoa(i))

@@ -278,7 +278,7 @@ func TestRunCancel(t *testing.T) {
 func TestRunWhileWriting(t *testing.T) {
 	db, live := testutil.DB(t)
 	s := store.TickSchema()
-	w, err := writer.Open(db, "ticks", &writer.Options{Schema: s, LiveDir: live, SegmentSize: 4096, LiveSlots: 2})
+	w, err := writer.Open(db, "ticks", &writer.Options{Schema: s, LiveDir: live, SegmentSize: 4096, LiveSlots: 2, HotBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestScanMatchesGet(t *testing.T) {
 			db, live := testutil.DB(t)
 			// 8 KiB segments: 256 or 204 rows; 2 live slots, so most
 			// segments are sealed and read from their durable files.
-			w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 8192, LiveSlots: 2, LiveDir: live})
+			w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 8192, LiveSlots: 2, HotBytes: -1, LiveDir: live})
 			if err != nil {
 				t.Fatal(err)
 			}

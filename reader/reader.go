@@ -398,12 +398,15 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	}
 	// Below the compaction mark: compressed (the last segment too, once
 	// compacted after its writer closed).
-	if n < r.ctl.DurableSegs() || n < r.ctl.CmpSegs() {
+	if n < r.ctl.CmpSegs() {
 		return v, r.mapDurable(v, n, viewDurable)
 	}
 	if v.kind == viewLive && r.ctl.SlotGen(v.slot) == v.gen {
 		return v, nil
 	}
+	// A live slot that still holds segment n serves it, durable or not: a
+	// sealed segment stays in its slot (hot) until the slot is recycled,
+	// and reading it there costs no disk read.
 	i := int(n % uint64(len(r.slots)))
 	if gen, seg := r.ctl.Slot(i); gen != 0 && seg == n {
 		if b, err := r.attachSlot(i, gen, n); err == nil {

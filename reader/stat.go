@@ -3,6 +3,7 @@ package reader
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tickdb/tickdb/cseg"
@@ -41,6 +42,18 @@ type Stat struct {
 	// Compressed is what compaction made of the segments below the
 	// compaction mark that retention has not deleted.
 	Compressed Compressed
+	// Live, Hot, Raw and Historical are the table's lifecycle: where each
+	// of the rows [First, Rows) is read from now.
+	Live       Tier // in a live slot, not sealed and durable yet: shared memory
+	Hot        Tier // sealed and durable, still in its live slot: shared memory
+	Raw        Tier // sealed or durable rows in raw segment files on disk
+	Historical Tier // in compressed segment files on disk (compaction)
+}
+
+// Tier counts the rows and segments of one stage of a table's lifecycle.
+type Tier struct {
+	Segments uint64
+	Rows     uint64
 }
 
 // Compressed sums a table's compressed segments.
@@ -79,6 +92,7 @@ func (r *Reader) Stat() (Stat, error) {
 	if st.WriterState == index.StateClosed {
 		st.WriterPid = 0
 	}
+	r.statTiers(&st)
 	if err := r.statCompressed(&st.Compressed, st.First>>r.shift); err != nil {
 		return st, err
 	}
@@ -142,4 +156,30 @@ func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 		z.Close()
 	}
 	return nil
+}
+
+// statTiers sorts the segments holding rows [First, Rows) into the
+// lifecycle's tiers: compressed below the compaction mark, in a live slot
+// (hot when sealed and durable, live otherwise), else in raw files.
+func (r *Reader) statTiers(st *Stat) {
+	if st.Rows <= st.First {
+		return
+	}
+	cmp, sealed := r.ctl.CmpSegs(), r.ctl.DurableSegs()
+	for n := st.First >> r.shift; n <= (st.Rows-1)>>r.shift; n++ {
+		rows := min(st.Rows, (n+1)<<r.shift) - max(st.First, n<<r.shift)
+		t := &st.Raw
+		if n < cmp {
+			t = &st.Historical
+		} else if gen, seg := r.ctl.Slot(int(n % uint64(len(r.slots)))); gen != 0 && seg == n && r.liveDirPath() != "" {
+			if _, err := os.Stat(filepath.Join(r.liveDirPath(), store.SlotName(int(n%uint64(len(r.slots)))))); err == nil {
+				t = &st.Live
+				if n < sealed {
+					t = &st.Hot
+				}
+			}
+		}
+		t.Segments++
+		t.Rows += rows
+	}
 }

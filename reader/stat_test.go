@@ -57,7 +57,9 @@ func TestStat(t *testing.T) {
 		Segments: 3, SealedSegs: 2, SegmentRows: 128,
 		SegmentBytes: store.SegFileSize(g.Schema.RowSize, 128),
 		Symbols:      w.Stats().Symbols, WriterState: index.StateOpen,
-		LiveDir: w.LiveDir(), LiveSlots: 4,
+		LiveDir: w.LiveDir(), LiveSlots: index.MaxLiveSlots, // 4 + the default hot budget, capped
+		Hot:  reader.Tier{Segments: 2, Rows: 256},
+		Live: reader.Tier{Segments: 1, Rows: n - 256},
 	}
 	check := func(when string, want reader.Stat) {
 		t.Helper()
@@ -79,6 +81,9 @@ func TestStat(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A clean close removes the live slots: every row is read from the
+	// segment files now.
 	want.WriterPid, want.WriterState = 0, index.StateClosed
+	want.Hot, want.Live, want.Raw = reader.Tier{}, reader.Tier{}, reader.Tier{Segments: 3, Rows: n}
 	check("writer closed", want)
 }

@@ -33,7 +33,7 @@ const (
 // xprocOptions: 64 KiB segments (2048 rows of 32 bytes), so a few hundred
 // thousand rows roll over a hundred segments through two live slots.
 func xprocOptions(live string) *writer.Options {
-	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: xprocSlots, LiveDir: live}
+	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: xprocSlots, HotBytes: -1, LiveDir: live}
 }
 
 // xprocRows returns the row count of a full run and of a -short one.

@@ -45,7 +45,7 @@ const (
 // crashOptions: 64 KiB segments (2048 rows) and two live slots, so that
 // every run rolls segments and recycles slots.
 func crashOptions(live string, flush writer.FlushPolicy) *writer.Options {
-	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, LiveDir: live, Flush: flush}
+	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, HotBytes: -1, LiveDir: live, Flush: flush}
 }
 
 // crashHarness is the parent's view of the table across rounds.

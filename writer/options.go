@@ -61,6 +61,12 @@ const (
 	LagBlock
 )
 
+// DefaultHotBytes is the default Options.HotBytes: 1 GiB per table, a
+// trading day of a busy feed (about 33 M 32-byte ticks) kept in shared
+// memory after it is durable, as kdb+'s real-time database keeps today's
+// rows in memory.
+const DefaultHotBytes = 1 << 30
+
 // Options configures Open. The zero value (or nil) gives the documented
 // defaults.
 type Options struct {
@@ -73,10 +79,18 @@ type Options struct {
 	// TimeStride is how many rows one time-index entry covers (default 64,
 	// a power of two).
 	TimeStride int
-	// LiveSlots is the number of live segments kept in shared memory
-	// (default 4, 2..16): the table's shared-memory use is LiveSlots ×
-	// segment file size.
+	// LiveSlots is the number of segments that may be in shared memory
+	// while not yet durable (default 4, at least 2): the durable lag is
+	// bounded by LiveSlots-1 segments.
 	LiveSlots int
+	// HotBytes is the shared memory kept, on top of LiveSlots, for the most
+	// recently sealed segments after they are durable (default
+	// DefaultHotBytes; negative: none). Readers in every process read those
+	// rows from shared memory instead of the disk. A table's slot count,
+	// LiveSlots + HotBytes / segment file size (at most index.MaxLiveSlots),
+	// is fixed when it is created: shared memory is bounded by that count ×
+	// segment file size, and only what the rows use of it is allocated.
+	HotBytes int64
 	// LiveDir is where the live segment slots go. Default: a directory named
 	// after the table's id under /dev/shm/tickdb, or, where /dev/shm is not
 	// a writable tmpfs, the table's own "live" directory.
@@ -138,6 +152,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.LiveSlots == 0 {
 		r.LiveSlots = 4
+	}
+	if r.HotBytes == 0 {
+		r.HotBytes = DefaultHotBytes
 	}
 	if r.FlushInterval <= 0 {
 		r.FlushInterval = time.Millisecond

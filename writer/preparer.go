@@ -58,11 +58,12 @@ func (p *preparer) run() {
 
 func (p *preparer) step() error {
 	w := p.w
-	// As many segments ahead as there are slots to hold them: each one
-	// waits only for its slot's previous segment to be durable, so with
-	// small segments the writer is not left waiting for file creation.
+	// The current segment and the next: the next one waits only for its
+	// slot's previous segment to be durable. Not more: with hot slots a
+	// table has up to index.MaxLiveSlots of them, and a slot made ready
+	// early recycles a hot segment early.
 	cur := w.sh.curSeg.Load()
-	for seg := cur; seg < cur+uint64(len(w.slots)); seg++ {
+	for seg := cur; seg < cur+min(uint64(len(w.slots)), 2); seg++ {
 		if seg > cur && p.stopping() {
 			return nil // closing: the segments ahead will not be written
 		}

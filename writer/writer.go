@@ -108,6 +108,17 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 	return w, nil
 }
 
+// slotCount is the live slots of a new table: LiveSlots for the segments
+// not yet durable, plus as many hot ones as HotBytes holds, at most
+// index.MaxLiveSlots.
+func slotCount(o *Options, segFile int64) int {
+	n := o.LiveSlots
+	if o.HotBytes > 0 && n < index.MaxLiveSlots {
+		n += int(min(o.HotBytes/segFile, index.MaxLiveSlots))
+	}
+	return min(n, index.MaxLiveSlots)
+}
+
 func createTable(db, name string, o *Options) error {
 	s := o.Schema
 	rows := uint64(o.SegmentSize) / uint64(s.RowSize)
@@ -118,7 +129,7 @@ func createTable(db, name string, o *Options) error {
 	if o.TimeStride&(o.TimeStride-1) != 0 {
 		return fmt.Errorf("time stride %d is not a power of two", o.TimeStride)
 	}
-	g := index.Geometry{SegShift: shift, StrideShift: uint(bits.TrailingZeros64(uint64(o.TimeStride))), LiveSlots: o.LiveSlots}
+	g := index.Geometry{SegShift: shift, StrideShift: uint(bits.TrailingZeros64(uint64(o.TimeStride))), LiveSlots: slotCount(o, store.SegFileSize(s.RowSize, 1<<shift))}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
@@ -586,6 +597,10 @@ type Stats struct {
 	Flushes    uint64        // O_DIRECT writes
 	FlushBytes uint64
 	LagAlarms  uint64
+	// HotSegments are sealed, durable segments still in their live slots
+	// (Options.HotBytes): readers read their HotRows from shared memory.
+	HotSegments uint64
+	HotRows     uint64
 }
 
 // Stats returns the current counters (after Close, the final ones).
@@ -597,7 +612,7 @@ func (w *Writer) Stats() Stats {
 }
 
 func (w *Writer) stats() Stats {
-	return Stats{
+	st := Stats{
 		Appended:   w.seq,
 		Visible:    w.ctl.Visible(),
 		Durable:    w.ctl.Durable(),
@@ -609,6 +624,21 @@ func (w *Writer) stats() Stats {
 		FlushBytes: w.sh.flushBytes.Load(),
 		LagAlarms:  w.sh.lagAlarms.Load(),
 	}
+	st.HotSegments, st.HotRows = w.hot()
+	return st
+}
+
+// hot counts the segments the control file's slot table names that are
+// sealed and durable (and not compressed), and their rows.
+func (w *Writer) hot() (segs, rows uint64) {
+	sealed, cmp := w.ctl.DurableSegs(), w.ctl.CmpSegs()
+	for i := range w.slots {
+		if gen, n := w.ctl.Slot(i); gen != 0 && n < sealed && n >= cmp {
+			segs++
+			rows += 1 << w.shift
+		}
+	}
+	return segs, rows
 }
 
 // roll moves the writer to the next segment: it publishes (a sealed

@@ -123,7 +123,7 @@ func TestChildLockHolder(t *testing.T) {
 	live := testutil.EnvString(t, "TICKDB_LIVE")
 	rows := testutil.EnvUint(t, "TICKDB_ROWS")
 	tail := testutil.EnvUint(t, "TICKDB_TAIL")
-	w, err := writer.Open(db, lockTable, &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, LiveDir: live})
+	w, err := writer.Open(db, lockTable, &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, HotBytes: -1, LiveDir: live})
 	if err != nil {
 		testutil.Report("error open: %v", err)
 		t.Fatal(err)

@@ -29,10 +29,11 @@ type serveOpts struct {
 	retainAge     time.Duration
 	retainBytes   byteSize
 	compactAfter  time.Duration
+	hotBytes      byteSize
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20}
+	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the line protocol over TCP (epoll) and HTTP into the database",
@@ -64,8 +65,17 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
+	f.Var(&o.hotBytes, "hot-bytes", "shared memory per new table for its newest sealed, durable segments, read from memory instead of disk (0: none)")
 	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
 	return cmd
+}
+
+// hotOption is writer.Options.HotBytes for a --hot-bytes value (0: none).
+func hotOption(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
@@ -96,7 +106,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log,
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment),
-			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter},
+			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})
 	if err != nil {
 		return err

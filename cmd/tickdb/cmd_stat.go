@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -80,8 +81,25 @@ type tableStat struct {
 
 	Compressed *statCompressed `json:"compressed,omitempty"` // nil: no compressed segment
 
+	// Lifecycle: where rows [first_seq, rows) are read from now.
+	Lifecycle statLifecycle `json:"lifecycle"`
+
 	Created string `json:"created"`
 	Error   string `json:"error,omitempty"` // the table could not be read
+}
+
+// statLifecycle sorts a table's rows by where readers find them, newest
+// first (docs/DESIGN.md, "Lifecycle").
+type statLifecycle struct {
+	Live       statTier `json:"live"`       // shared memory, not yet sealed and durable
+	Hot        statTier `json:"hot"`        // sealed and durable, kept in shared memory
+	Raw        statTier `json:"raw"`        // raw segment files on disk
+	Historical statTier `json:"historical"` // compressed segment files on disk
+}
+
+type statTier struct {
+	Segments uint64 `json:"segments"`
+	Rows     uint64 `json:"rows"`
 }
 
 // statCompressed is what compaction made of the table's oldest segments:
@@ -191,6 +209,8 @@ func statTable(db, name string) (tableStat, error) {
 	ts.Symbols, ts.OutOfOrder = st.Symbols, st.OutOfOrder
 	ts.LiveDir, ts.LiveSlots = st.LiveDir, st.LiveSlots
 	ts.LiveBytesMax = int64(st.LiveSlots) * st.SegmentBytes
+	tier := func(t reader.Tier) statTier { return statTier{Segments: t.Segments, Rows: t.Rows} }
+	ts.Lifecycle = statLifecycle{Live: tier(st.Live), Hot: tier(st.Hot), Raw: tier(st.Raw), Historical: tier(st.Historical)}
 	if c := st.Compressed; c.Segments > 0 && c.Bytes > 0 {
 		rows := c.RawBytes / int64(r.Schema().RowSize)
 		sc := &statCompressed{Segments: c.Segments, RawBytes: c.RawBytes, Bytes: c.Bytes, Ratio: float64(c.RawBytes) / float64(c.Bytes)}
@@ -312,6 +332,19 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 				fmt.Sprintf("%s raw → %s (%.1f×)", fmtBytes(c.RawBytes), fmtBytes(c.Bytes), c.Ratio))
 			for _, col := range c.Columns {
 				statLine(out, "  column "+col.Name, fmtBytes(col.Bytes), fmt.Sprintf("%s raw (%.1f×)", fmtBytes(col.RawBytes), col.Ratio))
+			}
+		}
+		for _, l := range []struct {
+			name, why string
+			t         statTier
+		}{
+			{"live", "shared memory; not yet sealed and durable", t.Lifecycle.Live},
+			{"hot", "sealed and durable, kept in shared memory", t.Lifecycle.Hot},
+			{"raw", "raw segment files on disk", t.Lifecycle.Raw},
+			{"historical", "compressed segment files on disk", t.Lifecycle.Historical},
+		} {
+			if l.t.Rows > 0 {
+				statLine(out, "  "+l.name, commas(int64(l.t.Rows))+" rows", fmt.Sprintf("%d segment(s): %s", l.t.Segments, l.why))
 			}
 		}
 		statLine(out, "symbols", commas(int64(t.Symbols)))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/store"
 )
@@ -45,7 +46,13 @@ type statJSON struct {
 		LiveSlots    int    `json:"live_slots"`
 		LiveBytes    int64  `json:"live_bytes"`
 		LiveBytesMax int64  `json:"live_bytes_max"`
-		Created      string `json:"created"`
+		Lifecycle    struct {
+			Live, Hot, Raw, Historical struct {
+				Segments uint64 `json:"segments"`
+				Rows     uint64 `json:"rows"`
+			}
+		} `json:"lifecycle"`
+		Created string `json:"created"`
 	} `json:"tables"`
 }
 
@@ -127,8 +134,13 @@ func TestStatJSON(t *testing.T) {
 	if k.Writer == nil || k.Writer.Pid != os.Getpid() || k.Writer.State != "open" || !k.Writer.Running {
 		t.Errorf("ticks writer: %+v, want this process, open, running", k.Writer)
 	}
-	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != 4 || k.LiveBytesMax != 4*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax {
-		t.Errorf("ticks live: dir %s slots %d bytes %d max %d; want %s, 4, (0, %d]", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, sw.w.LiveDir(), 4*segBytes)
+	// 4 live slots and the default hot budget, capped at the most a table has.
+	slots := index.MaxLiveSlots
+	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != slots || k.LiveBytesMax != int64(slots)*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax {
+		t.Errorf("ticks live: dir %s slots %d bytes %d max %d; want %s, %d, (0, %d]", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, sw.w.LiveDir(), slots, int64(slots)*segBytes)
+	}
+	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 2 || l.Hot.Rows != 256 || l.Raw.Rows != 0 || l.Historical.Rows != 0 {
+		t.Errorf("ticks lifecycle: %+v; want 44 rows live, 256 hot", l)
 	}
 
 	tr := s.Tables[2]
@@ -171,6 +183,9 @@ func TestStatReport(t *testing.T) {
 	writeKnown(t, db, live, "trades")
 	sw := newSeqWriter(t, db, live+"/ticks", "ticks")
 	sw.write(200, 100)
+	if err := sw.w.Sync(); err != nil { // segment 0 sealed and durable: hot
+		t.Fatal(err)
+	}
 	code, out, errs := execCLI(t, "stat", "--db", db)
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
@@ -181,7 +196,7 @@ func TestStatReport(t *testing.T) {
 		`^database \S+: 2 table\(s\)$`,
 		`^table ticks$`,
 		`^  writer +pid ` + pid + `  open$`,
-		`^  rows +200  (200|\d+) durable$`,
+		`^  rows +200  200 durable$`,
 		`^table trades$`,
 		`^  schema +ts:ts sym:sym price:f64 size:i64$`,
 		`^  rows +5  5 durable$`,
@@ -192,7 +207,10 @@ func TestStatReport(t *testing.T) {
 		`^  out-of-order rows +0$`,
 		`^  writer +none$`,
 		`^  live dir +` + regexp.QuoteMeta(live) + `/trades$`,
-		`^  shared memory +0 B  at most 32 KiB \(4 live slots × 8 KiB\)$`,
+		`^  shared memory +0 B  at most 256 KiB \(32 live slots × 8 KiB\)$`,
+		`^    raw +5 rows  1 segment\(s\): raw segment files on disk$`,
+		`^    hot +128 rows  1 segment\(s\): sealed and durable, kept in shared memory$`,
+		`^    live +72 rows  1 segment\(s\): shared memory; not yet sealed and durable$`,
 	} {
 		if !regexp.MustCompile(`(?m)` + want).MatchString(out) {
 			t.Errorf("report has no line matching %s", want)

@@ -312,8 +312,8 @@ class Table:
         self.stride_shift = _u32(h, 36)
         self.chunk_words = _u32(h, 40)
         self.created = _i64(h, 48)
-        if not 2 <= self.live_slots <= 16:
-            raise CorruptError(p, 12, f"liveSlots {self.live_slots}, want 2..16")
+        if not 2 <= self.live_slots <= 32:
+            raise CorruptError(p, 12, f"liveSlots {self.live_slots}, want 2..32")
         if self.seg_shift > 40:
             raise CorruptError(p, 32, f"segShift {self.seg_shift} too large")
         self.rows_per_seg = 1 << self.seg_shift
@@ -528,9 +528,10 @@ class Table:
     def read(self, partial=False):
         """A Snapshot of every published row, [firstSeq, visible).
 
-        Segments below durableSegs come from their durable files; later ones
-        from their live slot when the slot holds them, else from the durable
-        file for rows below durable. If some published rows can only be in a
+        A segment comes from its live slot when the slot holds it (a hot
+        segment, sealed and durable, stays there until the slot is reused),
+        else from its durable file: whole below durableSegs, otherwise for
+        rows below durable. If some published rows can only be in a
         live slot that is gone, raises UnavailableError, or with partial=True
         returns the rows before them and counts the rest in .unavailable.
         """
@@ -544,7 +545,7 @@ class Table:
             n = seq >> shift
             end = min(pub.visible, (n + 1) << shift)
             buf = None
-            if live and n >= self._word(OFF_DURABLE_SEGS):
+            if live:
                 buf = self._live_rows(n, seq, end, slots)
             if buf is None:
                 # No live copy: load durableSegs/durable now, after the slot

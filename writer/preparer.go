@@ -81,11 +81,13 @@ func (p *preparer) step() error {
 	cur := w.sh.curSeg.Load()
 	pos := max(w.sh.pos.Load(), w.ctl.Visible(), cur<<w.shift)
 	if pos-p.last >= p.ahead/2 {
-		// The writer used half the distance: double it, up to a segment.
-		if p.ahead < w.rps {
+		// The writer used half the distance (once per half since the
+		// last step): double it, up to a segment.
+		for gone := pos - p.last; gone >= p.ahead/2 && p.ahead < w.rps; {
+			gone -= p.ahead / 2
 			p.ahead = min(2*p.ahead, w.rps)
-			w.sh.kickEvery.Store(p.ahead / 2)
 		}
+		w.sh.kickEvery.Store(p.ahead / 2)
 		p.last = pos
 	}
 	target := pos + p.ahead
@@ -93,6 +95,7 @@ func (p *preparer) step() error {
 	// within the distance of it: at most one segment ahead, so a table
 	// holds live slots and durable files only for segments it reaches.
 	last := min(cur+1, (target-1)>>w.shift)
+	ready := cur // segments below it are ready
 	for seg := cur; seg <= last; seg++ {
 		if seg > cur && p.stopping() {
 			return nil // closing: the segment ahead will not be written
@@ -108,7 +111,11 @@ func (p *preparer) step() error {
 			// or the writer grows them itself, in the append path.
 			break
 		}
-		p.populate(w.slots[seg%uint64(len(w.slots))], seg, pos, target)
+		ready = seg + 1
+	}
+	// Populate after preparing: a roll must not wait for page faults.
+	for seg := cur; seg < ready; seg++ {
+		p.populate(w.slots[seg%uint64(len(w.slots))], seg, target)
 	}
 	// Index files: room for the rows up to twice the distance ahead (the
 	// writer kicks the preparer when it has gone half of it). Growth is
@@ -182,28 +189,30 @@ func (p *preparer) stopping() bool {
 }
 
 // populate pre-faults the rows of slot s (holding segment seg) from the
-// writer's position pos up to target, a few MiB at a time, so the writer
-// never takes a first-touch fault there. It stops when the writer is
-// closing (a short-lived writer's Close must not wait for page faults it
-// will never use), and on an error: pages left unpopulated are faulted in
-// by the writer's first stores to them.
-func (p *preparer) populate(s *liveSlot, seg, pos, target uint64) {
+// writer's position up to target, a few MiB at a time, so the writer
+// never takes a first-touch fault there. Between pieces it looks at the
+// writer's position again and skips what the writer has passed. It stops
+// when the writer is closing (a short-lived writer's Close must not wait
+// for page faults it will never use), and on an error: pages left
+// unpopulated are faulted in by the writer's first stores to them.
+func (p *preparer) populate(s *liveSlot, seg, target uint64) {
 	w := p.w
 	base := seg << w.shift
-	from := uint64(0)
-	if pos > base {
-		from = (pos - base) * w.rowSize &^ (store.BlockSize - 1)
-	}
 	to := min(target-base, w.rps) * w.rowSize
 	to = min((to+store.BlockSize-1)&^(store.BlockSize-1), uint64(len(s.rows)))
-	if from < s.popLo || from > s.popHi {
-		// Not contiguous with what is populated (a slot attached or opened
-		// mid-segment): start a new range here.
-		s.popLo, s.popHi = from, from
-	}
 	const chunk = 4 << 20
-	for s.popHi < to {
-		if p.stopping() {
+	for {
+		from := uint64(0)
+		if pos := max(w.sh.pos.Load(), w.ctl.Visible()); pos > base {
+			from = min((pos-base)*w.rowSize&^(store.BlockSize-1), uint64(len(s.rows)))
+		}
+		if from < s.popLo || from > s.popHi {
+			// Not contiguous with what is populated (a slot attached or
+			// opened mid-segment, or the writer went past): start a new
+			// range here.
+			s.popLo, s.popHi = from, from
+		}
+		if s.popHi >= to || p.stopping() {
 			return
 		}
 		end := min(s.popHi+chunk, to)

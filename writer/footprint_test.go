@@ -233,3 +233,75 @@ func TestFootprintManyTables(t *testing.T) {
 		tablecheck.Verify(t, db, fmt.Sprintf("t%03d", i), rows)
 	}
 }
+
+// TestFootprintRolls writes past several segment rolls with 64 KiB
+// segments, reopens (the cold path cuts nothing and starts a sparse slot
+// mid-segment) and rolls again: every row reads back, verify is clean, and
+// the files' allocation follows the rows: each sealed segment file holds
+// its header and rows (the flusher allocates at most to the file's end),
+// shared memory at most the live slots.
+func TestFootprintRolls(t *testing.T) {
+	const segBytes = 64 << 10
+	const segRows = segBytes / 32
+	tb := newWtTable(t)
+	mod := func(o *writer.Options) { o.SegmentSize = segBytes; o.LiveSlots = 3 }
+	w := tb.open(t, mod)
+	ids := tb.symbols(t, w, "A", "B", "C")
+	n := uint64(7*segRows + 300)
+	tb.appendN(t, w, 0, n, ids)
+	settle(t, w)
+	segFile := store.SegFileSize(32, segRows)
+	if shm := allocated(t, tb.live); shm > 3*segFile {
+		t.Errorf("shm %d bytes, want at most 3 slots of %d", shm, segFile)
+	}
+	tb.checkAll(t, n, ids)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.checkAll(t, n, ids)
+	tablecheck.Verify(t, tb.db, tb.name, n)
+	w = tb.open(t, mod)
+	tb.appendN(t, w, n, 3*segRows, ids)
+	n += 3 * segRows
+	settle(t, w)
+	tb.checkAll(t, n, ids)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.checkAll(t, n, ids)
+	tablecheck.Verify(t, tb.db, tb.name, n)
+	for seg := range n / segRows {
+		var st syscall.Stat_t
+		if err := syscall.Stat(store.SegPath(tb.dir(), seg), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Size != segFile || st.Blocks*512 > segFile {
+			t.Errorf("sealed segment %d: size %d, %d bytes allocated; want %d and at most that", seg, st.Size, st.Blocks*512, segFile)
+		}
+	}
+}
+
+// TestFootprintProportional: with the default 64 MiB segments, 200,000
+// rows (6.4 MB) hold disk and shared memory in proportion (the distance
+// populated ahead has doubled a few times, the flusher's allocation step
+// is at most 8 MiB), far below the 64 MiB of a whole segment.
+func TestFootprintProportional(t *testing.T) {
+	tb := newWtTable(t)
+	w := tb.open(t, func(o *writer.Options) { o.SegmentSize = 0 })
+	ids := tb.symbols(t, w, "A", "B", "C", "D")
+	const n = 200_000
+	tb.appendN(t, w, 0, n, ids)
+	w.Publish()
+	settle(t, w)
+	data := int64(n * 32)
+	disk, shm := allocated(t, tb.dir()), allocated(t, tb.live)
+	t.Logf("%d rows (%d KiB): disk %d KiB, shm %d KiB", n, data>>10, disk>>10, shm>>10)
+	logFiles(t, tb.dir(), tb.live)
+	if disk > 2*data+(8<<20) || shm > 3*data+footprintMax {
+		t.Errorf("disk %d bytes, shm %d bytes for %d bytes of rows", disk, shm, data)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tablecheck.Verify(t, tb.db, tb.name, n)
+}

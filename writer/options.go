@@ -74,7 +74,7 @@ type Options struct {
 	// a power of two).
 	TimeStride int
 	// LiveSlots is the number of live segments kept in shared memory
-	// (default 4, 2..16): the table's shared-memory use is LiveSlots ×
+	// (default 4, 2..16): the table's shared-memory use is at most LiveSlots ×
 	// segment file size.
 	LiveSlots int
 	// LiveDir is where the live segment slots go. Default: a directory named

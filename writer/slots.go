@@ -14,7 +14,7 @@ import (
 // createSlotFile makes slot s's tmpfs file, sparse, and maps it
 // read-write. It checks first that the file system has room for a whole
 // slot; its pages are then allocated as they are populated (the preparer,
-// a growing distance ahead of the writer: populateSlot), so a table holding
+// a growing distance ahead of the writer: preparer.populate), so a table holding
 // a few rows holds a few pages of shared memory.
 func (w *Writer) createSlotFile(s *liveSlot) error {
 	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {

@@ -13,7 +13,18 @@ import (
 // chunks hold seq+1 of each of its rows in increasing order (0 = empty).
 // A symbol's first directory chunk is recorded in its dictionary entry.
 // Chunks are allocated in order; the published NextChunk bounds them.
-const postReserve = 1 << 40
+//
+// postReserve is the mapping's virtual size: 256 GiB, 2^35 postings
+// entries, so a table with a symbol column holds at most about 34 billion
+// rows in its lifetime (retention does not shrink post.idx). It was 1 TiB,
+// which let a process map at most about 115 tables (128 TiB of user
+// address space); at 288 GiB for the three index files, about 400 fit.
+const postReserve = 1 << 38
+
+// postInitial is a new post.idx's size in chunks: the header and room for
+// a few symbols' first chunks. The writer's preparer grows it ahead of
+// the rows.
+const postInitial = 16
 
 // Postings is the mapped postings file.
 type Postings struct {
@@ -23,7 +34,7 @@ type Postings struct {
 
 // CreatePostings creates an empty post.idx at path.
 func CreatePostings(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicPost, tableID, 256*store.BlockSize)
+	return createIndexFile(path, store.MagicPost, tableID, postInitial*store.BlockSize)
 }
 
 // OpenPostings maps post.idx.
@@ -138,7 +149,7 @@ func (pw *PostWriter) alloc() (uint64, error) {
 	if pw.next >= pw.p.Chunks() {
 		grow := pw.Grow
 		if grow == nil {
-			grow = func(need uint64) error { return pw.p.Grow(need + 1024) }
+			grow = func(need uint64) error { return pw.p.Grow(need + need/4 + 16) }
 		}
 		if err := grow(pw.next + 1); err != nil {
 			return 0, err
@@ -225,7 +236,7 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 		}
 	}
 	if !pw.p.CoversChunks(next) {
-		if err := pw.p.Grow(next + 1024); err != nil {
+		if err := pw.p.Grow(next + next/4 + 16); err != nil {
 			return err
 		}
 	}

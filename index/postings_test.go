@@ -494,8 +494,8 @@ func TestPostWriterResetErrors(t *testing.T) {
 func TestPostingsGrowAndReopen(t *testing.T) {
 	p := newPostings(t)
 	start := p.Chunks()
-	if start != 256 {
-		t.Errorf("new file has %d chunks, want 256", start)
+	if start != postInitial {
+		t.Errorf("new file has %d chunks, want %d", start, postInitial)
 	}
 	if err := p.Grow(start + 1000); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,10 @@ import (
 // control file after writing an entry, so a reader never parses a partial one.
 const symReserve = 1 << 34
 
+// symInitial is a new sym.dat's size: the header and one block of entries.
+// It grows by a quarter when an entry does not fit.
+const symInitial = 2 * store.BlockSize
+
 // Symbols is a mapped dictionary plus a private decoded copy of the entries
 // seen so far. Not safe for concurrent use: each reader and the writer own one.
 type Symbols struct {
@@ -24,7 +28,7 @@ type Symbols struct {
 
 // CreateSymbols creates an empty sym.dat at path.
 func CreateSymbols(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicSym, tableID, 16*store.BlockSize)
+	return createIndexFile(path, store.MagicSym, tableID, symInitial)
 }
 
 // OpenSymbols maps sym.dat.
@@ -129,7 +133,8 @@ func (s *Symbols) Append(name []byte, dir uint64) (uint32, error) {
 	}
 	need := int64(s.end) + int64(store.SymEntrySize(len(name)))
 	if need > s.m.size.Load() {
-		if err := s.m.grow((need + 1<<20) &^ (1<<20 - 1)); err != nil {
+		// A quarter more, in whole blocks: proportional to the symbols.
+		if err := s.m.grow((need + need/4 + store.BlockSize - 1) &^ (store.BlockSize - 1)); err != nil {
 			return 0, err
 		}
 	}

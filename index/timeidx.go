@@ -8,7 +8,14 @@ import (
 // Time index (on-disk contract; docs/FORMAT.md "ts.idx"): after the header
 // block, entry k (int64 LE at 4096 + 8k) is the ts of row k << StrideShift.
 // Entries for rows below the published count are valid.
-const timeReserve = 1 << 36
+// timeReserve is the mapping's virtual size: 16 GiB, 2^31 entries (2^37
+// rows at the default stride, more than post.idx can index).
+const timeReserve = 1 << 34
+
+// timeInitial is a new ts.idx's size: the header and one block of entries
+// (512 entries, 32,768 rows at the default stride). The writer's preparer
+// grows it ahead of the rows.
+const timeInitial = 2 * store.BlockSize
 
 // TimeIndex is the mapped sparse time index.
 type TimeIndex struct {
@@ -18,7 +25,7 @@ type TimeIndex struct {
 
 // CreateTimeIndex creates an empty ts.idx at path.
 func CreateTimeIndex(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicTime, tableID, 64*store.BlockSize)
+	return createIndexFile(path, store.MagicTime, tableID, timeInitial)
 }
 
 // OpenTimeIndex maps ts.idx.

@@ -26,7 +26,7 @@ func newTimeIndex(t *testing.T) (string, *TimeIndex) {
 
 func TestTimeIndexSetAt(t *testing.T) {
 	path, w := newTimeIndex(t)
-	initial := uint64(64*store.BlockSize-store.BlockSize) / 8
+	initial := uint64(timeInitial-store.BlockSize) / 8
 	if w.Capacity() != initial {
 		t.Fatalf("Capacity = %d, want %d", w.Capacity(), initial)
 	}

@@ -389,7 +389,7 @@ func (q *queryTable) benchWindow(b *testing.B) {
 // The writer's open runs its clean-close recovery path: it checks the last
 // durable row, copies the last segment's rows into a fresh live slot and
 // checkpoints. rss-settled-KiB is the RSS 200 ms after writer.Open, when
-// the preparer has pre-faulted the next live slot.
+// the preparer has pre-faulted the live slot ahead of the writer.
 func benchOpen(b *testing.B, db string) {
 	live := testutil.LiveDir(b)
 	keys := []string{"reader-open-ns", "writer-open-ns", "base-rss-KiB", "reader-rss-KiB", "writer-rss-KiB", "rss-settled-KiB", "first-get-ns"}

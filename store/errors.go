@@ -12,6 +12,8 @@ var (
 	ErrSchema = errors.New("store: bad schema")
 	// ErrNoTable reports a table directory that does not exist.
 	ErrNoTable = errors.New("store: no such table")
+	// ErrNoAllocate reports a file system without fallocate (Allocate).
+	ErrNoAllocate = errors.New("store: fallocate not supported")
 )
 
 // CorruptError names the file and byte offset where a check failed and why.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -95,6 +96,24 @@ func MsyncSync(b []byte) error {
 func Fallocate(f *os.File, size int64) error {
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
 		return fmt.Errorf("fallocate %s to %d bytes: %w", f.Name(), size, err)
+	}
+	return nil
+}
+
+// Allocate reserves bytes [off, off+n) of f (fallocate mode 0; within
+// the file's size it allocates blocks, as unwritten extents on ext4 and
+// xfs, and leaves the size alone). It reports ErrNoAllocate where the file
+// system has no fallocate: the caller's writes then allocate as they go.
+func Allocate(f *os.File, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(f.Fd()), 0, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return ErrNoAllocate
+	}
+	if err != nil {
+		return fmt.Errorf("fallocate %s [%d, %d): %w", f.Name(), off, off+n, err)
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package writer_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/testutil"
@@ -13,8 +11,8 @@ import (
 // The append path's zero-allocation contract (STYLE §5). Allocation counts
 // are meaningless under -race, so these skip there (testutil.Race).
 //
-// They measure in steady state: a segment of 32768 rows (1 MiB) is open
-// and mapped, the next one is prepared, and every measured call stays
+// They measure in steady state: a segment of 32768 rows (1 MiB) is open,
+// mapped and populated ahead of the writer, and every measured call stays
 // inside the first segment. testing.AllocsPerRun divides the process-wide
 // malloc count by the run count (integer division), so a stray allocation
 // of the flusher or preparer goroutines does not show; one per call does.
@@ -33,12 +31,9 @@ func allocWriter(t *testing.T) (*wtTable, *writer.Writer, []uint32) {
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	// The preparer has made segment 1 ready: its slot and durable file.
-	waitFor(t, "the next segment to be prepared", func() bool {
-		_, e1 := os.Stat(filepath.Join(tb.live, store.SlotName(1)))
-		_, e2 := os.Stat(store.SegPath(tb.dir(), 1))
-		return e1 == nil && e2 == nil
-	})
+	// The preparer has run since: the pages ahead of the writer are
+	// populated and the index files have room.
+	writer.PrepareNow(w)
 	return tb, w, ids
 }
 

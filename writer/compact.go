@@ -265,7 +265,9 @@ func (w *Writer) restoreSegment(n uint64) error {
 	}
 	defer z.Close()
 	return w.swap(n, zPath, rawPath, n, 10, func(f *os.File) error {
-		if err := store.Fallocate(f, w.segSize); err != nil {
+		// Full size, sparse: the rows are written below, the rest reads
+		// as zeros and the flusher allocates ahead of its writes.
+		if err := f.Truncate(w.segSize); err != nil {
 			return err
 		}
 		hdr := make([]byte, store.BlockSize)

@@ -10,13 +10,17 @@
 //     Symbol and Sync. Appends copy a row into the mapped live slot, write its
 //     check word, a time-index entry every stride and a postings entry; they
 //     allocate nothing and do no system call.
-//   - the preparer keeps the next live slot ready: it waits until the slot's
-//     previous segment is durable, re-labels it (new generation), creates
-//     the next durable segment file and grows the index files, so a segment
+//   - the preparer keeps a growing distance ahead of the writer ready (the
+//     writer tells it its position once per half distance): it pre-faults
+//     the live slot pages there, grows the index files, and, once the
+//     writer nears its segment's end, makes the next live slot ready: it
+//     waits until the slot's previous segment is durable, re-labels it (new
+//     generation) and creates the next durable segment file, so a segment
 //     roll costs the writer a pointer swap.
 //   - the flusher copies newly published rows out of the live slot into an
 //     aligned buffer and writes them with one pwrite to the durable segment
-//     file (O_DIRECT|O_DSYNC), then publishes the durable count.
+//     file (O_DIRECT|O_DSYNC, allocating the sparse file a step ahead),
+//     then publishes the durable count.
 //   - the checkpointer makes the index files durable after each sealed
 //     segment and then does the background maintenance: it unlinks the
 //     segments automatic retention (Options.RetainAge, RetainBytes) moved
@@ -46,7 +50,12 @@
 //
 // # Caveats
 //
-// Shared memory use is bounded: LiveSlots × segment file size per table.
+// Shared memory and disk follow the rows (live slots and segment files are
+// sparse, populated and allocated a growing distance ahead of the writer
+// and the flusher). Shared memory is bounded: LiveSlots × segment file size
+// per table. A live slot is made only after checking that its file system
+// has room for all of it; if tmpfs fills up afterwards, a page the
+// preparer has not populated yet can fail the writer's store (SIGBUS).
 // When appends outrun the disk for longer than LiveSlots-1 segments, the
 // writer waits at the segment roll (counted in Stats); set MaxLag with
 // LagAlarm or LagBlock to act earlier.

@@ -1,5 +1,17 @@
 package writer
 
+import "time"
+
 // SetCompactHook makes the writers opened with o call f after each
 // numbered step of a compaction swap (tests kill the process there).
 func SetCompactHook(o *Options, f func(seg uint64, step int)) { o.compactHook = f }
+
+// PrepareNow wakes w's preparer and returns once it has run a whole step
+// begun after the call (or the writer has failed or closed).
+func PrepareNow(w *Writer) {
+	s0 := w.sh.prepSteps.Load()
+	for w.sh.prepSteps.Load() < s0+2 && w.fail.get() == nil && !w.closed {
+		w.prep.wake()
+		time.Sleep(100 * time.Microsecond)
+	}
+}

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -27,6 +28,13 @@ import (
 // figures move on while a backlog drains. At a segment seal the index
 // checkpoint is handed to the checkpointer and the flusher goes on to the
 // next segment.
+//
+// Durable files are created sparse. Before a write that goes past what it
+// has allocated in the file, the flusher allocates (fallocate) from there
+// to a step past the write's end; the step starts at allocFirst and
+// doubles up to allocMax. A small table's file holds a few blocks, and a
+// busy one's O_DIRECT writes land in allocated (unwritten) extents, as
+// when the files were allocated whole: one fallocate per 8 MiB of rows.
 type flusher struct {
 	w       *Writer
 	buf     []byte // anonymous mapping: page-aligned, off the Go heap
@@ -40,11 +48,25 @@ type flusher struct {
 	fdSeg   uint64 // segment of fd, +1 (0: none)
 	symSync uint64 // dictionary bytes known durable
 	warned  bool
+	// allocEnd is the file offset up to which fd's file is known to be
+	// allocated from this flusher's first write to it on (0: none yet);
+	// allocStep the next allocation's size past the write, kept across
+	// segments; noAlloc is set where the file system has no fallocate.
+	allocEnd  int64
+	allocStep int64
+	noAlloc   bool
 }
+
+// The durable files' allocation steps (flusher.allocate).
+const (
+	allocFirst = 64 << 10
+	allocMax   = 8 << 20
+)
 
 func newFlusher(w *Writer) *flusher {
 	f := &flusher{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
 	f.cond = sync.NewCond(&f.mu)
+	f.allocStep = allocFirst
 	f.durable = w.ctl.Durable()
 	f.symSync = w.ctl.SymBytes()
 	buf, err := store.MapAnon(w.opts.FlushBytes)
@@ -161,6 +183,9 @@ func (f *flusher) flushTo(limit uint64) error {
 			copy(f.buf, s.rows[off:off+m])
 			padded := (m + store.BlockSize - 1) &^ (store.BlockSize - 1)
 			clear(f.buf[m:padded])
+			if err := f.allocate(fd, int64(store.BlockSize+off), int64(padded)); err != nil {
+				return err
+			}
 			t0 := time.Now()
 			if _, err := fd.WriteAt(f.buf[:padded], int64(store.BlockSize+off)); err != nil {
 				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), store.BlockSize+off, err)
@@ -213,6 +238,30 @@ func (f *flusher) publishDurable(done uint64) error {
 	return nil
 }
 
+// allocate makes sure bytes [off, off+n) of fd's file are allocated
+// before an O_DIRECT write to them, allocating a step further while at
+// it. The allocation is not fsynced: the O_DSYNC write that lands in it
+// makes the blocks it wrote, and the extent records that map them,
+// durable before it returns (docs/DESIGN.md, "Durable files"). Where the
+// file system has no fallocate the write allocates for itself.
+func (f *flusher) allocate(fd *os.File, off, n int64) error {
+	if f.noAlloc || off+n <= f.allocEnd {
+		return nil
+	}
+	from := max(off, f.allocEnd)
+	end := min(off+n+f.allocStep, f.w.segSize)
+	if err := store.Allocate(fd, from, end-from); err != nil {
+		if errors.Is(err, store.ErrNoAllocate) {
+			f.noAlloc = true
+			return nil
+		}
+		return err
+	}
+	f.allocEnd = end
+	f.allocStep = min(2*f.allocStep, allocMax)
+	return nil
+}
+
 func (f *flusher) file(n uint64) (*os.File, error) {
 	if f.fdSeg == n+1 {
 		return f.fd, nil
@@ -222,7 +271,7 @@ func (f *flusher) file(n uint64) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.fd, f.fdSeg = fd, n+1
+	f.fd, f.fdSeg, f.allocEnd = fd, n+1, 0
 	return fd, nil
 }
 

@@ -105,11 +105,6 @@ func (w *Writer) unmapSlots() {
 	}
 }
 
-// openPopulate is how much of a new live slot the open path pre-faults
-// after the next row: enough for the first milliseconds of appends, while
-// the preparer faults in the rest.
-const openPopulate = 1 << 20
-
 func (w *Writer) recoverCold(boot [16]byte) error {
 	c := w.ctl
 	// Until this recovery has published its result, the live slots and the
@@ -176,12 +171,15 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// rewrites from there); readers read the rows before that block from
 	// the durable file, so opening costs the same whatever the table's or
 	// the segment's size.
-	if err := w.createSlotFile(s, false); err != nil {
+	if err := w.createSlotFile(s); err != nil {
 		return err
 	}
 	used := (seq - cur<<w.shift) * w.rowSize
 	blk := used &^ (store.BlockSize - 1)
-	if err := store.PopulateWrite(s.rows[blk:min(blk+openPopulate, uint64(len(s.rows)))]); err != nil {
+	// Pre-fault what the preparer would keep ahead of the writer at
+	// first: enough for the first appends; it does the rest.
+	s.popLo, s.popHi = blk, min(blk+popStart, uint64(len(s.rows)))
+	if err := store.PopulateWrite(s.rows[s.popLo:s.popHi]); err != nil {
 		return fmt.Errorf("writer: pre-fault live slot %s: %w", s.path, err)
 	}
 	if used > blk {

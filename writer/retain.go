@@ -71,7 +71,7 @@ func (w *Writer) retainTarget(maxAge time.Duration, maxBytes int64) uint64 {
 			// The time index entry at or after the next segment's first
 			// row holds a ts no earlier than any row of segment k.
 			e := ((k+1)<<w.shift + w.strideMask) >> w.strideShft
-			if e<<w.strideShft >= w.seq || e >= w.tsCap || w.ts.At(e) >= cut {
+			if e<<w.strideShft >= w.seq || e >= w.ts.Capacity() || w.ts.At(e) >= cut {
 				break
 			}
 		}

@@ -17,13 +17,24 @@ type liveSlot struct {
 	// by the preparer (and recovery), read by the writer at a roll and by
 	// the flusher.
 	ready atomic.Uint64
-	// populated says the slot's pages have been pre-faulted. Preparer only.
-	populated bool
+	// Row-area bytes [popLo, popHi) have been pre-faulted writable
+	// (MADV_POPULATE_WRITE); the rest of the slot may be holes. Preparer
+	// only (and the open path, before the preparer starts).
+	popLo, popHi uint64
 }
 
 // shared holds the counters and hand-off words between the goroutines.
 type shared struct {
-	curSeg      atomic.Uint64 // segment the writer is filling (writer → preparer)
+	curSeg atomic.Uint64 // segment the writer is filling (writer → preparer)
+	// pos is a recent position of the writer (its next seq), stored at a
+	// roll and when it crosses kickEvery rows since the last store (one
+	// store and one non-blocking wake per crossing, never per row). The
+	// preparer takes the larger of it and the published count.
+	pos atomic.Uint64
+	// kickEvery is how many rows the writer goes between those stores:
+	// half the distance the preparer keeps populated ahead of it
+	// (preparer → writer).
+	kickEvery   atomic.Uint64
 	rollStalls  atomic.Uint64 // rolls that found the next slot not ready
 	stallNanos  atomic.Int64  // time the writer spent waiting at rolls
 	flushes     atomic.Uint64
@@ -32,6 +43,7 @@ type shared struct {
 	lagAlarms   atomic.Uint64
 	lastLagWarn atomic.Int64
 	dropTo      atomic.Uint64 // retention: delete the segment files below this one (writer → checkpointer)
+	prepSteps   atomic.Uint64 // preparer steps completed (tests wait on it)
 }
 
 // failure is the first background error (flusher or preparer); once set

@@ -11,11 +11,12 @@ import (
 	"github.com/tickdb/tickdb/store"
 )
 
-// createSlotFile makes slot s's tmpfs file and maps it read-write. With
-// reserve the file is fallocated whole (the preparer's path); without, it is
-// sized sparse after checking that the file system has room for it (the
-// open path, which must be quick), and the preparer fills it in later.
-func (w *Writer) createSlotFile(s *liveSlot, reserve bool) error {
+// createSlotFile makes slot s's tmpfs file, sparse, and maps it
+// read-write. It checks first that the file system has room for a whole
+// slot; its pages are then allocated as they are populated (the preparer,
+// a growing distance ahead of the writer: preparer.populate), so a table holding
+// a few rows holds a few pages of shared memory.
+func (w *Writer) createSlotFile(s *liveSlot) error {
 	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {
 		return fmt.Errorf("writer: live dir: %w", err)
 	}
@@ -29,24 +30,19 @@ func (w *Writer) createSlotFile(s *liveSlot, reserve bool) error {
 		return fmt.Errorf("writer: create live slot: %w", err)
 	}
 	defer f.Close()
-	if reserve {
-		if err := store.Fallocate(f, w.segSize); err != nil {
-			return err
-		}
-	} else {
-		var st unix.Statfs_t
-		if err := unix.Fstatfs(int(f.Fd()), &st); err == nil && int64(st.Bavail)*st.Bsize < w.segSize {
-			return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, int64(st.Bavail)*st.Bsize, w.segSize)
-		}
-		if err := f.Truncate(w.segSize); err != nil {
-			return err
-		}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err == nil && int64(st.Bavail)*st.Bsize < w.segSize {
+		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, int64(st.Bavail)*st.Bsize, w.segSize)
+	}
+	if err := f.Truncate(w.segSize); err != nil {
+		return err
 	}
 	b, err := store.MapShared(f, int(w.segSize), true)
 	if err != nil {
 		return err
 	}
-	s.b, s.rows, s.populated = b, b[store.BlockSize:], false
+	s.b, s.rows = b, b[store.BlockSize:]
+	s.popLo, s.popHi = 0, 0
 	return nil
 }
 
@@ -78,7 +74,15 @@ func (w *Writer) attachSlotFile(s *liveSlot, gen, segNo uint64) error {
 		store.Unmap(b)
 		return err
 	}
-	s.b, s.rows, s.populated = b, b[store.BlockSize:], true
+	s.b, s.rows = b, b[store.BlockSize:]
+	// What an earlier writer populated is not known: the preparer
+	// populates from the writer's position on (resident pages cost it a
+	// page-table walk, not a page).
+	s.popLo, s.popHi = 0, 0
+	if lf := store.LoadAcquire64(b, store.LiveFromOff); lf > 0 {
+		s.popLo = min(lf*w.rowSize&^(store.BlockSize-1), uint64(len(s.rows)))
+		s.popHi = s.popLo
+	}
 	s.ready.Store(segNo + 1)
 	return nil
 }
@@ -99,8 +103,9 @@ func (w *Writer) assignSlot(s *liveSlot, seg, liveFrom uint64) {
 }
 
 // ensureDurableFile creates segment seg's durable file if it is missing or
-// incomplete: fallocated to full size, header block written, file and
-// directory fsynced before any row is written into it.
+// incomplete: header block written, sized to the full segment file size
+// (sparse: the flusher allocates ahead of its writes, flusher.allocate),
+// file and directory fsynced before any row is written into it.
 func (w *Writer) ensureDurableFile(seg uint64) error {
 	path := store.SegPath(w.dir, seg)
 	if f, err := os.Open(path); err == nil {
@@ -119,13 +124,13 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 		return fmt.Errorf("writer: create segment: %w", err)
 	}
 	defer f.Close()
-	if err := store.Fallocate(f, w.segSize); err != nil {
-		return err
-	}
 	hdr := make([]byte, store.BlockSize)
 	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return fmt.Errorf("writer: write segment header %s: %w", path, err)
+	}
+	if err := f.Truncate(w.segSize); err != nil {
+		return fmt.Errorf("writer: size segment %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("writer: fsync %s: %w", path, err)
@@ -164,7 +169,8 @@ func (w *Writer) mapDurable(seg uint64) ([]byte, error) {
 
 // cutDurableTail makes the durable files end exactly at row seq: the block
 // holding seq is rewritten from the live copy with zero padding, the rest of
-// that segment is punched out (reads as zeros) and later segment files are
+// that segment is punched out (a hole: reads as zeros, holds no blocks; the
+// flusher allocates ahead of its writes again) and later segment files are
 // removed. A later recovery can then never scan into rows of an older run.
 func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 	seg := seq >> w.shift
@@ -182,9 +188,6 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 		from := store.BlockSize + blk + store.BlockSize
 		if werr == nil && from < w.segSize {
 			werr = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, w.segSize-from)
-			if werr == nil {
-				werr = unix.Fallocate(int(f.Fd()), 0, from, w.segSize-from)
-			}
 		}
 		if werr == nil {
 			werr = f.Sync()

@@ -31,7 +31,11 @@ type Writer struct {
 	nsyms      uint32
 	strideMask uint64
 	strideShft uint
-	tsCap      uint64 // time index entries known to exist
+	// strideStop is the time-index entry at which the append fast paths
+	// hand a row to append (crossStride): the first entry past the
+	// file's known capacity or the first at or past kickAt.
+	strideStop uint64
+	kickAt     uint64 // seq at which the writer next tells the preparer its position
 	published  uint64
 	ooo        uint64
 	ts         *index.TimeIndex
@@ -213,7 +217,8 @@ func (w *Writer) open() error {
 	if err := w.recover(); err != nil {
 		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
 	}
-	w.tsCap = w.ts.Capacity()
+	w.kickAt = w.seq
+	w.setStrideStop()
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
 	}
@@ -276,7 +281,7 @@ func (w *Writer) append32(r *[32]byte) (uint64, error) {
 	}
 	if seq&w.strideMask == 0 {
 		k := seq >> w.strideShft
-		if k >= w.tsCap {
+		if k >= w.strideStop {
 			return w.append(r[:])
 		}
 		w.ts.Set(k, t)
@@ -334,8 +339,8 @@ func (w *Writer) append(row []byte) (uint64, error) {
 	store.Seal(seq, dst)
 	if seq&w.strideMask == 0 {
 		k := seq >> w.strideShft
-		if k >= w.tsCap {
-			if err := w.growTimeIndex(k + 1); err != nil {
+		if k >= w.strideStop {
+			if err := w.crossStride(seq); err != nil {
 				return 0, err
 			}
 		}
@@ -399,8 +404,9 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 // (four 8-byte stores, no memmove), sets the time-index entry every K rows
 // and adds the postings entry. It stops, without touching it, at the first
 // row that needs more than that: the end of the current segment (a roll),
-// a late row, an unknown symbol, or a time-index entry past the file's
-// capacity; append handles that row. It returns how many rows it stored,
+// a late row, an unknown symbol, or a time-index entry at strideStop (past
+// the file's capacity, or where the preparer is told the writer's
+// position); append handles that row. It returns how many rows it stored,
 // and the error of a failed postings allocation (the only one it can meet:
 // that row's bytes are written but it is not counted, as in append).
 func (w *Writer) appendRows32(src []byte) (int, error) {
@@ -418,7 +424,7 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 	lastTs := w.lastTs
 	nsyms := w.nsyms
 	symOff := w.symOff
-	mask, shift, tsCap := w.strideMask, w.strideShft, w.tsCap
+	mask, shift, stop := w.strideMask, w.strideShft, w.strideStop
 	ts, pw := w.ts, w.pw
 	s := seq
 	for len(src) >= 32 && len(dst) >= 32 {
@@ -439,7 +445,7 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 		}
 		if s&mask == 0 {
 			k := s >> shift
-			if k >= tsCap {
+			if k >= stop {
 				break
 			}
 			ts.Set(k, t)
@@ -654,6 +660,7 @@ func (w *Writer) roll() error {
 	}
 	w.publish()
 	n := w.seq >> w.shift
+	w.sh.pos.Store(w.seq)
 	w.sh.curSeg.Store(n)
 	s := w.slots[n%uint64(len(w.slots))]
 	if s.ready.Load() != n+1 {
@@ -677,15 +684,32 @@ func (w *Writer) roll() error {
 	return nil
 }
 
-func (w *Writer) growTimeIndex(need uint64) error {
-	if err := w.ts.Grow(need + need/4 + 4096); err != nil {
-		return err
+// crossStride runs for the row seq (at a time-index stride) where the
+// fast paths stop. Past kickAt it tells the preparer where the writer is
+// (one atomic store and a non-blocking wake, once per kickEvery rows) so
+// that it keeps the slot pages and index files ahead; past the time
+// index's capacity (the preparer is behind) it grows the file itself.
+func (w *Writer) crossStride(seq uint64) error {
+	if seq >= w.kickAt {
+		w.sh.pos.Store(seq)
+		w.prep.wake()
+		w.kickAt = seq + max(w.sh.kickEvery.Load(), 1)
 	}
-	w.tsCap = w.ts.Capacity()
+	if k := seq >> w.strideShft; k >= w.ts.Capacity() {
+		if err := w.ts.Grow(k + 1 + (k+1)/4); err != nil {
+			return err
+		}
+	}
+	w.setStrideStop()
 	return nil
 }
 
-func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + need/4 + 256) }
+// setStrideStop sets strideStop from the time index's capacity and kickAt.
+func (w *Writer) setStrideStop() {
+	w.strideStop = min(w.ts.Capacity(), (w.kickAt+w.strideMask)>>w.strideShft)
+}
+
+func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + need/4 + 16) }
 
 // Close publishes, makes every row durable, checkpoints the index files,
 // removes the live slots from shared memory and releases the lock. The

@@ -36,8 +36,12 @@ type Result struct {
 	Note   string   `json:",omitempty"`
 }
 
-// Latency is a distribution's percentiles in nanoseconds, from an HDR
-// histogram (3 significant digits).
+// UnitBytes is the unit of a result whose distribution (Lat) holds bytes,
+// not nanoseconds.
+const UnitBytes = "B"
+
+// Latency is a distribution's percentiles in nanoseconds (in bytes for a
+// result in UnitBytes), from an HDR histogram (3 significant digits).
 type Latency struct {
 	Count                           int64
 	Mean                            float64
@@ -268,8 +272,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("\n| latency | system | count | p50 | p90 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Results {
 		if l := x.Lat; l != nil {
+			f := Dur
+			if x.Unit == UnitBytes { // bytes read per query, not a latency
+				f = func(v float64) string { return Num(v) + " B" }
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Metric, x.System, Count(l.Count),
-				Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.P9999), Dur(l.Max))
+				f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.P9999), f(l.Max))
 		}
 	}
 	var notes []string

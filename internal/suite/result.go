@@ -189,6 +189,8 @@ func (r *Report) Systems() []string {
 
 // VsBestPeer is how many times better tickdb's median is than the best
 // peer's median on metric (Times), and that peer; 0 and "" without both.
+// A peer at 0 on a lower-is-better metric (bytes read: none) is the best
+// and leaves no ratio: 0 and that peer.
 func (r *Report) VsBestPeer(metric string) (float64, string) {
 	t := r.Find(metric, TickDB)
 	if t == nil {
@@ -197,6 +199,9 @@ func (r *Report) VsBestPeer(metric string) (float64, string) {
 	best, name := 0.0, ""
 	for _, p := range r.Systems() {
 		x := r.Find(metric, p)
+		if x != nil && x.Value == 0 && t.Lower && len(x.Reps) > 0 {
+			return 0, p
+		}
 		if x == nil || x.Value <= 0 {
 			continue
 		}

@@ -23,7 +23,8 @@ import (
 )
 
 // The user protocol: what a user of a store sees, rather than a query
-// repeated over cached pages. In the ingesting process: ingest, Seal,
+// repeated over cached pages. In an ingesting process (this binary,
+// re-executed, generating the data set again): ingest, Seal,
 // then userWindows one-symbol windows at places not read before, with the
 // store still open as the ingesting process has it; Close (with the
 // maintenance a close runs); the disk bytes per tick; the store's files
@@ -133,17 +134,26 @@ func (d *Data) userPlan() (userPlan, error) {
 	return p, nil
 }
 
-// userJob is what the fresh process is given, as a JSON file.
+// userJob is what the user protocol's child processes are given, as a
+// JSON file.
 type userJob struct {
+	Phase string // "ingest" or "fresh"
 	Peer  string
 	Dir   string
+	N     int // the ingesting process generates the data set again
 	Shape Shape
 	Plan  userPlan
+	Close CloseMode // tickdb's
 }
 
-// userResult is what the fresh process measured: ns and bytes read from
-// the disk (NoIO: /proc/self/io was not readable, the bytes are zero).
+// userResult is what the child processes measured: ns, and bytes read
+// from the disk (NoIO: /proc/self/io was not readable, the bytes are
+// zero). The ingesting process fills the first line, the fresh one the
+// rest.
 type userResult struct {
+	After, Disk []int64 // Disk: one value, allocated bytes of the closed store
+	Close       int64
+
 	NoIO                 bool
 	Open, OpenBytes      int64
 	ColdWindow, ColdWinB int64
@@ -152,8 +162,11 @@ type userResult struct {
 	Scans, ScansB        []int64
 }
 
-// user runs the user protocol on p in a fresh directory. A peer without
-// OpenExisting is skipped.
+// user runs the user protocol on p in a fresh directory: the ingesting
+// process and the fresh one are both this binary re-executed, so that
+// nothing the ingesting one holds (a store that never unmaps its files,
+// as tstorage, keeps their pages in the page cache) outlives it. A peer
+// without OpenExisting is skipped.
 func (x *run) user(p Peer) (err error) {
 	if p.OpenExisting == nil {
 		x.logf("%s cannot open an existing store: no user protocol", p.Name)
@@ -164,70 +177,33 @@ func (x *run) user(p Peer) (err error) {
 		return err
 	}
 	defer os.RemoveAll(base)
-	dir := filepath.Join(base, "store") // the plan file goes beside it
+	dir := filepath.Join(base, "store") // the job file goes beside it
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	s, err := p.Open(dir, x.d)
+	job := userJob{Phase: "ingest", Peer: p.Name, Dir: dir, N: len(x.d.Ticks), Shape: x.d.Shape(), Plan: x.plan, Close: x.cfg.TickDBClose}
+	in, err := x.runUserChild(base, job)
 	if err != nil {
-		return err
+		return fmt.Errorf("ingesting process: %w", err)
 	}
-	open := true
-	defer func() {
-		if open {
-			if e := s.Close(); err == nil {
-				err = e
-			}
-		}
-	}()
-	if t, ok := s.(*tickdbSystem); ok {
-		t.keepWriter = true
-		if t.closeWriter, err = closeWith(x.cfg.TickDBClose); err != nil {
-			return err
-		}
+	if len(in.Disk) != 1 {
+		return fmt.Errorf("ingesting process: %d disk sizes, want 1", len(in.Disk))
 	}
-	const batch = 1000
-	ticks := x.d.Ticks
-	for i := 0; i < len(ticks); i += batch {
-		if err := s.Ingest(ticks[i:min(i+batch, len(ticks))]); err != nil {
-			return fmt.Errorf("ingest at tick %d: %w", i, err)
-		}
-	}
-	if err := s.Seal(); err != nil {
-		return fmt.Errorf("seal: %w", err)
-	}
-	var after []int64
-	for _, q := range x.plan.After {
-		el, err := timed(s, MAfterIngest, q)
-		if err != nil {
-			return err
-		}
-		after = append(after, el)
-	}
-	x.sample(MAfterIngest, p.Name, "ns", after)
-	x.note(MAfterIngest, p.Name, 0, fmt.Sprintf("%d windows, random symbols and places; figure: p50", len(after)))
-
-	t0 := time.Now()
-	open = false
-	if err := s.Close(); err != nil {
-		return fmt.Errorf("close: %w", err)
-	}
-	x.sample(MClose, p.Name, "ns", []int64{time.Since(t0).Nanoseconds()})
-	if _, ok := s.(*tickdbSystem); ok {
+	x.sample(MAfterIngest, p.Name, "ns", in.After)
+	x.note(MAfterIngest, p.Name, 0, fmt.Sprintf("%d windows, random symbols and places; figure: p50", len(in.After)))
+	x.sample(MClose, p.Name, "ns", []int64{in.Close})
+	if p.Name == TickDB {
 		x.note(MClose, p.Name, 0, "close mode "+string(orPlain(x.cfg.TickDBClose)))
 	}
-	disk, err := diskBytes(dir)
-	if err != nil {
-		return err
-	}
-	x.add(MDiskBytes, p.Name, "B/tick", true, float64(disk)/float64(len(ticks)))
+	x.add(MDiskBytes, p.Name, "B/tick", true, float64(in.Disk[0])/float64(len(x.d.Ticks)))
 	if err := Evict(dir); err != nil {
 		return err
 	}
 
-	res, err := x.runUserChild(base, userJob{Peer: p.Name, Dir: dir, Shape: x.d.Shape(), Plan: x.plan})
+	job.Phase = "fresh"
+	res, err := x.runUserChild(base, job)
 	if err != nil {
-		return err
+		return fmt.Errorf("fresh process: %w", err)
 	}
 	x.sample(MOpenFresh, p.Name, "ns", []int64{res.Open})
 	x.sample(MWindowFirst, p.Name, "ns", []int64{res.ColdWindow})
@@ -248,6 +224,58 @@ func (x *run) user(p Peer) (err error) {
 	x.sampleMean(MBytesWindows, p.Name, UnitBytes, res.WindowsB)
 	x.sampleMean(MBytesScans, p.Name, UnitBytes, res.ScansB)
 	return nil
+}
+
+// ingestChild is the user protocol's ingesting process: it generates the
+// data set again, stores it with p (tickdb keeps its writer open at Seal
+// and closes it in mode job.Close), runs the windows after ingest, closes
+// the store and measures its files.
+func ingestChild(p Peer, job userJob) (res userResult, err error) {
+	d := Generate(job.N)
+	if sh := d.Shape(); sh.First != job.Shape.First || sh.Last != job.Shape.Last || !slices.Equal(sh.Symbols, job.Shape.Symbols) {
+		return res, fmt.Errorf("the data set generated again differs: first/last ts %d/%d, want %d/%d", sh.First, sh.Last, job.Shape.First, job.Shape.Last)
+	}
+	s, err := p.Open(job.Dir, d)
+	if err != nil {
+		return res, err
+	}
+	open := true
+	defer func() {
+		if open {
+			s.Close()
+		}
+	}()
+	if t, ok := s.(*tickdbSystem); ok {
+		t.keepWriter = true
+		if t.closeWriter, err = closeWith(job.Close); err != nil {
+			return res, err
+		}
+	}
+	const batch = 1000
+	for i := 0; i < len(d.Ticks); i += batch {
+		if err := s.Ingest(d.Ticks[i:min(i+batch, len(d.Ticks))]); err != nil {
+			return res, fmt.Errorf("ingest at tick %d: %w", i, err)
+		}
+	}
+	if err := s.Seal(); err != nil {
+		return res, fmt.Errorf("seal: %w", err)
+	}
+	for _, q := range job.Plan.After {
+		el, err := timed(s, MAfterIngest, q)
+		if err != nil {
+			return res, err
+		}
+		res.After = append(res.After, el)
+	}
+	t0 := time.Now()
+	open = false
+	if err := s.Close(); err != nil {
+		return res, fmt.Errorf("close: %w", err)
+	}
+	res.Close = time.Since(t0).Nanoseconds()
+	disk, err := diskBytes(job.Dir)
+	res.Disk = []int64{disk}
+	return res, err
 }
 
 func orPlain(m CloseMode) CloseMode {
@@ -337,7 +365,7 @@ func diskBytes(dir string) (int64, error) {
 }
 
 // runUserChild writes job to a file under base and runs this binary as
-// the user protocol's child on it.
+// the user protocol's child on it (job.Phase says which).
 func (x *run) runUserChild(base string, job userJob) (userResult, error) {
 	var res userResult
 	b, err := json.Marshal(job)
@@ -376,9 +404,10 @@ func (x *run) runUserChild(base string, job userJob) (userResult, error) {
 // childJobEnv names the user protocol child's job file.
 const childJobEnv = "TICKDB_SUITE_JOB"
 
-// userChild is the user protocol's fresh process: it opens the store of
-// job (in file path) with the named peer's OpenExisting, runs the plan's
-// queries in order, checks every answer and prints "RESULT <json>".
+// userChild is the user protocol's child process, on the job in file
+// path: the ingesting process (ingestChild), or the fresh one, which
+// opens the store with the named peer's OpenExisting, runs the plan's
+// queries in order, checking every answer. It prints "RESULT <json>".
 func userChild(path string, peers []Peer) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -393,6 +422,29 @@ func userChild(path string, peers []Peer) error {
 	if i < 0 || all[i].OpenExisting == nil {
 		return fmt.Errorf("no peer %q that opens an existing store in this binary (MaybeChild's peers)", job.Peer)
 	}
+	var res userResult
+	switch job.Phase {
+	case "ingest":
+		res, err = ingestChild(all[i], job)
+	case "fresh":
+		res, err = freshChild(all[i], job)
+	default:
+		err = fmt.Errorf("phase %q", job.Phase)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", job.Peer, err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("RESULT %s\n", out)
+	return nil
+}
+
+// freshChild is the user protocol's fresh process: open, then the
+// queries, each with the bytes read from the disk.
+func freshChild(p Peer, job userJob) (userResult, error) {
 	var res userResult
 	io0, err := readBytes()
 	if err != nil {
@@ -409,25 +461,20 @@ func userChild(path string, peers []Peer) error {
 		return d
 	}
 	t0 := time.Now()
-	s, err := all[i].OpenExisting(job.Dir, job.Shape)
+	s, err := p.OpenExisting(job.Dir, job.Shape)
 	res.Open = time.Since(t0).Nanoseconds()
 	res.OpenBytes = mark()
 	if err != nil {
-		return fmt.Errorf("%s: open existing: %w", job.Peer, err)
+		return res, fmt.Errorf("open existing: %w", err)
 	}
 	if err := userQueries(s, job, &res, mark); err != nil {
 		s.Close()
-		return fmt.Errorf("%s: %w", job.Peer, err)
+		return res, err
 	}
 	if err := s.Close(); err != nil {
-		return fmt.Errorf("%s: close: %w", job.Peer, err)
+		return res, fmt.Errorf("close: %w", err)
 	}
-	out, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("RESULT %s\n", out)
-	return nil
+	return res, nil
 }
 
 // userQueries runs the fresh process's queries in order into res; mark

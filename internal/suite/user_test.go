@@ -97,6 +97,10 @@ var wrongChildPeer = Peer{
 	},
 }
 
+// wrongAfterPeer is tickdb answering one row short, in the ingesting
+// process too.
+var wrongAfterPeer = Peer{Name: "wrongafter", Open: wrongPeer.Open, OpenExisting: wrongChildPeer.OpenExisting}
+
 func TestUserProtocol(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests 20k rows per case and runs a child process")
@@ -128,8 +132,7 @@ func TestUserProtocol(t *testing.T) {
 	}
 	// A wrong answer fails the run, in the ingesting process and in the
 	// fresh one.
-	wrongAfter := Peer{Name: "wrong", Open: wrongPeer.Open, OpenExisting: TickDBPeer.OpenExisting}
-	for _, p := range []Peer{wrongAfter, wrongChildPeer} {
+	for _, p := range []Peer{wrongAfterPeer, wrongChildPeer} {
 		t.Run("peer="+p.Name, func(t *testing.T) {
 			cfg := Config{N: 20_000, Reps: 1, Dir: t.TempDir(), UserOnly: true, Peers: []Peer{p}}
 			_, err := Run(cfg)

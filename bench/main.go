@@ -26,7 +26,7 @@ import (
 )
 
 func main() {
-	suite.MaybeChild() // the suite's cross-process reader: this binary, re-executed
+	suite.MaybeChild(peers.All()...) // the suite's child processes: this binary, re-executed
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -46,6 +46,8 @@ func run(args []string) error {
 	jsonFile := fs.String("o", "", "also write the report as JSON to this file")
 	plot := fs.String("plot", "", "write the latency and throughput plots to this .png or .svg file")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	fs.BoolVar(&cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
+	closeMode := fs.String("tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +59,7 @@ func run(args []string) error {
 		return fmt.Errorf("--rows %d: want at least 10000", n)
 	}
 	cfg.N = n
+	cfg.TickDBClose = suite.CloseMode(*closeMode)
 	if ext := filepath.Ext(*plot); *plot != "" && ext != ".png" && ext != ".svg" {
 		return fmt.Errorf("--plot %s: want a .png or .svg file", *plot)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Bufio is the naive baseline: a plain file of fixed 32-byte rows.
-var Bufio = suite.Peer{Name: "bufio", Open: openFile}
+var Bufio = suite.Peer{Name: "bufio", Open: openFile, OpenExisting: openFileExisting}
 
 const (
 	rowSize       = 32 // ts, price bits, size, sym: 8 bytes each, little-endian
@@ -43,6 +43,27 @@ func openFile(dir string, d *suite.Data) (suite.System, error) {
 		w:    bufio.NewWriterSize(f, fileWriteBuf),
 		r:    bufio.NewReaderSize(nil, fileReadBuf),
 		nsym: len(d.Symbols),
+	}, nil
+}
+
+// openFileExisting opens the file a closed fileStore left in dir, read
+// only; every row in it counts.
+func openFileExisting(dir string, sh suite.Shape) (suite.System, error) {
+	f, err := os.Open(filepath.Join(dir, fileStoreName))
+	if err != nil {
+		return nil, fmt.Errorf("peers: bufio: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("peers: bufio: %w", err)
+	}
+	return &fileStore{
+		f:    f,
+		w:    bufio.NewWriterSize(io.Discard, 0), // Close flushes nothing
+		r:    bufio.NewReaderSize(nil, fileReadBuf),
+		size: st.Size() / rowSize * rowSize,
+		nsym: len(sh.Symbols),
 	}, nil
 }
 

@@ -47,6 +47,16 @@
 // asking. AllSymbols is one Select per symbol. ErrNoDataPoints is an
 // empty answer.
 //
+// OpenExisting (the suite's user protocol, in a fresh process) is
+// NewStorage with the same options on the existing directory: it maps
+// every partition directory holding a meta.json as a disk partition
+// (TestPeers asks every query again of a store opened so). tstorage never
+// unmaps a disk partition, not even at Close, so the pages a process
+// touched stay in the page cache as long as it lives: the suite's cold
+// figures in one process ("window (cold)", "symbol scan (cold)") may find
+// pages an earlier query of that process mapped, and the user protocol
+// ingests in a child process for that reason.
+//
 // # pebble
 //
 // github.com/cockroachdb/pebble v1.1.5 with a 64 MiB block cache, 64 MiB
@@ -64,7 +74,9 @@
 // batch committed with NoSync; Seal is Flush, which writes the memtable to
 // an fsynced sstable. A query is one iterator whose bounds are set per
 // symbol to [key(sym, From, 0), key(sym, To, 0)); AllSymbols does that
-// for each symbol in turn.
+// for each symbol in turn. OpenExisting opens the directory with
+// ReadOnly set (no compactions, no flush after the WAL replay) and a fresh
+// block cache.
 //
 // # bufio
 //
@@ -73,6 +85,7 @@
 // each 8 bytes little-endian. No fsync per batch; Seal is Flush and Sync.
 // A query reads the file from the start through a 1 MiB bufio.Reader, with
 // no index, keeps the matching rows and stops at the first ts >= To.
+// OpenExisting opens the file read-only; its rows are its length over 32.
 //
 // # Concurrency
 //

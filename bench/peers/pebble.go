@@ -14,7 +14,7 @@ import (
 
 // Pebble stores one key per tick in a pebble LSM (key layout in the
 // package doc).
-var Pebble = suite.Peer{Name: "pebble", Open: openPebble}
+var Pebble = suite.Peer{Name: "pebble", Open: openPebble, OpenExisting: openPebbleExisting}
 
 const (
 	pebbleKeyLen   = 14 // sym <2b> | ts ^ 1<<63 <8b> | seq <4b>, big-endian
@@ -24,30 +24,41 @@ const (
 )
 
 type pebbleStore struct {
-	dir    string
-	db     *pebble.DB
-	seq    []uint32 // per symbol: the next tick's seq
-	key    [pebbleKeyLen]byte
-	val    [pebbleValueLen]byte
-	lo, hi [pebbleKeyLen]byte // iterator bounds; SetBounds copies them
+	dir      string
+	readOnly bool // opened by OpenExisting
+	db       *pebble.DB
+	seq      []uint32 // per symbol: the next tick's seq
+	key      [pebbleKeyLen]byte
+	val      [pebbleValueLen]byte
+	lo, hi   [pebbleKeyLen]byte // iterator bounds; SetBounds copies them
 }
 
 func openPebble(dir string, d *suite.Data) (suite.System, error) {
 	if len(d.Symbols) > math.MaxUint16+1 {
 		return nil, fmt.Errorf("peers: pebble: %d symbols, want at most %d (2-byte key field)", len(d.Symbols), math.MaxUint16+1)
 	}
-	db, err := openPebbleDB(dir)
+	db, err := openPebbleDB(dir, false)
 	if err != nil {
 		return nil, err
 	}
 	return &pebbleStore{dir: dir, db: db, seq: make([]uint32, len(d.Symbols))}, nil
 }
 
+// openPebbleExisting opens the database a closed pebbleStore left in dir,
+// read-only (no compactions, no flush after the WAL replay).
+func openPebbleExisting(dir string, s suite.Shape) (suite.System, error) {
+	db, err := openPebbleDB(dir, true)
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleStore{dir: dir, readOnly: true, db: db, seq: make([]uint32, len(s.Symbols))}, nil
+}
+
 // openPebbleDB opens the database in dir with a fresh block cache.
-func openPebbleDB(dir string) (*pebble.DB, error) {
+func openPebbleDB(dir string, readOnly bool) (*pebble.DB, error) {
 	cache := pebble.NewCache(pebbleCache)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: pebbleMemTable, Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: pebbleMemTable, Logger: quietLogger{}, ReadOnly: readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("peers: pebble: open: %w", err)
 	}
@@ -60,7 +71,7 @@ func (s *pebbleStore) Reopen() error {
 	if err := s.Close(); err != nil {
 		return err
 	}
-	db, err := openPebbleDB(s.dir)
+	db, err := openPebbleDB(s.dir, s.readOnly)
 	s.db = db
 	return err
 }

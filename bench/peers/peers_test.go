@@ -3,6 +3,7 @@ package peers_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"testing"
 
@@ -12,7 +13,10 @@ import (
 	"github.com/tickdb/tickdb/internal/suite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	suite.MaybeChild(peers.All()...) // the user protocol's fresh process
+	goleak.VerifyTestMain(m)
+}
 
 // batch is the suite's Ingest batch size.
 const batch = 1_000
@@ -30,7 +34,8 @@ func TestPeers(t *testing.T) {
 		qs := queries(t, d)
 		for _, p := range peers.All() {
 			t.Run(fmt.Sprintf("peer=%s/n=%d", p.Name, n), func(t *testing.T) {
-				sys, err := p.Open(t.TempDir(), d)
+				dir := t.TempDir()
+				sys, err := p.Open(dir, d)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,8 +70,59 @@ func TestPeers(t *testing.T) {
 				if err := sys.Close(); err != nil {
 					t.Fatal(err)
 				}
+				// And once more in the store a fresh process opens.
+				ex, err := p.OpenExisting(dir, d.Shape())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range qs {
+					got, err := ex.Query(c.q)
+					if err != nil {
+						t.Errorf("%s (existing): %v", c.name, err)
+					} else if got != c.q.Want {
+						t.Errorf("%s (existing; sym %d, [%d, %d)): got %+v, want %+v", c.name, c.q.Sym, c.q.From, c.q.To, got, c.q.Want)
+					}
+				}
+				if err := ex.Close(); err != nil {
+					t.Fatal(err)
+				}
 			})
 		}
+	}
+}
+
+// TestUserProtocol runs the suite's user protocol (ingest, windows, close,
+// a fresh process's cold queries) on tickdb and every peer at 20k rows:
+// every answer is checked by the suite, and every metric must be there.
+func TestUserProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ingests 20k rows in each store and runs a child process each")
+	}
+	cfg := suite.Config{N: 20_000, Reps: 1, Dir: t.TempDir(), UserOnly: true, Peers: peers.All()}
+	r, err := suite.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []string{suite.MAfterIngest, suite.MClose, suite.MDiskBytes, suite.MOpenFresh, suite.MWindowFirst,
+		suite.MScanFirst, suite.MWindowRandom, suite.MScanRandom}
+	if _, err := os.ReadFile("/proc/self/io"); err == nil { // the bytes read figures need it
+		ms = append(ms, suite.MBytesOpen, suite.MBytesWindow, suite.MBytesScan, suite.MBytesWindows, suite.MBytesScans)
+	}
+	for _, s := range []string{suite.TickDB, "tstorage", "pebble", "bufio"} {
+		for _, m := range ms {
+			x := r.Find(m, s)
+			if x == nil || len(x.Reps) != 1 || x.Value < 0 || (x.Unit != "B" && x.Value <= 0) {
+				t.Errorf("%s, %s: %+v", m, s, x)
+			} else if x.Unit == "ns" && x.Lat == nil {
+				t.Errorf("%s, %s: no latency distribution", m, s)
+			}
+		}
+	}
+	if x, name := r.VsBestPeer(suite.MWindowRandom); x <= 0 || name == "" {
+		t.Errorf("%s: tickdb ÷ best peer %v (%q)", suite.MWindowRandom, x, name)
+	}
+	if left, _ := os.ReadDir(cfg.Dir); len(left) != 0 {
+		t.Errorf("the run left %d entries in its directory", len(left))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // TStorage stores each symbol as a tstorage series (data model, and why
 // Ingest waits and Seal reopens, in the package doc).
-var TStorage = suite.Peer{Name: "tstorage", Open: openTStorage}
+var TStorage = suite.Peer{Name: "tstorage", Open: openTStorage, OpenExisting: openTStorageExisting}
 
 const (
 	tstorageMetric     = "price"
@@ -46,7 +46,21 @@ type tstorageStore struct {
 }
 
 func openTStorage(dir string, d *suite.Data) (suite.System, error) {
-	part := (d.Last()-d.First())/tstoragePartitions + 1
+	return newTStorage(dir, d.Shape())
+}
+
+// openTStorageExisting opens the storage a closed tstorageStore left in
+// dir: NewStorage with the same options maps every partition directory
+// with a meta.json (all of them after Close) as a disk partition.
+func openTStorageExisting(dir string, s suite.Shape) (suite.System, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("peers: tstorage: open existing: %w", err) // NewStorage would make it
+	}
+	return newTStorage(dir, s)
+}
+
+func newTStorage(dir string, d suite.Shape) (suite.System, error) {
+	part := (d.Last-d.First)/tstoragePartitions + 1
 	s := &tstorageStore{
 		dir:  dir,
 		part: part,

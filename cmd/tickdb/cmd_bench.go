@@ -35,7 +35,14 @@ about 1 µs apart) and measures, K times each, in this one process:
     sealed; append without and with the flusher; publish → a reader in
     another process; Get; SeekTime; a one-symbol window over 1 % of the
     span; a one-symbol full scan; a full scan; 1-second bars of every
-    symbol; an as-of join; line protocol over TCP on 127.0.0.1.
+    symbol; an as-of join; line protocol over TCP on 127.0.0.1;
+  the user protocol: ingest, 50 one-symbol windows right after (the writer
+    still open), close (--tickdb-close plain, or compacted: every segment
+    compressed), disk bytes per tick, the files evicted; then in a fresh
+    process (this binary, re-executed): open, a first window, a first
+    symbol scan, 50 windows and 5 symbol scans at places not read before,
+    each timed, with the bytes read from the disk (/proc/self/io).
+    --user-only runs only this.
 
 Every query's answer is checked (row count and checksum) against the data.
 It prints a table: each figure's median over the repetitions with its
@@ -72,6 +79,8 @@ disk) and /dev/shm; everything is removed at the end.`,
 	f.StringVar(&o.plot, "plot", "", "write latency and throughput plots to this .png or .svg file")
 	f.StringVar(&o.guard, "guard", "", "check the report against this thresholds file; fail on a regression")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.BoolVar(&o.cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
+	f.StringVar((*string)(&o.cfg.TickDBClose), "tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	return cmd
 }
 

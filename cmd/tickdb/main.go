@@ -10,6 +10,6 @@ import (
 )
 
 func main() {
-	suite.MaybeChild() // bench's cross-process reader: this binary, re-executed
+	suite.MaybeChild() // bench's child processes: this binary, re-executed
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

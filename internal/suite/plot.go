@@ -27,7 +27,7 @@ const (
 // (".png" or ".svg"), holding two panels side by side:
 //
 //   - "Latency by percentile": one line per result with a latency curve
-//     ("<metric> · <system>"), latency on a log axis against the
+//     in ns, not of bytes ("<metric> · <system>"), latency on a log axis against the
 //     percentile on a log axis of nines (ninesX: 90% at 10, 99% at 100,
 //     ...). The curve's last point, the max (percentile 100, which has no
 //     finite x), is drawn one decade right of the point before it.
@@ -93,7 +93,7 @@ func (r *Report) latencyPlot(systems []string) *plot.Plot {
 	metrics := r.Metrics()
 	lines := 0
 	for _, x := range r.Results {
-		if x.Lat == nil || len(x.Lat.Curve) < 2 {
+		if x.Lat == nil || len(x.Lat.Curve) < 2 || x.Unit == UnitBytes {
 			continue
 		}
 		var xys plotter.XYs

@@ -36,8 +36,12 @@ type Result struct {
 	Note   string   `json:",omitempty"`
 }
 
-// Latency is a distribution's percentiles in nanoseconds, from an HDR
-// histogram (3 significant digits).
+// UnitBytes is the unit of a result whose distribution (Lat) holds bytes,
+// not nanoseconds.
+const UnitBytes = "B"
+
+// Latency is a distribution's percentiles in nanoseconds (in bytes for a
+// result in UnitBytes), from an HDR histogram (3 significant digits).
 type Latency struct {
 	Count                           int64
 	Mean                            float64
@@ -185,6 +189,8 @@ func (r *Report) Systems() []string {
 
 // VsBestPeer is how many times better tickdb's median is than the best
 // peer's median on metric (Times), and that peer; 0 and "" without both.
+// A peer at 0 on a lower-is-better metric (bytes read: none) is the best
+// and leaves no ratio: 0 and that peer.
 func (r *Report) VsBestPeer(metric string) (float64, string) {
 	t := r.Find(metric, TickDB)
 	if t == nil {
@@ -193,6 +199,9 @@ func (r *Report) VsBestPeer(metric string) (float64, string) {
 	best, name := 0.0, ""
 	for _, p := range r.Systems() {
 		x := r.Find(metric, p)
+		if x != nil && x.Value == 0 && t.Lower && len(x.Reps) > 0 {
+			return 0, p
+		}
 		if x == nil || x.Value <= 0 {
 			continue
 		}
@@ -268,8 +277,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("\n| latency | system | count | p50 | p90 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Results {
 		if l := x.Lat; l != nil {
+			f := Dur
+			if x.Unit == UnitBytes { // bytes read per query, not a latency
+				f = func(v float64) string { return Num(v) + " B" }
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Metric, x.System, Count(l.Count),
-				Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.P9999), Dur(l.Max))
+				f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.P9999), f(l.Max))
 		}
 	}
 	var notes []string

@@ -30,6 +30,12 @@ type Config struct {
 	Observe int
 	Peers   []Peer    // the systems run after tickdb, on the same work
 	Log     io.Writer // progress lines (nil: none)
+	// UserOnly runs the user protocol only (user.go): no limits and none
+	// of the other workloads.
+	UserOnly bool
+	// TickDBClose is how tickdb closes its writer in the user protocol
+	// ("": ClosePlain).
+	TickDBClose CloseMode
 }
 
 func (c *Config) withDefaults() Config {
@@ -79,13 +85,16 @@ const (
 
 // metricOrder is the order of a report's rows.
 var metricOrder = []string{MIngest, MSealed, MAppend, MAppendF, MILP, MObserve, MGet, MSeek,
-	MWindowCold, MSymScanCold, MWindow, MSymScan, MScan, MBars, MAsOf}
+	MWindowCold, MSymScanCold, MWindow, MSymScan, MScan, MBars, MAsOf,
+	MAfterIngest, MClose, MDiskBytes, MOpenFresh, MWindowFirst, MScanFirst, MWindowRandom, MScanRandom,
+	MBytesOpen, MBytesWindow, MBytesScan, MBytesWindows, MBytesScans}
 
 // run is one Run's state: the figures gathered so far.
 type run struct {
 	cfg  Config
 	d    *Data
-	rows []byte // d's ticks encoded as tick rows
+	rows []byte   // d's ticks encoded as tick rows
+	plan userPlan // the user protocol's queries
 	rep  int
 
 	order []string // "metric\x00system" in first-seen order
@@ -99,31 +108,44 @@ type run struct {
 // runs tickdb and every peer on the same work (ingest, seal, window
 // queries, the symbol scan, the full scan; each answer checked against
 // the data), and tickdb's own workloads (append, publish → reader, Get,
-// SeekTime, bars, as-of, line protocol over TCP). A wrong answer is an
-// error: a fast wrong answer cannot win.
+// SeekTime, bars, as-of, line protocol over TCP); then the user protocol
+// (user.go) on tickdb and every peer that can open an existing store. A
+// wrong answer is an error: a fast wrong answer cannot win.
 func Run(c Config) (*Report, error) {
 	cfg := c.withDefaults()
+	if _, err := closeWith(cfg.TickDBClose); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	start := time.Now()
 	x := &run{cfg: cfg, reps: map[string][]float64{}, hists: map[string]*hdrhistogram.Histogram{},
 		alloc: map[string]float64{}, meta: map[string]Result{}}
 	x.logf("generating %s ticks", Count(int64(cfg.N)))
 	x.d = Generate(cfg.N)
 	x.rows = EncodeAll(x.d)
+	var err error
+	if x.plan, err = x.d.userPlan(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	systems := append([]Peer{TickDBPeer}, cfg.Peers...)
 	for x.rep = 0; x.rep < cfg.Reps; x.rep++ {
-		steps := []struct {
+		type step struct {
 			name string
 			f    func() error
-		}{
-			{"limits", x.limits},
-			{"append", x.appendFlatOut},
-			{"publish→reader", x.observe},
-			{"ilp", x.ilp},
 		}
-		for _, p := range append([]Peer{TickDBPeer}, cfg.Peers...) {
-			steps = append(steps, struct {
-				name string
-				f    func() error
-			}{p.Name, func() error { return x.system(p) }})
+		var steps []step
+		if !cfg.UserOnly {
+			steps = []step{
+				{"limits", x.limits},
+				{"append", x.appendFlatOut},
+				{"publish→reader", x.observe},
+				{"ilp", x.ilp},
+			}
+			for _, p := range systems {
+				steps = append(steps, step{p.Name, func() error { return x.system(p) }})
+			}
+		}
+		for _, p := range systems {
+			steps = append(steps, step{p.Name + " (user)", func() error { return x.user(p) }})
 		}
 		for _, s := range steps {
 			x.logf("rep %d/%d: %s", x.rep+1, cfg.Reps, s.name)
@@ -255,13 +277,7 @@ func (x *run) system(p Peer) (err error) {
 	x.add(MIngest, p.Name, "rows/s", false, n/ingest.Seconds())
 	x.add(MSealed, p.Name, "rows/s", false, n/sealed.Seconds())
 
-	check := func(what string, q Query, got Answer) error {
-		if got != q.Want {
-			return fmt.Errorf("%s sym %d [%d, %d): %d rows, checksum %#x; the data holds %d rows, checksum %#x",
-				what, q.Sym, q.From, q.To, got.Rows, got.Sum, q.Want.Rows, q.Want.Sum)
-		}
-		return nil
-	}
+	check := checkAnswer
 	// Cold: the store's files out of the page cache and the store
 	// reopened (its own caches gone), one window and one symbol scan.
 	for _, c := range []struct {

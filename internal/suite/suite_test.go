@@ -13,7 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	MaybeChild() // the cross-process reader of TestRunSmall
+	MaybeChild(wrongChildPeer, wrongAfterPeer) // the cross-process reader of TestRunSmall, the user protocol's fresh process
 	os.Exit(m.Run())
 }
 

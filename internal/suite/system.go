@@ -42,7 +42,25 @@ type Peer struct {
 	// Open opens an empty store in dir (which exists and is empty) for
 	// the symbols d.Symbols.
 	Open func(dir string, d *Data) (System, error)
+	// OpenExisting opens, for queries only, the store that a System
+	// opened by Open left in dir once sealed and closed: what a process
+	// starting later does (the user protocol's child process). Ingest
+	// and Reopen need not work on what it returns. Nil: the peer cannot,
+	// and the user protocol skips it.
+	OpenExisting func(dir string, s Shape) (System, error)
 }
+
+// Shape is what a store needs to know of the data set to open on it
+// without the ticks (the child process of the user protocol has only
+// this): the symbol names, indexed by Tick.Sym, and the first and last
+// ticks' timestamps.
+type Shape struct {
+	Symbols     []string
+	First, Last int64
+}
+
+// Shape is d's shape.
+func (d *Data) Shape() Shape { return Shape{Symbols: d.Symbols, First: d.First(), Last: d.Last()} }
 
 // Evict drops the files under dir from the page cache: each is synced
 // (dirty pages cannot be dropped) and then advised away

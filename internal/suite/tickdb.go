@@ -2,6 +2,7 @@ package suite
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -19,9 +20,44 @@ const Table = "ticks"
 // the O_DIRECT flusher on its default 1 ms interval; Seal closes the writer
 // (every row durable, the live slots gone) and opens a reader; queries are
 // RangeSym (one symbol, through its postings) and Range (every symbol).
-var TickDBPeer = Peer{Name: TickDB, Open: func(dir string, d *Data) (System, error) {
-	return openTickDB(dir, d, writer.FlushInterval)
-}}
+// In the user protocol Seal keeps the writer open (Sync, then a reader
+// beside it) and Close closes it as Config.TickDBClose says. OpenExisting
+// opens a reader only (a writer's Open would run recovery and may rewrite
+// files).
+var TickDBPeer = Peer{
+	Name: TickDB,
+	Open: func(dir string, d *Data) (System, error) {
+		return openTickDB(dir, d, writer.FlushInterval)
+	},
+	OpenExisting: openTickDBExisting,
+}
+
+// CloseMode is how tickdb closes its writer at the end of the user
+// protocol's ingest (Config.TickDBClose): the maintenance a closing
+// ingest process runs.
+type CloseMode string
+
+// The close modes. A new kind of maintenance at close is one more case in
+// closeWith.
+const (
+	ClosePlain     CloseMode = "plain"     // writer.Close
+	CloseCompacted CloseMode = "compacted" // writer.CloseCompacted(0): every segment compressed
+)
+
+// closeWith is the function that closes a writer in mode m ("" is
+// ClosePlain).
+func closeWith(m CloseMode) (func(*writer.Writer) error, error) {
+	switch m {
+	case "", ClosePlain:
+		return (*writer.Writer).Close, nil
+	case CloseCompacted:
+		return func(w *writer.Writer) error {
+			_, err := w.CloseCompacted(0)
+			return err
+		}, nil
+	}
+	return nil, fmt.Errorf("tickdb close mode %q: want %s or %s", m, ClosePlain, CloseCompacted)
+}
 
 type tickdbSystem struct {
 	dir, live string
@@ -30,6 +66,29 @@ type tickdbSystem struct {
 	buf       []byte
 	price     store.Col
 	it        reader.Iter
+
+	// keepWriter makes Seal leave the writer open, as the ingesting
+	// process has the table (every row durable, a reader beside it), and
+	// Close close it with closeWriter (nil: Close). The user protocol sets
+	// both; the suite's other measurements Seal by closing the writer.
+	keepWriter  bool
+	closeWriter func(*writer.Writer) error
+}
+
+// errQueryOnly is the error of Ingest and Seal on a table opened by
+// OpenExisting.
+var errQueryOnly = errors.New("suite: tickdb: opened for queries only")
+
+// openTickDBExisting opens a reader on the table a tickdbSystem left in
+// dir, following the live directory its control file records (none once
+// the writer closed).
+func openTickDBExisting(dir string, _ Shape) (System, error) {
+	r, err := reader.Open(dir, Table, nil)
+	if err != nil {
+		return nil, err
+	}
+	price, _ := store.TickSchema().Col("price")
+	return &tickdbSystem{dir: dir, r: r, price: price}, nil
 }
 
 // liveDir makes a fresh directory for live slots on tmpfs where there is
@@ -99,6 +158,9 @@ func EncodeAll(d *Data) []byte {
 }
 
 func (s *tickdbSystem) Ingest(batch []gen.Tick) error {
+	if s.w == nil {
+		return errQueryOnly
+	}
 	if n := 32 * len(batch); cap(s.buf) < n {
 		s.buf = make([]byte, n)
 	}
@@ -114,8 +176,16 @@ func (s *tickdbSystem) Ingest(batch []gen.Tick) error {
 }
 
 func (s *tickdbSystem) Seal() error {
-	err := s.w.Close()
-	s.w = nil
+	if s.w == nil {
+		return errQueryOnly
+	}
+	var err error
+	if s.keepWriter {
+		err = s.w.Sync()
+	} else {
+		err = s.w.Close()
+		s.w = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -150,13 +220,19 @@ func (s *tickdbSystem) Query(q Query) (Answer, error) {
 	return a, s.it.Err()
 }
 
+// Close closes the reader, then the writer if Seal left it open (with
+// closeWriter), and removes the live directory.
 func (s *tickdbSystem) Close() error {
 	var err error
-	if s.w != nil {
-		err = s.w.Close()
-	}
 	if s.r != nil {
-		if e := s.r.Close(); err == nil {
+		err = s.r.Close()
+	}
+	if s.w != nil {
+		c := s.closeWriter
+		if c == nil {
+			c = (*writer.Writer).Close
+		}
+		if e := c(s.w); err == nil {
 			err = e
 		}
 	}

@@ -288,13 +288,21 @@ const (
 
 // MaybeChild runs the suite's child process role and exits when this
 // process was started as one; otherwise it returns at once. Call it first
-// in main (and in TestMain of tests that run the suite).
-func MaybeChild() {
-	if os.Getenv(childEnv) != "observe" {
+// in main (and in TestMain of tests that run the suite), with the peers
+// the binary runs: the user protocol's fresh process opens the store of
+// tickdb or of one of them by name.
+func MaybeChild(peers ...Peer) {
+	var err error
+	switch os.Getenv(childEnv) {
+	case "observe":
+		err = observeChild(os.Getenv(childDBEnv), os.Getenv(childLiveEnv))
+	case "user":
+		err = userChild(os.Getenv(childJobEnv), peers)
+	default:
 		return
 	}
-	if err := observeChild(os.Getenv(childDBEnv), os.Getenv(childLiveEnv)); err != nil {
-		fmt.Fprintln(os.Stderr, "observe child:", err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s child: %v\n", os.Getenv(childEnv), err)
 		os.Exit(1)
 	}
 	os.Exit(0)

@@ -74,7 +74,7 @@ func BenchmarkEncode(b *testing.B) {
 			var st Stats
 			for b.Loop() {
 				var err error
-				if st, err = encode(io.Discard, s, h, rows, "bench", lvl); err != nil {
+				if st, err = encode(io.Discard, s, h, rows, "bench", lvl, VersionSeqOrder); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -26,7 +26,7 @@ type Segment struct {
 	colLens []uint32 // nblocks × ncols frame lengths, from the index
 	colSum  []int64  // per column: bytes in all blocks, length prefixes included
 
-	version int
+	version   int
 	clustered // version 2 only
 
 	// Block's scratch.

@@ -156,14 +156,15 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 			return Stats{}, fmt.Errorf("cseg: write segment %d: %w", h.SegNo, err)
 		}
 	}
-	e.colBytes[e.symCol] = 0
+	orderBytes := int64(len(e.out)-dataLen) + dirLen + rankLen
+	e.colBytes[e.symCol] = orderBytes // the sym column is carried by the seq-order index
 	return Stats{
 		Rows:       h.Rows,
 		RawBytes:   int64(len(rows)),
 		Bytes:      rankOff + rankLen,
 		ColBytes:   e.colBytes,
 		SeqBytes:   e.seqBytes,
-		OrderBytes: int64(len(e.out)-dataLen) + dirLen + rankLen,
+		OrderBytes: orderBytes,
 	}, nil
 }
 

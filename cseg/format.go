@@ -45,9 +45,11 @@ type Stats struct {
 	Bytes    int64   // the file's size
 	ColBytes []int64 // compressed bytes per schema column (schema order; the check word is not stored)
 	// Version 2 only (zero in version 1): the seq column's bytes (frames
-	// and their length prefixes; ColBytes of the sym column, which is not
-	// stored, is 0), and the seq-order index's: the rank frames, the
-	// directory and the rank table.
+	// and their length prefixes), and the seq-order index's: the rank
+	// frames, the directory and the rank table. The sym column is not
+	// stored per row in version 2; the seq-order index carries it (each
+	// row's symbol, in seq order), so ColBytes of the sym column is
+	// OrderBytes.
 	SeqBytes   int64
 	OrderBytes int64
 	// (Each column's bytes include the 4-byte length before each of its

@@ -311,7 +311,9 @@ func (g *Segment) Size() int64 { return g.size }
 
 // ColBytes returns the compressed bytes of each schema column (schema
 // order), summed over the blocks, each column frame's 4-byte length
-// prefix included, as recorded in the index (no block is read). The
+// prefix included, as recorded in the index (no block is read). In a
+// version 2 file the sym column's are the seq-order index's (OrderBytes),
+// which carries it; the seq column's are SeqBytes. The
 // returned slice is the caller's.
 func (g *Segment) ColBytes() []int64 { return slices.Clone(g.colSum) }
 
@@ -492,12 +494,23 @@ func seal(dst []byte, rs, padLo, padHi int, seq uint64) {
 // and returns it.
 func (g *Segment) frameBytes(b, c, n int) ([]byte, error) {
 	fr := g.frames[c]
-	raw, err := codec.Decompress(g.raw[:0], g.data[fr.off:fr.off+int64(fr.len)], maxColumnBlock(n))
+	// (+8: a version 2 ts frame starts with its rate.)
+	raw, err := codec.Decompress(g.raw[:0], g.data[fr.off:fr.off+int64(fr.len)], maxColumnBlock(n)+8)
 	if err != nil {
 		return nil, store.Corruptf(g.path, fr.off, "block %d column %q: %v", b, g.names[c], err)
 	}
-	g.raw = raw
+	g.keepRaw(raw)
 	return raw, nil
+}
+
+// keepRaw keeps raw, what Decompress returned into g.raw[:0], as g.raw if
+// it had to grow: Decompress caps its result at the call's limit, which
+// for a short block is below the buffer's capacity, and keeping that
+// would make the next longer block grow it again.
+func (g *Segment) keepRaw(raw []byte) {
+	if cap(raw) > cap(g.raw) {
+		g.raw = raw
+	}
 }
 
 // decoded turns the outcome of decoding column c of block b from raw (used

@@ -27,7 +27,8 @@ type clustered struct {
 	stamp   []uint32
 	gen     uint32
 	cache   []cachedBlock
-	offs    []int64 // one data block's seq offsets
+	free    []cachedBlock // buffers handed over by DropCache
+	offs    []int64       // one data block's seq offsets
 }
 
 // cachedBlock is a decoded data block: its rows without check words, and
@@ -190,6 +191,7 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 		return err
 	}
 	g.orderBytes = next - dataEnd + dirLen + rankLen
+	g.colSum[g.symCol] = g.orderBytes // the sym column is carried by the seq-order index
 	return nil
 }
 
@@ -268,11 +270,19 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 	return dst, seqs, nil
 }
 
-// DropCache releases the data blocks Block keeps decoded (one per symbol
-// of a version 2 file, at most the segment's raw size): for a reader
-// moving on to another segment. Block decodes them again as needed.
-func (g *Segment) DropCache() {
+// DropCache forgets the data blocks Block keeps decoded (one per symbol
+// of a version 2 file, at most the segment's raw size), and hands their
+// buffers to Segment to (nil: to the garbage collector), whose Block
+// reuses them: for a reader moving from one segment to another, so that
+// only one segment's blocks are held and alternating costs no allocation.
+// Block decodes the blocks again as needed. Both segments must be used by
+// the caller's goroutine.
+func (g *Segment) DropCache(to *Segment) {
 	for i := range g.cache {
+		c := &g.cache[i]
+		if to != nil && to != g && (c.rows != nil || c.seqs != nil) {
+			to.free = append(to.free, cachedBlock{rows: c.rows[:0], seqs: c.seqs[:0]})
+		}
 		g.cache[i] = cachedBlock{blk: -1}
 	}
 }
@@ -290,7 +300,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst, store.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
 	}
-	g.raw = raw
+	g.keepRaw(raw)
 	var u1, u2, u3 int
 	g.rslots, u1, err = decodeSlots(g.rslots[:0], raw, n, len(g.dir))
 	if err == nil {
@@ -310,7 +320,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 		g.cur = make([]uint64, nsyms)
 		g.stamp = make([]uint32, nsyms)
 		g.cache = make([]cachedBlock, nsyms)
-		g.DropCache()
+		g.DropCache(nil)
 	}
 	g.gen++
 	if g.gen == 0 { // wrapped: no stale stamp may match
@@ -341,6 +351,11 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 		blk := g.dir[sl].first + int(k/BlockRows)
 		c := &g.cache[sl]
 		if c.blk != blk {
+			if c.rows == nil && len(g.free) > 0 {
+				f := g.free[len(g.free)-1]
+				g.free = g.free[:len(g.free)-1]
+				c.rows, c.seqs = f.rows, f.seqs
+			}
 			c.blk = -1
 			if c.rows, c.seqs, err = g.decodeData(blk, c.rows, c.seqs); err != nil {
 				return dst, err

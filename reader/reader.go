@@ -50,6 +50,7 @@ type Reader struct {
 	symOff  int
 	slots   []slotMap
 	segs    []segView // by segment number
+	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
 	visible uint64    // last loaded published count
 	first   uint64    // last loaded first row (retention deletes below it)
 	boot    [16]byte  // this machine's boot id
@@ -505,6 +506,15 @@ func (r *Reader) segMissing(n uint64, err error) error {
 func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 	i := seq & r.mask
 	if i < v.bfirst || i >= v.bend {
+		// A version 2 segment keeps a decoded block per symbol for
+		// seq-ordered reads (up to the segment's raw size): let the
+		// segment read before this one go of them.
+		if n := seq>>r.shift + 1; n != r.zlast {
+			if l := r.zlast - 1; r.zlast != 0 && l < uint64(len(r.segs)) && r.segs[l].z != nil {
+				r.segs[l].z.DropCache(v.z) // its buffers serve this segment
+			}
+			r.zlast = n
+		}
 		b := int(i / cseg.BlockRows)
 		if b >= v.z.Blocks() {
 			return nil, store.Corruptf(v.path, 0, "holds %d rows, not row %d of the segment", v.z.Rows(), i)

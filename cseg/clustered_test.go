@@ -69,6 +69,16 @@ func checkClustered(t *testing.T, g *Segment, s *store.Schema, h Header, rows []
 			t.Fatalf("block %d: BlockTs %d..%d", b, lo, hi)
 		}
 	}
+	// Rows one by one, in random order.
+	one := make([]byte, s.RowSize)
+	for _, i := range rand.New(rand.NewPCG(3, 4)).Perm(int(h.Rows)) {
+		if err := g.RowInto(uint64(i), one); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one, rows[i*s.RowSize:(i+1)*s.RowSize]) {
+			t.Fatalf("RowInto(%d) differs", i)
+		}
+	}
 	// Every symbol through its own blocks.
 	at := s.ColAt(s.SymCol)
 	var ids []uint32
@@ -279,7 +289,7 @@ func clusteredFile(t testing.TB) *testFile {
 func (f *testFile) clusteredErr(t *testing.T, data []byte, k, b int) error {
 	g := *f.g
 	g.data = data
-	g.clustered.cache, g.cur, g.stamp = nil, nil, nil
+	g.clustered.cache, g.cur, g.stamp, g.rankCur = nil, nil, nil, 0
 	if b >= 0 {
 		out, err := g.Block(b, nil)
 		if err == nil && !bytes.Equal(out, f.rows[b*BlockRows*f.s.RowSize:][:len(out)]) {

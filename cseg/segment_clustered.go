@@ -26,6 +26,9 @@ type clustered struct {
 	cur     []uint64
 	stamp   []uint32
 	gen     uint32
+	rankCur int      // 1 + the rank block in rslots and rowRank (0: none)
+	rowRank []uint64 // each row's rank among its symbol's rows
+	one     []byte   // RowInto's block in a version 1 file
 	cache   []cachedBlock
 	free    []cachedBlock // buffers handed over by DropCache
 	offs    []int64       // one data block's seq offsets
@@ -290,15 +293,88 @@ func (g *Segment) DropCache(to *Segment) {
 // blockClustered is Block for a version 2 file: rank block b's rows,
 // taken from their symbols' data blocks through the seq-order index.
 func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
+	if err := g.decodeRank(b); err != nil {
+		return dst, err
+	}
+	rk := &g.ranks[b]
+	n, rs := len(g.rslots), g.rs
+	if cap(dst) < n*rs {
+		dst = make([]byte, n*rs)
+	}
+	dst = dst[:n*rs]
+	prev := rk.minTs
+	for i := range n {
+		src, err := g.rankRow(b, i)
+		if err != nil {
+			return dst, err
+		}
+		row := dst[i*rs : (i+1)*rs]
+		copy(row, src)
+		if t := int64(le.Uint64(row)); t >= prev {
+			prev = t
+		} else {
+			return dst, store.Corruptf(g.path, rk.off, "rank block %d row %d: ts %d below %d", b, i, t, prev)
+		}
+	}
+	if t0 := int64(le.Uint64(dst)); t0 != rk.minTs || prev != rk.maxTs {
+		return dst, store.Corruptf(g.path, rk.off, "rank block %d: ts from %d to %d, the rank table says %d to %d", b, t0, prev, rk.minTs, rk.maxTs)
+	}
+	seal(dst, rs, g.padLo, g.padHi, g.h.baseSeq()+uint64(b)*BlockRows)
+	return dst, nil
+}
+
+// RowInto decodes row i of the segment (0 <= i < Rows) into dst (RowSize
+// bytes, check word recomputed): in a version 2 file only the rank frame
+// of its block and the data block of its symbol, both kept decoded for
+// the next call, instead of the whole block; a version 1 file decodes its
+// block as Block does (through the Segment's own buffer). Errors are
+// Block's.
+func (g *Segment) RowInto(i uint64, dst []byte) error {
+	if g.data == nil {
+		return ErrClosed
+	}
+	if i >= g.h.Rows || len(dst) != g.rs {
+		return fmt.Errorf("%w: row %d of %d into %d bytes", ErrArgs, i, g.h.Rows, len(dst))
+	}
+	b, r := int(i/BlockRows), int(i%BlockRows)
+	if g.version != VersionClustered {
+		rows, err := g.Block(b, g.one)
+		g.one = rows
+		if err != nil {
+			return err
+		}
+		copy(dst, rows[r*g.rs:(r+1)*g.rs])
+		return nil
+	}
+	if err := g.decodeRank(b); err != nil {
+		return err
+	}
+	src, err := g.rankRow(b, r)
+	if err != nil {
+		return err
+	}
+	copy(dst, src)
+	seal(dst, g.rs, g.padLo, g.padHi, g.h.baseSeq()+i)
+	return nil
+}
+
+// decodeRank decodes and checks rank frame b into g.rslots and g.rowRank
+// (each row's rank among its symbol's rows), unless it is the one decoded
+// last.
+func (g *Segment) decodeRank(b int) error {
+	if g.rankCur == b+1 {
+		return nil
+	}
+	g.rankCur = 0
 	rk := &g.ranks[b]
 	body := g.data[rk.off : rk.off+int64(rk.len)]
 	if got := store.CRC32C(body); got != rk.crc {
-		return dst, store.Corruptf(g.path, rk.off, "rank block %d check %08x, computed %08x (rank table)", b, got, rk.crc)
+		return store.Corruptf(g.path, rk.off, "rank block %d check %08x, computed %08x (rank table)", b, got, rk.crc)
 	}
 	n, m := min(int(g.h.Rows-uint64(b)*BlockRows), BlockRows), rk.present
 	raw, err := codec.Decompress(g.raw[:0], body, maxColumnBlock(n)+2*maxColumnBlock(m))
 	if err != nil {
-		return dst, store.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
+		return store.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
 	}
 	g.keepRaw(raw)
 	var u1, u2, u3 int
@@ -313,7 +389,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 		err = fmt.Errorf("%d bytes after the rank block's values", len(raw)-u1-u2-u3)
 	}
 	if err != nil {
-		return dst, store.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
+		return store.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
 	}
 	nsyms := len(g.dir)
 	if g.cur == nil {
@@ -330,56 +406,52 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 	for j, sl := range g.present {
 		c := g.counts[j]
 		if int(sl) >= nsyms || (j > 0 && sl <= g.present[j-1]) || c < 0 || uint64(c) >= g.dir[sl].rows {
-			return dst, store.Corruptf(g.path, rk.off, "rank block %d: symbol slot %d (of %d) with %d rows before", b, sl, nsyms, c)
+			return store.Corruptf(g.path, rk.off, "rank block %d: symbol slot %d (of %d) with %d rows before", b, sl, nsyms, c)
 		}
 		g.cur[sl], g.stamp[sl] = uint64(c), g.gen
 	}
-
-	rs := g.rs
-	if cap(dst) < n*rs {
-		dst = make([]byte, n*rs)
+	if cap(g.rowRank) < n {
+		g.rowRank = make([]uint64, BlockRows)
 	}
-	dst = dst[:n*rs]
-	seq := g.h.baseSeq() + uint64(b)*BlockRows
-	prev := rk.minTs
+	g.rowRank = g.rowRank[:n]
 	for i, sl := range g.rslots {
 		if int(sl) >= nsyms || g.stamp[sl] != g.gen || g.cur[sl] >= g.dir[sl].rows {
-			return dst, store.Corruptf(g.path, rk.off, "rank block %d row %d: symbol slot %d is not listed or has no row left", b, i, sl)
+			return store.Corruptf(g.path, rk.off, "rank block %d row %d: symbol slot %d is not listed or has no row left", b, i, sl)
 		}
-		k := g.cur[sl]
+		g.rowRank[i] = g.cur[sl]
 		g.cur[sl]++
-		blk := g.dir[sl].first + int(k/BlockRows)
-		c := &g.cache[sl]
-		if c.blk != blk {
-			if c.rows == nil && len(g.free) > 0 {
-				f := g.free[len(g.free)-1]
-				g.free = g.free[:len(g.free)-1]
-				c.rows, c.seqs = f.rows, f.seqs
-			}
-			c.blk = -1
-			if c.rows, c.seqs, err = g.decodeData(blk, c.rows, c.seqs); err != nil {
-				return dst, err
-			}
-			c.blk = blk
-		}
-		r := int(k % BlockRows)
-		if c.seqs[r] != seq+uint64(i) {
-			return dst, store.Corruptf(g.path, g.blocks[blk].off, "block %d row %d is seq %d, the seq-order index (rank block %d) says %d",
-				blk, r, c.seqs[r], b, seq+uint64(i))
-		}
-		row := dst[i*rs : (i+1)*rs]
-		copy(row, c.rows[r*rs:(r+1)*rs])
-		if t := int64(le.Uint64(row)); t >= prev {
-			prev = t
-		} else {
-			return dst, store.Corruptf(g.path, rk.off, "rank block %d row %d: ts %d below %d", b, i, t, prev)
-		}
 	}
-	if t0 := int64(le.Uint64(dst)); t0 != rk.minTs || prev != rk.maxTs {
-		return dst, store.Corruptf(g.path, rk.off, "rank block %d: ts from %d to %d, the rank table says %d to %d", b, t0, prev, rk.minTs, rk.maxTs)
+	g.rankCur = b + 1
+	return nil
+}
+
+// rankRow returns row i of rank block b (decoded last by decodeRank),
+// without its check word, from its symbol's data block, decoding that
+// block unless it is the symbol's cached one. The row is valid until the
+// symbol's next block is decoded.
+func (g *Segment) rankRow(b, i int) ([]byte, error) {
+	sl, k := g.rslots[i], g.rowRank[i]
+	blk := g.dir[sl].first + int(k/BlockRows)
+	c := &g.cache[sl]
+	if c.blk != blk {
+		if c.rows == nil && len(g.free) > 0 {
+			f := g.free[len(g.free)-1]
+			g.free = g.free[:len(g.free)-1]
+			c.rows, c.seqs = f.rows, f.seqs
+		}
+		c.blk = -1
+		var err error
+		if c.rows, c.seqs, err = g.decodeData(blk, c.rows, c.seqs); err != nil {
+			return nil, err
+		}
+		c.blk = blk
 	}
-	seal(dst, rs, g.padLo, g.padHi, seq)
-	return dst, nil
+	r := int(k % BlockRows)
+	if want := g.h.baseSeq() + uint64(b)*BlockRows + uint64(i); c.seqs[r] != want {
+		return nil, store.Corruptf(g.path, g.blocks[blk].off, "block %d row %d is seq %d, the seq-order index (rank block %d) says %d",
+			blk, r, c.seqs[r], b, want)
+	}
+	return c.rows[r*g.rs : (r+1)*g.rs], nil
 }
 
 // decodeData decodes data block k of a version 2 file into dst (rows with

@@ -24,30 +24,11 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 	if vis <= first {
 		return vis, nil
 	}
-	// Index entries 0..kmax cover rows k<<sshift below vis.
-	kmax := (vis - 1) >> r.sshift
-	if !r.ts.Covers(kmax + 1) {
-		return 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	a, b, err := r.coarse(t, first, vis)
+	if err != nil {
+		return 0, err
 	}
-	// First entry k with ts >= t, searching only entries at or after the
-	// first live row's stride.
-	lo, hi := first>>r.sshift, kmax+1
-	for lo < hi {
-		m := lo + (hi-lo)/2
-		if r.ts.At(m) < t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
-	a, b := first, vis
-	if lo > 0 {
-		a = max(a, (lo-1)<<r.sshift+1)
-	}
-	if lo <= kmax {
-		b = min(b, lo<<r.sshift)
-	}
+	lo := r.tsEntry(t, first, vis)
 	for a < b {
 		m := a + (b-a)/2
 		row, err := r.Get(m)
@@ -85,6 +66,45 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 	return a, nil
 }
 
+// coarse returns the bounds [a, b] of the answer of seek(t) from the time
+// index alone (at most one stride of rows apart), or vis, vis.
+func (r *Reader) coarse(t int64, first, vis uint64) (a, b uint64, err error) {
+	if vis <= first {
+		return vis, vis, nil
+	}
+	// Index entries 0..kmax cover rows k<<sshift below vis.
+	kmax := (vis - 1) >> r.sshift
+	if !r.ts.Covers(kmax + 1) {
+		return 0, 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	}
+	lo := r.tsEntry(t, first, vis)
+	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
+	a, b = first, vis
+	if lo > 0 {
+		a = max(a, (lo-1)<<r.sshift+1)
+	}
+	if lo <= kmax {
+		b = min(b, lo<<r.sshift)
+	}
+	return a, b, nil
+}
+
+// tsEntry is the first time index entry k with ts >= t, searching only
+// entries at or after the first live row's stride (kmax+1 if none).
+func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
+	kmax := (vis - 1) >> r.sshift
+	lo, hi := first>>r.sshift, kmax+1
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if r.ts.At(m) < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 func (r *Reader) badTimeEntry(k uint64, rowTs int64) error {
 	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has ts %d",
 		k, r.ts.At(k), k<<r.sshift, rowTs)
@@ -111,13 +131,16 @@ type Iter struct {
 	runSeq uint64
 	runEnd uint64
 	rs     uint64
-	// Symbol mode, segment by segment: the window's first ts and seq, the
-	// published count, the segment walked and the first seq past it (or
-	// past the range), whether the postings are set up, and done.
-	from           int64
-	a, vis         uint64
-	symSeg, segEnd uint64
-	postInit, done bool
+	// Symbol mode, segment by segment: the window [from, to), its first
+	// seq a and end (bounds from the time index until exact, see
+	// exactBounds), the snapshot's first row and published count, the
+	// segment walked and the first seq past it (or past the range) when
+	// read through the postings, whether the postings are set up, and
+	// done.
+	from, to              int64
+	a, first, vis         uint64
+	symSeg, segEnd        uint64
+	exact, postInit, done bool
 	// Symbol mode in a version 2 compressed segment (z non-nil): its data
 	// blocks [zk, zend) are still to decode; the current one's rows and
 	// seqs are in zrows and zseqs (the iterator's own buffers), from zi.
@@ -175,13 +198,39 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	a, b, err := r.bounds(from, to, snap)
+	// The seq bounds from the time index alone: a seek's row probes in a
+	// clustered segment each decode a data block, and its rows are
+	// filtered by ts, so the exact bounds are found (exactBounds) only
+	// when a segment is read through the postings.
+	a, _, err := r.coarse(from, snap.FirstSeq, snap.Visible)
 	if err != nil {
 		return err
 	}
-	*it = Iter{r: r, end: b, sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
-		from: from, a: a, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0]}
+	_, b, err := r.coarse(to, snap.FirstSeq, snap.Visible)
+	if err != nil {
+		return err
+	}
+	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0]}
 	return it.enterSeg(a >> r.shift)
+}
+
+// exactBounds replaces the iterator's seq bounds from the time index by
+// the exact ones (a seek each), once.
+func (it *Iter) exactBounds() error {
+	if it.exact {
+		return nil
+	}
+	a, err := it.r.seek(it.from, it.first, it.vis)
+	if err != nil {
+		return err
+	}
+	b, err := it.r.seek(it.to, it.first, it.vis)
+	if err != nil {
+		return err
+	}
+	it.a, it.end, it.exact = a, max(a, b), true
+	return nil
 }
 
 // enterSeg moves a symbol iterator to segment n, or the first one after it
@@ -197,7 +246,7 @@ func (it *Iter) enterSeg(n uint64) error {
 			it.done = true
 			return nil
 		}
-		it.symSeg, it.segEnd = n, min(it.end, (n+1)<<r.shift)
+		it.symSeg = n
 		it.z = nil
 		if n < r.ctl.CmpSegs() {
 			v, err := r.view(n)
@@ -214,6 +263,14 @@ func (it *Iter) enterSeg(n uint64) error {
 				return nil
 			}
 		}
+		if err := it.exactBounds(); err != nil {
+			return err
+		}
+		if lo = max(it.a, n<<r.shift); lo >= it.end {
+			it.done = true
+			return nil
+		}
+		it.segEnd = min(it.end, (n+1)<<r.shift)
 		if !it.postInit {
 			if err := it.initPost(); err != nil {
 				return err
@@ -399,13 +456,15 @@ func (it *Iter) next() bool {
 func (it *Iter) nextZ() bool {
 	for {
 		if i := it.zi; i < len(it.zseqs) {
-			seq := it.zseqs[i]
-			if seq >= it.end {
+			// Rows of the symbol in ts order: the window's rows are
+			// those with from <= ts < to (the rows of seqs [a, b)).
+			rs := it.r.rowSize
+			row := it.zrows[uint64(i)*rs : uint64(i+1)*rs]
+			if store.Row(row).Ts() >= it.to {
 				it.done = true
 				return false
 			}
-			rs := it.r.rowSize
-			it.row, it.cur, it.zi = it.zrows[uint64(i)*rs:uint64(i+1)*rs], seq, i+1
+			it.row, it.cur, it.zi = row, it.zseqs[i], i+1
 			return true
 		}
 		if it.zk >= it.zend {
@@ -427,9 +486,10 @@ func (it *Iter) nextZ() bool {
 		it.zk++
 		// Skip the rows before the window (only in its first block).
 		lo, hi := 0, len(seqs)
+		rs := int(it.r.rowSize)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if seqs[m] < it.a {
+			if store.Row(rows[m*rs:]).Ts() < it.from {
 				lo = m + 1
 			} else {
 				hi = m

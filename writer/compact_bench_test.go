@@ -109,7 +109,8 @@ func BenchmarkCompressed(b *testing.B) {
 	}
 	first, _ := raw.Get(0)
 	last, _ := raw.Get(rows - 1)
-	span := last.Ts() - first.Ts()
+	firstTs, lastTs := first.Ts(), last.Ts() // (the rows go with the readers, closed for the cold ops)
+	span := lastTs - firstTs
 	rng := rand.New(rand.NewPCG(1, 2))
 	seqs := make([]uint64, 4096)
 	for i := range seqs {
@@ -117,7 +118,7 @@ func BenchmarkCompressed(b *testing.B) {
 	}
 	wins := make([]int64, 64)
 	for i := range wins {
-		wins[i] = first.Ts() + rng.Int64N(span-span/100)
+		wins[i] = firstTs + rng.Int64N(span-span/100)
 	}
 	for _, tc := range []struct {
 		name string
@@ -186,7 +187,7 @@ func BenchmarkCompressed(b *testing.B) {
 			b.ReportAllocs()
 			var total int
 			for b.Loop() {
-				if err := r.RangeSym(first.Ts(), last.Ts()+1, uint32(sym), &it); err != nil {
+				if err := r.RangeSym(firstTs, lastTs+1, uint32(sym), &it); err != nil {
 					b.Fatal(err)
 				}
 				var a uint64
@@ -235,7 +236,7 @@ func BenchmarkCompressed(b *testing.B) {
 	for i, from := range wins {
 		winRows[i] = wantRows(from, from+span/100)
 	}
-	scanRows := wantRows(first.Ts(), last.Ts()+1)
+	scanRows := wantRows(firstTs, lastTs+1)
 	for _, r := range []*reader.Reader{raw, z, z1} {
 		r.Close()
 	}
@@ -257,7 +258,7 @@ func BenchmarkCompressed(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					from, to, want := first.Ts(), last.Ts()+1, scanRows
+					from, to, want := firstTs, lastTs+1, scanRows
 					if op == "window" {
 						from, to, want = wins[i&63], wins[i&63]+span/100, winRows[i&63]
 					}

@@ -31,6 +31,10 @@ type Options struct {
 // a view into the reader's decoded copy of its 4,096-row block, valid
 // until the reader decodes another block of that segment (a Get or an
 // iterator's Next of a row in another block of it); copy what you keep.
+// The exception: RangeSym over a segment compressed in the clustered
+// format (cseg version 2) decodes the symbol's blocks into the iterator's
+// own buffers, so such a row is valid until that iterator decodes its next
+// block or is repositioned.
 type Reader struct {
 	dir     string
 	ctl     *index.Ctl

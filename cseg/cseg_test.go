@@ -106,12 +106,19 @@ func genRows(s *store.Schema, n int, segNo, rps uint64, seed int64) []byte {
 	return rows
 }
 
-// encodeFile encodes rows into a file in dir and returns its path and the
-// Stats.
+// encodeFile encodes rows into a format version 1 file in dir (the tests
+// of this file pin version 1; clustered_test.go tests version 2) and
+// returns its path and the Stats.
 func encodeFile(t testing.TB, dir string, s *store.Schema, h Header, rows []byte) (string, Stats) {
 	t.Helper()
+	return encodeFileVersion(t, dir, s, h, rows, VersionSeqOrder)
+}
+
+// encodeFileVersion is encodeFile writing the given format version.
+func encodeFileVersion(t testing.TB, dir string, s *store.Schema, h Header, rows []byte, version int) (string, Stats) {
+	t.Helper()
 	var buf bytes.Buffer
-	st, err := Encode(&buf, s, h, rows, filepath.Join(dir, store.SegName(h.SegNo)))
+	st, err := encode(&buf, s, h, rows, filepath.Join(dir, store.SegName(h.SegNo)), level, version)
 	if err != nil {
 		t.Fatalf("Encode: %v", err)
 	}
@@ -479,7 +486,12 @@ func fixChecks(data []byte) {
 	if len(data) < headerSize {
 		return
 	}
-	le.PutUint32(data[hCheck:], store.CRC32C(data[:hCheck]))
+	if le.Uint32(data[hVersion:]) == VersionClustered {
+		fixChecksV2(data)
+		le.PutUint32(data[h2Check:], store.CRC32C(data[:h2Check]))
+	} else {
+		le.PutUint32(data[hCheck:], store.CRC32C(data[:hCheck]))
+	}
 	ncols := int(le.Uint32(data[hCols:]))
 	off, n := le.Uint64(data[hIndexOff:]), le.Uint64(data[hIndexLen:])
 	if ncols > store.MaxColumns || off > uint64(len(data)) || n < 4 || n > uint64(len(data))-off {
@@ -496,6 +508,30 @@ func fixChecks(data []byte) {
 		}
 	}
 	le.PutUint32(index[len(index)-4:], store.CRC32C(index[:len(index)-4]))
+}
+
+// fixChecksV2 recomputes the directory's and the rank table's CRC32Cs of a
+// version 2 file, and each rank frame's where its entry points inside it.
+func fixChecksV2(data []byte) {
+	table := func(off, n uint64, entry int, each func(e []byte)) {
+		if off > uint64(len(data)) || n < 4 || n > uint64(len(data))-off {
+			return
+		}
+		t := data[off : off+n]
+		if each != nil {
+			for i := 0; (i+1)*entry <= len(t)-4; i++ {
+				each(t[i*entry:])
+			}
+		}
+		le.PutUint32(t[len(t)-4:], store.CRC32C(t[:len(t)-4]))
+	}
+	table(le.Uint64(data[h2DirOff:]), le.Uint64(data[h2DirLen:]), dirEntry, nil)
+	table(le.Uint64(data[h2RankOff:]), le.Uint64(data[h2RankLen:]), rankEntry, func(e []byte) {
+		o, l := le.Uint64(e[rOff:]), uint64(le.Uint32(e[rLen:]))
+		if o <= uint64(len(data)) && l <= uint64(len(data))-o {
+			le.PutUint32(e[rCRC:], store.CRC32C(data[o:o+l]))
+		}
+	})
 }
 
 // TestDamageBehindChecks damages fields with their checks recomputed: the
@@ -678,7 +714,7 @@ func TestGolden(t *testing.T) {
 	path := filepath.Join("testdata", "v1-tick.zdat")
 	if *update {
 		var buf bytes.Buffer
-		if _, err := Encode(&buf, s, h, rows, "golden"); err != nil {
+		if _, err := EncodeV1(&buf, s, h, rows, "golden"); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

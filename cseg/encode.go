@@ -31,17 +31,31 @@ const level = codec.LevelFastest
 //
 // A mismatch between s, h and rows (row size, row count, geometry) is an
 // error wrapping ErrArgs.
+//
+// Encode writes format version 2 (clustered by the schema's first sym
+// column: see the package doc) when the schema has a sym column and the
+// segment has rows, and version 1 otherwise.
 func Encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string) (Stats, error) {
-	return encode(w, s, h, rows, srcPath, level)
+	return encode(w, s, h, rows, srcPath, level, Version)
 }
 
-// encode is Encode at zstd level lvl (the benchmarks compare levels).
-func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level) (Stats, error) {
+// EncodeV1 is Encode writing format version 1 (rows in seq order) whatever
+// the schema: for tests and tools that need files of the older version.
+func EncodeV1(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string) (Stats, error) {
+	return encode(w, s, h, rows, srcPath, level, VersionSeqOrder)
+}
+
+// encode is Encode at zstd level lvl (the benchmarks compare levels),
+// writing version 2 when version is 2 and the schema allows it.
+func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version int) (Stats, error) {
 	if err := checkHeader(s, h); err != nil {
 		return Stats{}, err
 	}
 	if uint64(len(rows))%uint64(h.RowSize) != 0 || uint64(len(rows))/uint64(h.RowSize) != h.Rows {
 		return Stats{}, fmt.Errorf("%w: %d bytes of rows, want %d rows of %d bytes", ErrArgs, len(rows), h.Rows, h.RowSize)
+	}
+	if version == VersionClustered && s.SymCol >= 0 && h.Rows > 0 && h.Rows <= math.MaxUint32 {
+		return encodeClustered(w, s, h, rows, srcPath, lvl)
 	}
 	e := newEncoder(s, h, srcPath, len(rows))
 	e.level = lvl
@@ -142,6 +156,10 @@ type encoder struct {
 	colLens  []uint32 // nblocks × ncols frame lengths
 	colBytes []int64
 	lastTs   int64
+
+	// Version 2 only.
+	offs     []int64 // one data block's seq offsets
+	seqBytes int64
 }
 
 func newEncoder(s *store.Schema, h Header, path string, rawBytes int) *encoder {
@@ -175,23 +193,9 @@ func (e *encoder) block(b int, rows []byte) error {
 	first := b * BlockRows
 	seq := e.h.baseSeq() + uint64(first)
 	ts := e.ts[:n]
-	if i, bad := e.verify(rows, seq, ts); bad != rowOK {
-		row, at, s := rows[i*e.rs:(i+1)*e.rs], e.rowOff(first+i), seq+uint64(i)
-		switch bad {
-		case rowBadCheck:
-			return store.Corruptf(e.path, at, "row %d (seq %d) fails its check: check word %08x, computed %08x",
-				first+i, s, le.Uint32(row[e.rs-store.CheckSize:]), store.Check(s, row))
-		case rowTsBack:
-			prev := e.lastTs
-			if i > 0 {
-				prev = ts[i-1]
-			}
-			return store.Corruptf(e.path, at, "row %d (seq %d): ts %d goes back from %d", first+i, s, store.Row(row).Ts(), prev)
-		default:
-			return store.Corruptf(e.path, at, "row %d (seq %d): nonzero padding", first+i, s)
-		}
+	if err := e.verifyBlock(b, rows, ts); err != nil {
+		return err
 	}
-	e.lastTs = ts[n-1]
 
 	var key []uint32
 	if e.symCol >= 0 {
@@ -253,6 +257,32 @@ func (e *encoder) block(b int, rows []byte) error {
 		maxTs: ts[n-1],
 		crc:   store.CRC32C(e.out[start:]),
 	})
+	return nil
+}
+
+// verifyBlock verifies the rows of block b (see verify), copying their ts
+// into ts, and reports the first bad one as a corrupt error naming the raw
+// file and the row's offset in it.
+func (e *encoder) verifyBlock(b int, rows []byte, ts []int64) error {
+	first := b * BlockRows
+	seq := e.h.baseSeq() + uint64(first)
+	if i, bad := e.verify(rows, seq, ts); bad != rowOK {
+		row, at, s := rows[i*e.rs:(i+1)*e.rs], e.rowOff(first+i), seq+uint64(i)
+		switch bad {
+		case rowBadCheck:
+			return store.Corruptf(e.path, at, "row %d (seq %d) fails its check: check word %08x, computed %08x",
+				first+i, s, le.Uint32(row[e.rs-store.CheckSize:]), store.Check(s, row))
+		case rowTsBack:
+			prev := e.lastTs
+			if i > 0 {
+				prev = ts[i-1]
+			}
+			return store.Corruptf(e.path, at, "row %d (seq %d): ts %d goes back from %d", first+i, s, store.Row(row).Ts(), prev)
+		default:
+			return store.Corruptf(e.path, at, "row %d (seq %d): nonzero padding", first+i, s)
+		}
+	}
+	e.lastTs = ts[len(ts)-1]
 	return nil
 }
 

@@ -11,8 +11,15 @@ import (
 const (
 	// Magic starts every compressed segment file.
 	Magic = "TICKZSG\x00"
-	// Version is the format version this package writes and reads.
-	Version = 1
+	// Version is the newest format version this package writes and reads:
+	// 2, clustered by symbol. Version 1 (seq order) is still read, and
+	// written for a schema without a sym column (and by EncodeV1).
+	Version = 2
+	// VersionSeqOrder is format version 1: rows in seq order.
+	VersionSeqOrder = 1
+	// VersionClustered is format version 2: rows grouped by the schema's
+	// first sym column, with a directory and a seq-order index.
+	VersionClustered = 2
 	// BlockRows is the rows per block (the last block of a segment may be
 	// shorter).
 	BlockRows = 4096
@@ -37,6 +44,14 @@ type Stats struct {
 	RawBytes int64   // Rows * RowSize
 	Bytes    int64   // the file's size
 	ColBytes []int64 // compressed bytes per schema column (schema order; the check word is not stored)
+	// Version 2 only (zero in version 1): the seq column's bytes (frames
+	// and their length prefixes), and the seq-order index's: the rank
+	// frames, the directory and the rank table. The sym column is not
+	// stored per row in version 2; the seq-order index carries it (each
+	// row's symbol, in seq order), so ColBytes of the sym column is
+	// OrderBytes.
+	SeqBytes   int64
+	OrderBytes int64
 	// (Each column's bytes include the 4-byte length before each of its
 	// frames, so ColBytes sums to the bytes of the blocks: Bytes less the
 	// header, the padding before the index and the index.)
@@ -63,6 +78,60 @@ const (
 	hCheck        = hColTypes + colTypesBytes
 	hEnd          = hCheck + 4 // bytes [hEnd, headerSize) are zero
 )
+
+// Version 2 header fields: bytes [0, hCheck) as in version 1, then these,
+// and the check after them.
+const (
+	h2SymCol    = 152
+	h2Syms      = 156
+	h2Ranks     = 160
+	h2Reserved  = 164
+	h2DirOff    = 168
+	h2DirLen    = 176
+	h2RankOff   = 184
+	h2RankLen   = 192
+	h2Check     = 200
+	h2End       = h2Check + 4
+	tableGap    = 4  // zero bytes after the block index and the directory (8-alignment)
+	dirEntry    = 40 // directory entry size
+	rankEntry   = 40 // rank table entry size
+	dId         = 0
+	dFirst      = 4
+	dBlocks     = 8
+	dReserved   = 12
+	dRows       = 16
+	dMinTs      = 24
+	dMaxTs      = 32
+	rOff        = 0
+	rLen        = 8
+	rCRC        = 12
+	rPresent    = 16
+	rReserved   = 20
+	rMinTs      = 24
+	rMaxTs      = 32
+	eSlot       = eReserved // version 2: the block's directory slot
+	maxRankSyms = BlockRows // a rank block has at most this many symbols
+)
+
+// dirEnt is one decoded directory entry of a version 2 file: symbol id's
+// blocks [first, first+nblocks) hold its rows, in seq order.
+type dirEnt struct {
+	id           uint32
+	first        int
+	nblocks      int
+	rows         uint64
+	minTs, maxTs int64
+}
+
+// rankEnt is one decoded rank table entry of a version 2 file.
+type rankEnt struct {
+	off     int64
+	len     int
+	crc     uint32
+	present int
+	minTs   int64 // ts of the rank block's first row (in seq order)
+	maxTs   int64 // and of its last
+}
 
 // Block index entry fields.
 const (
@@ -99,13 +168,20 @@ type blockEntry struct {
 	rows         int
 	minTs, maxTs int64
 	crc          uint32
+	slot         int // version 2: the directory slot of the block's symbol (0 in version 1)
 }
 
 // putHeader writes the header block into dst[:headerSize].
 func putHeader(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64) {
+	putHeaderFields(dst, s, h, nblocks, indexOff, indexLen, VersionSeqOrder)
+	le.PutUint32(dst[hCheck:], store.CRC32C(dst[:hCheck]))
+}
+
+// putHeaderFields writes the header fields common to both versions.
+func putHeaderFields(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64, version uint32) {
 	clear(dst[:headerSize])
 	copy(dst[hMagic:], Magic)
-	le.PutUint32(dst[hVersion:], Version)
+	le.PutUint32(dst[hVersion:], version)
 	copy(dst[hTableID:hTableID+16], h.TableID[:])
 	le.PutUint64(dst[hSegNo:], h.SegNo)
 	le.PutUint64(dst[hRowsPerSeg:], h.RowsPerSeg)
@@ -119,7 +195,6 @@ func putHeader(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, ind
 	for i, c := range s.Cols {
 		dst[hColTypes+i] = byte(c.Type)
 	}
-	le.PutUint32(dst[hCheck:], store.CRC32C(dst[:hCheck]))
 }
 
 // putEntry writes block e's index entry, with its column frame lengths,
@@ -132,6 +207,7 @@ func putEntry(dst []byte, e blockEntry, colLen []uint32) {
 	le.PutUint64(dst[eMinTs:], uint64(e.minTs))
 	le.PutUint64(dst[eMaxTs:], uint64(e.maxTs))
 	le.PutUint32(dst[eCRC:], e.crc)
+	le.PutUint32(dst[eSlot:], uint32(e.slot))
 	for c, l := range colLen {
 		le.PutUint32(dst[eColLen+4*c:], l)
 	}

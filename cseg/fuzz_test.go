@@ -16,7 +16,8 @@ import (
 //	go test ./cseg -run '^$' -fuzz '^FuzzOpen$' -fuzztime 30s -fuzzminimizetime 0
 //	go test ./cseg -run '^$' -fuzz '^FuzzBlock$' -fuzztime 30s -fuzzminimizetime 0
 //
-// FuzzOpen feeds the bytes as they are, so most inputs stop at a checksum.
+// The seeds are of both format versions (FuzzOpen is also the version 2
+// target). FuzzOpen feeds the bytes as they are, so most inputs stop at a checksum.
 // FuzzBlock first recomputes every checksum it can find (fixChecks), so
 // mutations reach the structural checks and the column decoders behind
 // them. The inputs are files of 4 KiB and more, so minimizing each new
@@ -32,11 +33,13 @@ func addSeeds(f *testing.F) {
 	for _, n := range []int{1, 100, BlockRows + 1} {
 		h := fuzzHeader
 		h.Rows = uint64(n)
-		var buf bytes.Buffer
-		if _, err := Encode(&buf, s, h, genRows(s, n, h.SegNo, h.RowsPerSeg, int64(n)), "seed"); err != nil {
-			f.Fatal(err)
+		for _, v := range []int{VersionSeqOrder, VersionClustered} {
+			var buf bytes.Buffer
+			if _, err := encode(&buf, s, h, genRows(s, n, h.SegNo, h.RowsPerSeg, int64(n)), "seed", level, v); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(buf.Bytes())
 		}
-		f.Add(buf.Bytes())
 	}
 	f.Add([]byte{})
 	f.Add([]byte(Magic))
@@ -81,6 +84,25 @@ func openAndDecode(t *testing.T, dir string, data []byte) {
 				t.Fatalf("block %d row %d: decoded a row that is not sealed or in order", b, i/s.RowSize)
 			}
 			prev = row.Ts()
+		}
+	}
+	// Version 2: each symbol's blocks, rows sealed for their seqs.
+	var seqs []uint64
+	for k := range g.DataBlocks() {
+		if g.Version() != VersionClustered {
+			break
+		}
+		dst, seqs, err = g.SymBlock(k, dst, seqs)
+		if err != nil {
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("SymBlock(%d): %v is not a corrupt error", k, err)
+			}
+			continue
+		}
+		for i, seq := range seqs {
+			if !store.Valid(seq, store.Row(dst[i*s.RowSize:(i+1)*s.RowSize])) {
+				t.Fatalf("data block %d row %d: decoded a row that is not sealed", k, i)
+			}
 		}
 	}
 }

@@ -26,6 +26,9 @@ type Segment struct {
 	colLens []uint32 // nblocks × ncols frame lengths, from the index
 	colSum  []int64  // per column: bytes in all blocks, length prefixes included
 
+	version   int
+	clustered // version 2 only
+
 	// Block's scratch.
 	frames []frame
 	raw    []byte
@@ -118,16 +121,22 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	if string(b[hMagic:hMagic+8]) != Magic {
 		return store.Corruptf(path, hMagic, "bad compressed segment magic %q, want %q", b[hMagic:hMagic+8], Magic)
 	}
-	if got, want := le.Uint32(b[hCheck:]), store.CRC32C(b[:hCheck]); got != want {
-		return store.Corruptf(path, hCheck, "header check %08x, computed %08x", got, want)
+	version := le.Uint32(b[hVersion:])
+	check, end := hCheck, hEnd
+	switch version {
+	case VersionSeqOrder:
+	case VersionClustered:
+		check, end = h2Check, h2End
+	default:
+		return store.Corruptf(path, hVersion, "compressed segment format version %d, this build reads %d to %d", version, VersionSeqOrder, Version)
 	}
-	if v := le.Uint32(b[hVersion:]); v != Version {
-		return store.Corruptf(path, hVersion, "compressed segment format version %d, this build reads %d", v, Version)
+	if got, want := le.Uint32(b[check:]), store.CRC32C(b[:check]); got != want {
+		return store.Corruptf(path, int64(check), "header check %08x, computed %08x", got, want)
 	}
 	if v := le.Uint32(b[hReserved:]); v != 0 {
 		return store.Corruptf(path, hReserved, "reserved header word is %#x, want 0", v)
 	}
-	for i := hEnd; i < headerSize; i++ {
+	for i := end; i < headerSize; i++ {
 		if b[i] != 0 {
 			return store.Corruptf(path, int64(i), "nonzero byte %#02x in the header's zero area", b[i])
 		}
@@ -154,7 +163,14 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 		return store.Corruptf(path, hBlockRows, "%d rows per block, want %d", v, BlockRows)
 	}
 	nblocks := numBlocks(h.Rows)
-	if v := le.Uint32(b[hBlocks:]); uint64(v) != nblocks {
+	if version == VersionClustered {
+		// One symbol's rows a block: as many blocks as the directory
+		// says, checked against it below.
+		nblocks = uint64(le.Uint32(b[hBlocks:]))
+		if nblocks < numBlocks(h.Rows) || nblocks > h.Rows {
+			return store.Corruptf(path, hBlocks, "%d blocks for %d rows", nblocks, h.Rows)
+		}
+	} else if v := le.Uint32(b[hBlocks:]); uint64(v) != nblocks {
 		return store.Corruptf(path, hBlocks, "%d blocks for %d rows, want %d", v, h.Rows, nblocks)
 	}
 	ncols := len(s.Cols)
@@ -175,22 +191,49 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	if indexOff < headerSize || indexOff%8 != 0 || indexOff > uint64(size) {
 		return store.Corruptf(path, hIndexOff, "index offset %d in a %d-byte file", indexOff, size)
 	}
-	if indexLen != uint64(size)-indexOff || indexLen != nblocks*uint64(es)+4 {
+	fileEnd := uint64(size)
+	if version == VersionClustered {
+		fileEnd = indexOff + indexLen // checked against the tables after it
+	}
+	if indexLen != fileEnd-indexOff || indexLen != nblocks*uint64(es)+4 || indexLen > uint64(size)-indexOff {
 		return store.Corruptf(path, hIndexLen, "index of %d bytes at %d in a %d-byte file, want %d for %d blocks",
 			indexLen, indexOff, size, nblocks*uint64(es)+4, nblocks)
 	}
 	g.h = h
-	return g.parseIndex(int64(indexOff), int(nblocks), int(es))
+	g.version = int(version)
+	if version == VersionClustered {
+		return g.parseClustered(int64(indexOff), int(nblocks), int(es))
+	}
+	next, err := g.parseIndex(int64(indexOff), int(nblocks), int(es))
+	if err != nil {
+		return err
+	}
+	return g.zeroTo(next, int64(indexOff))
+}
+
+// zeroTo checks that the blocks (or rank frames) ending at next are
+// followed by the zero padding up to the 8-aligned index at off.
+func (g *Segment) zeroTo(next, off int64) error {
+	if (next+7)&^7 != off {
+		return store.Corruptf(g.path, next, "blocks end at %d, want the index at %d just after them (8-aligned)", next, off)
+	}
+	for i := next; i < off; i++ {
+		if g.data[i] != 0 {
+			return store.Corruptf(g.path, i, "nonzero byte %#02x before the index", g.data[i])
+		}
+	}
+	return nil
 }
 
 // parseIndex checks the block index at off and fills g.blocks, g.colLens
-// and g.colSum.
-func (g *Segment) parseIndex(off int64, nblocks, es int) error {
+// and g.colSum, and returns the file offset where the blocks end. In a
+// version 2 file it checks the entries against the directory g.dir.
+func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 	b, path, ncols := g.data, g.path, len(g.cols)
 	index := b[off:]
 	n := nblocks * es
 	if got, want := le.Uint32(index[n:]), store.CRC32C(index[:n]); got != want {
-		return store.Corruptf(path, off+int64(n), "block index check %08x, computed %08x", got, want)
+		return 0, store.Corruptf(path, off+int64(n), "block index check %08x, computed %08x", got, want)
 	}
 	g.blocks = make([]blockEntry, nblocks)
 	g.colLens = make([]uint32, nblocks*ncols)
@@ -200,7 +243,12 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) error {
 	for i := range nblocks {
 		e := index[i*es : (i+1)*es]
 		eo := off + int64(i*es) // the entry's file offset, for errors
+		wantRows, slot := g.wantBlock(i)
+		if slot >= 0 && g.dir[slot].first == i {
+			prevMax = math.MinInt64 // a symbol's run starts: ts start over
+		}
 		ent := blockEntry{
+			slot:  max(slot, 0),
 			off:   int64(le.Uint64(e[eOff:])),
 			len:   int(le.Uint32(e[eLen:])),
 			rows:  int(le.Uint32(e[eRows:])),
@@ -208,24 +256,25 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) error {
 			maxTs: int64(le.Uint64(e[eMaxTs:])),
 			crc:   le.Uint32(e[eCRC:]),
 		}
-		wantRows := min(int(g.h.Rows-uint64(i)*BlockRows), BlockRows)
 		switch {
 		case ent.off != next:
-			return store.Corruptf(path, eo+eOff, "block %d at offset %d, want %d", i, ent.off, next)
+			return 0, store.Corruptf(path, eo+eOff, "block %d at offset %d, want %d", i, ent.off, next)
 		case int64(ent.len) > off-next:
-			return store.Corruptf(path, eo+eLen, "block %d of %d bytes at %d runs past the index at %d", i, ent.len, ent.off, off)
+			return 0, store.Corruptf(path, eo+eLen, "block %d of %d bytes at %d runs past the index at %d", i, ent.len, ent.off, off)
 		case ent.rows != wantRows:
-			return store.Corruptf(path, eo+eRows, "block %d holds %d rows, want %d", i, ent.rows, wantRows)
+			return 0, store.Corruptf(path, eo+eRows, "block %d holds %d rows, want %d", i, ent.rows, wantRows)
 		case ent.minTs > ent.maxTs:
-			return store.Corruptf(path, eo+eMinTs, "block %d: min ts %d above max ts %d", i, ent.minTs, ent.maxTs)
+			return 0, store.Corruptf(path, eo+eMinTs, "block %d: min ts %d above max ts %d", i, ent.minTs, ent.maxTs)
 		case ent.minTs < prevMax:
-			return store.Corruptf(path, eo+eMinTs, "block %d: min ts %d below the previous block's max %d", i, ent.minTs, prevMax)
-		case le.Uint32(e[eReserved:]) != 0:
-			return store.Corruptf(path, eo+eReserved, "block %d: reserved word is %#x, want 0", i, le.Uint32(e[eReserved:]))
+			return 0, store.Corruptf(path, eo+eMinTs, "block %d: min ts %d below the previous block's max %d", i, ent.minTs, prevMax)
+		case slot < 0 && le.Uint32(e[eReserved:]) != 0:
+			return 0, store.Corruptf(path, eo+eReserved, "block %d: reserved word is %#x, want 0", i, le.Uint32(e[eReserved:]))
+		case slot >= 0 && le.Uint32(e[eSlot:]) != uint32(slot):
+			return 0, store.Corruptf(path, eo+eSlot, "block %d: directory slot %d, want %d", i, le.Uint32(e[eSlot:]), slot)
 		}
 		for j := eColLen + 4*ncols; j < es; j++ {
 			if e[j] != 0 {
-				return store.Corruptf(path, eo+int64(j), "block %d: nonzero entry padding", i)
+				return 0, store.Corruptf(path, eo+int64(j), "block %d: nonzero entry padding", i)
 			}
 		}
 		sum := int64(frameLenSize * ncols)
@@ -236,41 +285,45 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) error {
 			sum += int64(l)
 		}
 		if sum != int64(ent.len) {
-			return store.Corruptf(path, eo+eColLen, "block %d: column frames and their lengths take %d bytes, the block %d", i, sum, ent.len)
+			return 0, store.Corruptf(path, eo+eColLen, "block %d: column frames and their lengths take %d bytes, the block %d", i, sum, ent.len)
 		}
 		g.blocks[i] = ent
 		next += int64(ent.len)
 		prevMax = ent.maxTs
 	}
-	if (next+7)&^7 != off {
-		return store.Corruptf(path, next, "blocks end at %d, want the index at %d just after them (8-aligned)", next, off)
-	}
-	for i := next; i < off; i++ {
-		if b[i] != 0 {
-			return store.Corruptf(path, i, "nonzero byte %#02x before the index", b[i])
-		}
-	}
-	return nil
+	return next, nil
 }
 
 // Rows is the number of rows the segment stores.
 func (g *Segment) Rows() uint64 { return g.h.Rows }
 
-// Blocks is the number of blocks: ceil(Rows / BlockRows).
-func (g *Segment) Blocks() int { return len(g.blocks) }
+// Blocks is the number of blocks in seq order (Block's): ceil(Rows /
+// BlockRows), whatever the format version.
+func (g *Segment) Blocks() int {
+	if g.version == VersionClustered {
+		return len(g.ranks)
+	}
+	return len(g.blocks)
+}
 
 // Size is the file's size in bytes.
 func (g *Segment) Size() int64 { return g.size }
 
 // ColBytes returns the compressed bytes of each schema column (schema
 // order), summed over the blocks, each column frame's 4-byte length
-// prefix included, as recorded in the index (no block is read). The
+// prefix included, as recorded in the index (no block is read). In a
+// version 2 file the sym column's are the seq-order index's (OrderBytes),
+// which carries it; the seq column's are SeqBytes. The
 // returned slice is the caller's.
 func (g *Segment) ColBytes() []int64 { return slices.Clone(g.colSum) }
 
 // BlockTs returns the ts of block b's first and last rows, from the index.
 // b must be in [0, Blocks()).
 func (g *Segment) BlockTs(b int) (min, max int64) {
+	if g.version == VersionClustered {
+		r := &g.ranks[b]
+		return r.minTs, r.maxTs
+	}
 	e := &g.blocks[b]
 	return e.minTs, e.maxTs
 }
@@ -306,25 +359,15 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 	if g.data == nil {
 		return dst, ErrClosed
 	}
-	if b < 0 || b >= len(g.blocks) {
-		return dst, fmt.Errorf("%w: block %d of %d", ErrArgs, b, len(g.blocks))
+	if b < 0 || b >= g.Blocks() {
+		return dst, fmt.Errorf("%w: block %d of %d", ErrArgs, b, g.Blocks())
 	}
-	e := &g.blocks[b]
-	body := g.data[e.off : e.off+int64(e.len)]
-	if got := store.CRC32C(body); got != e.crc {
-		return dst, store.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", b, got, e.crc)
+	if g.version == VersionClustered {
+		return g.blockClustered(b, dst)
 	}
-	ncols := len(g.cols)
-	p := 0
-	for c := range ncols {
-		// The index's lengths tile the block (Open checked), so the
-		// prefixes are in bounds; they must agree with the index.
-		l := le.Uint32(body[p:])
-		if want := g.colLens[b*ncols+c]; l != want {
-			return dst, store.Corruptf(g.path, e.off+int64(p), "block %d column %q: frame length %d, the index says %d", b, g.names[c], l, want)
-		}
-		g.frames[c] = frame{off: e.off + int64(p+frameLenSize), len: int(l)}
-		p += frameLenSize + int(l)
+	e, err := g.checkBlock(b)
+	if err != nil {
+		return dst, err
 	}
 
 	n, rs := e.rows, g.rs
@@ -403,6 +446,29 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// checkBlock checks data block b's CRC32C and its column frames' length
+// prefixes against the index, and points g.frames at its frames.
+func (g *Segment) checkBlock(b int) (*blockEntry, error) {
+	e := &g.blocks[b]
+	body := g.data[e.off : e.off+int64(e.len)]
+	if got := store.CRC32C(body); got != e.crc {
+		return e, store.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", b, got, e.crc)
+	}
+	ncols := len(g.cols)
+	p := 0
+	for c := range ncols {
+		// The index's lengths tile the block (Open checked), so the
+		// prefixes are in bounds; they must agree with the index.
+		l := le.Uint32(body[p:])
+		if want := g.colLens[b*ncols+c]; l != want {
+			return e, store.Corruptf(g.path, e.off+int64(p), "block %d column %q: frame length %d, the index says %d", b, g.names[c], l, want)
+		}
+		g.frames[c] = frame{off: e.off + int64(p+frameLenSize), len: int(l)}
+		p += frameLenSize + int(l)
+	}
+	return e, nil
+}
+
 // seal zeroes the padding [padLo, padHi) of each rs-byte row of dst and
 // writes its check word, the first row's for sequence number seq. 32-byte
 // rows (the tick schema) have no padding and take store.Check32 inline, as
@@ -428,12 +494,23 @@ func seal(dst []byte, rs, padLo, padHi int, seq uint64) {
 // and returns it.
 func (g *Segment) frameBytes(b, c, n int) ([]byte, error) {
 	fr := g.frames[c]
-	raw, err := codec.Decompress(g.raw[:0], g.data[fr.off:fr.off+int64(fr.len)], maxColumnBlock(n))
+	// (+8: a version 2 ts frame starts with its rate.)
+	raw, err := codec.Decompress(g.raw[:0], g.data[fr.off:fr.off+int64(fr.len)], maxColumnBlock(n)+8)
 	if err != nil {
 		return nil, store.Corruptf(g.path, fr.off, "block %d column %q: %v", b, g.names[c], err)
 	}
-	g.raw = raw
+	g.keepRaw(raw)
 	return raw, nil
+}
+
+// keepRaw keeps raw, what Decompress returned into g.raw[:0], as g.raw if
+// it had to grow: Decompress caps its result at the call's limit, which
+// for a short block is below the buffer's capacity, and keeping that
+// would make the next longer block grow it again.
+func (g *Segment) keepRaw(raw []byte) {
+	if cap(raw) > cap(g.raw) {
+		g.raw = raw
+	}
 }
 
 // decoded turns the outcome of decoding column c of block b from raw (used

@@ -529,3 +529,32 @@ func TestPythonReaderAfterReopen(t *testing.T) {
 	}
 	checkRows(t, rows, ticks)
 }
+
+// TestPythonReaderRefusesCompressed: the numpy reader reads raw segments
+// only; on a compacted table it must say so (the compressed file's format
+// version and what to do), never read other rows.
+func TestPythonReaderRefusesCompressed(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table = "ticks"
+	opts := &writer.Options{Schema: pySchema, SegmentSize: 64 << 10, LiveDir: live}
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ticks := genTicks(3000, ids)
+	appendTicks(t, w, w.NewRow(), ticks, 0, 3000)
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := pythonCLI(t, py, db, table, "--format", "json")
+	if err == nil || !strings.Contains(stderr, "compressed segment, format version 2") || !strings.Contains(stderr, "tickdb export") {
+		t.Fatalf("python reader on a compacted table: %v\n%s", err, stderr)
+	}
+}

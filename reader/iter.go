@@ -3,6 +3,7 @@ package reader
 import (
 	"fmt"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
@@ -23,30 +24,11 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 	if vis <= first {
 		return vis, nil
 	}
-	// Index entries 0..kmax cover rows k<<sshift below vis.
-	kmax := (vis - 1) >> r.sshift
-	if !r.ts.Covers(kmax + 1) {
-		return 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	a, b, err := r.coarse(t, first, vis)
+	if err != nil {
+		return 0, err
 	}
-	// First entry k with ts >= t, searching only entries at or after the
-	// first live row's stride.
-	lo, hi := first>>r.sshift, kmax+1
-	for lo < hi {
-		m := lo + (hi-lo)/2
-		if r.ts.At(m) < t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
-	a, b := first, vis
-	if lo > 0 {
-		a = max(a, (lo-1)<<r.sshift+1)
-	}
-	if lo <= kmax {
-		b = min(b, lo<<r.sshift)
-	}
+	lo := r.tsEntry(t, first, vis)
 	for a < b {
 		m := a + (b-a)/2
 		row, err := r.Get(m)
@@ -84,6 +66,45 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 	return a, nil
 }
 
+// coarse returns the bounds [a, b] of the answer of seek(t) from the time
+// index alone (at most one stride of rows apart), or vis, vis.
+func (r *Reader) coarse(t int64, first, vis uint64) (a, b uint64, err error) {
+	if vis <= first {
+		return vis, vis, nil
+	}
+	// Index entries 0..kmax cover rows k<<sshift below vis.
+	kmax := (vis - 1) >> r.sshift
+	if !r.ts.Covers(kmax + 1) {
+		return 0, 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+	}
+	lo := r.tsEntry(t, first, vis)
+	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
+	a, b = first, vis
+	if lo > 0 {
+		a = max(a, (lo-1)<<r.sshift+1)
+	}
+	if lo <= kmax {
+		b = min(b, lo<<r.sshift)
+	}
+	return a, b, nil
+}
+
+// tsEntry is the first time index entry k with ts >= t, searching only
+// entries at or after the first live row's stride (kmax+1 if none).
+func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
+	kmax := (vis - 1) >> r.sshift
+	lo, hi := first>>r.sshift, kmax+1
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if r.ts.At(m) < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 func (r *Reader) badTimeEntry(k uint64, rowTs int64) error {
 	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has ts %d",
 		k, r.ts.At(k), k<<r.sshift, rowTs)
@@ -110,6 +131,24 @@ type Iter struct {
 	runSeq uint64
 	runEnd uint64
 	rs     uint64
+	// Symbol mode, segment by segment: the window [from, to), its first
+	// seq a and end (bounds from the time index until exact, see
+	// exactBounds), the snapshot's first row and published count, the
+	// segment walked and the first seq past it (or past the range) when
+	// read through the postings, whether the postings are set up, and
+	// done.
+	from, to              int64
+	a, first, vis         uint64
+	symSeg, segEnd        uint64
+	exact, postInit, done bool
+	// Symbol mode in a version 2 compressed segment (z non-nil): its data
+	// blocks [zk, zend) are still to decode; the current one's rows and
+	// seqs are in zrows and zseqs (the iterator's own buffers), from zi.
+	z        *cseg.Segment
+	zk, zend int
+	zi       int
+	zrows    []byte
+	zseqs    []uint64
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -122,18 +161,24 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
 	return nil
 }
 
 // RangeSeq positions it over rows [a, b) by sequence number.
 func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
 }
 
 // RangeSym positions it over the rows of symbol id with from <= ts < to.
 // Its cost is proportional to that symbol's rows in the range (plus one
 // walk of the symbol's postings directory), not to the table's rows.
+//
+// In a segment compacted into format version 2 (clustered by symbol) it
+// does not use the postings: it reads the segment's directory and decodes
+// only the symbol's blocks whose ts range meets the window, into the
+// iterator's own buffers. Such a row stays valid until the iterator
+// decodes its next block (or is repositioned); copy what you keep.
 func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if r.closed {
 		return ErrClosed
@@ -153,11 +198,111 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	a, b, err := r.bounds(from, to, snap)
+	// The seq bounds from the time index alone: a seek's row probes in a
+	// clustered segment each decode a data block, and its rows are
+	// filtered by ts, so the exact bounds are found (exactBounds) only
+	// when a segment is read through the postings.
+	a, _, err := r.coarse(from, snap.FirstSeq, snap.Visible)
 	if err != nil {
 		return err
 	}
-	chunks, err := r.post.DataChunks(it.chunks[:0], r.syms.Dir(id), snap.NextChunk)
+	_, b, err := r.coarse(to, snap.FirstSeq, snap.Visible)
+	if err != nil {
+		return err
+	}
+	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0]}
+	return it.enterSeg(a >> r.shift)
+}
+
+// exactBounds replaces the iterator's seq bounds from the time index by
+// the exact ones (a seek each), once.
+func (it *Iter) exactBounds() error {
+	if it.exact {
+		return nil
+	}
+	a, err := it.r.seek(it.from, it.first, it.vis)
+	if err != nil {
+		return err
+	}
+	b, err := it.r.seek(it.to, it.first, it.vis)
+	if err != nil {
+		return err
+	}
+	it.a, it.end, it.exact = a, max(a, b), true
+	return nil
+}
+
+// enterSeg moves a symbol iterator to segment n, or the first one after it
+// that may hold rows of the range: a version 2 compressed segment is read
+// through its directory (the symbol's blocks from the first that reaches
+// the window's start), any other through the postings, set up at the
+// first segment that needs them.
+func (it *Iter) enterSeg(n uint64) error {
+	r := it.r
+	for {
+		lo := max(it.a, n<<r.shift)
+		if lo >= it.end {
+			it.done = true
+			return nil
+		}
+		it.symSeg = n
+		it.z = nil
+		if n < r.ctl.CmpSegs() {
+			v, err := r.view(n)
+			if err != nil {
+				return err
+			}
+			if v.kind == viewCompressed && v.z.Version() == cseg.VersionClustered {
+				k, end := v.z.SymSeek(it.id, it.from)
+				if k == end {
+					n++ // no row of the symbol in the window here
+					continue
+				}
+				it.z, it.zk, it.zend, it.zi, it.zseqs = v.z, k, end, 0, it.zseqs[:0]
+				return nil
+			}
+		}
+		if err := it.exactBounds(); err != nil {
+			return err
+		}
+		if lo = max(it.a, n<<r.shift); lo >= it.end {
+			it.done = true
+			return nil
+		}
+		it.segEnd = min(it.end, (n+1)<<r.shift)
+		if !it.postInit {
+			if err := it.initPost(); err != nil {
+				return err
+			}
+		}
+		// First position at or after the current one whose seq >= lo:
+		// the current one when it is (the walk went past the previous
+		// segment's end; Next checks each entry against the one before),
+		// else a binary search (the walk starts, or comes back from
+		// segments read through their directory).
+		if it.seq < it.npos && it.at(it.seq) >= lo {
+			return nil
+		}
+		p, hi := it.seq, it.npos
+		for p < hi {
+			m := p + (hi-p)/2
+			if it.at(m) < lo {
+				p = m + 1
+			} else {
+				hi = m
+			}
+		}
+		it.seq = p
+		return nil
+	}
+}
+
+// initPost collects the symbol's postings chunks and counts its published
+// positions.
+func (it *Iter) initPost() error {
+	r, id := it.r, it.id
+	chunks, err := r.post.DataChunks(it.chunks[:0], r.syms.Dir(id), it.nextCk)
 	if err != nil {
 		return err
 	}
@@ -175,25 +320,14 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 		}
 		r.symRead[id] = true
 	}
-	*it = Iter{r: r, end: b, sym: true, id: id, chunks: chunks, nextCk: snap.NextChunk}
+	it.chunks, it.postInit, it.seq = chunks, true, 0
 	// Positions: every chunk but the last is full; count the last one's
 	// entries below the published count.
 	if len(chunks) > 0 {
 		last := chunks[len(chunks)-1]
-		n := it.fill(last, snap.Visible)
+		n := it.fill(last, it.vis)
 		it.npos = uint64(len(chunks)-1)*index.ChunkWords + uint64(n)
 	}
-	// First position whose seq >= a.
-	lo, hi := uint64(0), it.npos
-	for lo < hi {
-		m := lo + (hi-lo)/2
-		if it.at(m) < a {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	it.seq = lo
 	return nil
 }
 
@@ -255,18 +389,38 @@ func (it *Iter) next() bool {
 	}
 	var seq uint64
 	if it.sym {
-		if it.seq >= it.npos {
-			return false
-		}
-		seq = it.at(it.seq)
-		// Entries only go up: one that does not is damage (a flipped word
-		// would otherwise skip rows or end the range early unnoticed).
-		if it.seq > 0 && seq <= it.at(it.seq-1) {
-			it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, it.at(it.seq-1))
-			return false
-		}
-		if seq >= it.end {
-			return false
+		for {
+			if it.done {
+				return false
+			}
+			if it.z != nil {
+				if it.nextZ() {
+					return true
+				}
+				if it.err != nil {
+					return false
+				}
+				continue
+			}
+			if it.seq >= it.npos {
+				return false
+			}
+			seq = it.at(it.seq)
+			// Entries only go up: one that does not is damage (a flipped
+			// word would otherwise skip rows or end the range early
+			// unnoticed).
+			if it.seq > 0 && seq <= it.at(it.seq-1) {
+				it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, it.at(it.seq-1))
+				return false
+			}
+			if seq < it.segEnd {
+				break
+			}
+			// Past this segment: the next one may be read otherwise.
+			if err := it.enterSeg(it.symSeg + 1); err != nil {
+				it.err = err
+				return false
+			}
 		}
 	} else {
 		if it.seq >= it.end {
@@ -293,6 +447,56 @@ func (it *Iter) next() bool {
 	it.seq++
 	it.row, it.cur = row, seq
 	return true
+}
+
+// nextZ is next for a symbol iterator in a version 2 compressed segment:
+// the next row of the symbol's current block, decoding the next block (or
+// moving to the next segment) when it is used up. False with it.err nil
+// means: continue with whatever segment enterSeg chose.
+func (it *Iter) nextZ() bool {
+	for {
+		if i := it.zi; i < len(it.zseqs) {
+			// Rows of the symbol in ts order: the window's rows are
+			// those with from <= ts < to (the rows of seqs [a, b)).
+			rs := it.r.rowSize
+			row := it.zrows[uint64(i)*rs : uint64(i+1)*rs]
+			if store.Row(row).Ts() >= it.to {
+				it.done = true
+				return false
+			}
+			it.row, it.cur, it.zi = row, it.zseqs[i], i+1
+			return true
+		}
+		if it.zk >= it.zend {
+			if err := it.enterSeg(it.symSeg + 1); err != nil {
+				it.err = err
+			}
+			return false
+		}
+		if it.r.closed {
+			it.err = ErrClosed
+			return false
+		}
+		rows, seqs, err := it.z.SymBlock(it.zk, it.zrows, it.zseqs)
+		it.zrows, it.zseqs = rows, seqs
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.zk++
+		// Skip the rows before the window (only in its first block).
+		lo, hi := 0, len(seqs)
+		rs := int(it.r.rowSize)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if store.Row(rows[m*rs:]).Ts() < it.from {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		it.zi = lo
+	}
 }
 
 // finalRun returns the rows after seq, up to end, that are final: the

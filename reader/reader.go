@@ -31,6 +31,10 @@ type Options struct {
 // a view into the reader's decoded copy of its 4,096-row block, valid
 // until the reader decodes another block of that segment (a Get or an
 // iterator's Next of a row in another block of it); copy what you keep.
+// The exception: RangeSym over a segment compressed in the clustered
+// format (cseg version 2) decodes the symbol's blocks into the iterator's
+// own buffers, so such a row is valid until that iterator decodes its next
+// block or is repositioned.
 type Reader struct {
 	dir     string
 	ctl     *index.Ctl
@@ -50,6 +54,7 @@ type Reader struct {
 	symOff  int
 	slots   []slotMap
 	segs    []segView // by segment number
+	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
 	visible uint64    // last loaded published count
 	first   uint64    // last loaded first row (retention deletes below it)
 	boot    [16]byte  // this machine's boot id
@@ -83,7 +88,18 @@ type segView struct {
 	// segment decoded last, in rows (a buffer reused for the next block).
 	z            *cseg.Segment
 	bfirst, bend uint64
+	// Clustered (cseg version 2) only: rows is block zpart-1, decoded
+	// one row at a time: the nfill rows marked in filled.
+	zpart  uint64
+	nfill  int
+	filled [cseg.BlockRows / 64]uint64
 }
+
+// partialRows is how many rows of a block of a clustered compressed
+// segment Get decodes one at a time before it decodes the whole block.
+// A seek's probes in one block are fewer (the binary search of one time
+// index stride and two checks); a scan takes the whole block after them.
+const partialRows = 16
 
 // release unmaps what the view holds.
 func (v *segView) release() {
@@ -526,13 +542,53 @@ func (r *Reader) segMissing(n uint64, err error) error {
 func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 	i := seq & r.mask
 	if i < v.bfirst || i >= v.bend {
+		// A version 2 segment keeps a decoded block per symbol for
+		// seq-ordered reads (up to the segment's raw size): let the
+		// segment read before this one go of them.
+		if n := seq>>r.shift + 1; n != r.zlast {
+			if l := r.zlast - 1; r.zlast != 0 && l < uint64(len(r.segs)) && r.segs[l].z != nil {
+				r.segs[l].z.DropCache(v.z) // its buffers serve this segment
+			}
+			r.zlast = n
+		}
 		b := int(i / cseg.BlockRows)
 		if b >= v.z.Blocks() {
 			return nil, store.Corruptf(v.path, 0, "holds %d rows, not row %d of the segment", v.z.Rows(), i)
 		}
+		if v.z.Version() == cseg.VersionClustered {
+			// Decoding a whole block of a clustered segment decodes a
+			// data block for every symbol in it: the first rows asked
+			// for in a block (a seek's probes, a random Get) are decoded
+			// one by one, each from its symbol's data block; past
+			// partialRows of them, the whole block.
+			if v.zpart != uint64(b)+1 {
+				n := min(v.z.Rows()-uint64(b)*cseg.BlockRows, cseg.BlockRows)
+				if uint64(cap(v.rows)) < n*r.rowSize {
+					v.rows = make([]byte, cseg.BlockRows*r.rowSize)
+				}
+				v.rows = v.rows[:n*r.rowSize]
+				v.zpart, v.nfill, v.bfirst, v.bend = uint64(b)+1, 0, 0, 0
+				clear(v.filled[:])
+			}
+			if v.nfill < partialRows {
+				j := i - uint64(b)*cseg.BlockRows
+				row := v.rows[j*r.rowSize : (j+1)*r.rowSize]
+				if v.filled[j>>6]&(1<<(j&63)) == 0 {
+					if err := v.z.RowInto(i, row); err != nil {
+						v.zpart = 0
+						return nil, err
+					}
+					v.filled[j>>6] |= 1 << (j & 63)
+					v.nfill++
+				}
+				return row, nil
+			}
+		}
+		// (The rows of a partly decoded block are rewritten with the
+		// same bytes.)
 		rows, err := v.z.Block(b, v.rows)
 		if err != nil {
-			v.bfirst, v.bend = 0, 0
+			v.bfirst, v.bend, v.zpart = 0, 0, 0
 			return nil, err
 		}
 		v.rows = rows

@@ -62,6 +62,12 @@ type Compressed struct {
 	RawBytes int64   // the raw files they replaced (rows × row size)
 	Bytes    int64   // the compressed files
 	ColBytes []int64 // compressed bytes per schema column (the check word is not stored)
+	// SeqBytes is the seq column of the segments in format version 2
+	// (clustered by symbol), which ColBytes does not count; their sym
+	// column's bytes are their seq-order index's.
+	SeqBytes int64
+	// Clustered counts the segments in format version 2.
+	Clustered int
 }
 
 // Stat returns the table's state. The counts are loaded one after the
@@ -152,6 +158,10 @@ func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 		}
 		for i, b := range z.ColBytes() {
 			c.ColBytes[i] += b
+		}
+		c.SeqBytes += z.SeqBytes()
+		if z.Version() == cseg.VersionClustered {
+			c.Clustered++
 		}
 		z.Close()
 	}

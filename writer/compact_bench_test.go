@@ -1,10 +1,14 @@
 package writer_test
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/internal/testutil"
@@ -14,23 +18,29 @@ import (
 )
 
 // BenchmarkCompressed compares reads of the same rows raw and compressed:
-// two identical tables of generated ticks (100 symbols, seed 1, 512k-row
-// segments, 6 segments), the second compacted (segments 0-3). Every op
-// reads rows of segments 0-3 only and checks its answer against the raw
-// table's.
+// three identical tables of generated ticks (100 symbols, seed 1, 512k-row
+// segments, 6 segments), the second compacted (segments 0-3) in cseg
+// format version 2 (clustered by symbol, "compressed"), the third the
+// same then rewritten in format version 1 (seq order, "compressed-v1").
+// Every op reads rows of segments 0-3 only and checks its answer against
+// the raw table's.
 //
 //	go test -run '^$' -bench BenchmarkCompressed -benchtime 2s ./writer
 //
 // op=get: Get of random rows (a compressed row costs a block decode unless
 // its block is the one decoded last: "cold block"); op=get-seq: Get of
 // consecutive rows ("warm block"); op=window: RangeSym of the symbol with
-// about 1 % of the rows over 1 % of the span; op=scan: Range over the
-// four segments.
+// about 1 % of the rows over 1 % of the span; op=symscan: RangeSym of that
+// symbol over the four segments; op=scan: Range over the four segments.
+// The -cold ops first close the readers and evict every file of the table
+// from the page cache (posix_fadvise DONTNEED), then open a reader and run
+// the query once: each op is a cold query (on a machine whose device is
+// fast, or cached below the page cache, "cold" is only so cold).
 func BenchmarkCompressed(b *testing.B) {
 	const segRows = 1 << 19
 	const n = 6 * segRows
 	db, live := testutil.DB(b)
-	for _, name := range []string{"raw", "z"} {
+	for _, name := range []string{"raw", "z", "z1"} {
 		s, _, _, _ := benchutil.TickSchema()
 		w, err := writer.Open(db, name, &writer.Options{Schema: s, SegmentSize: segRows * 32, LiveDir: live + "/" + name})
 		if err != nil {
@@ -52,18 +62,27 @@ func BenchmarkCompressed(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	w, err := writer.Open(db, "z", &writer.Options{LiveDir: live + "/z"})
-	if err != nil {
-		b.Fatal(err)
+	for _, name := range []string{"z", "z1"} {
+		w, err := writer.Open(db, name, &writer.Options{LiveDir: live + "/" + name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := w.Compact(0)
+		if err != nil || res.Segments < 4 {
+			b.Fatalf("compact: %+v %v", res, err)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		zb := res.Bytes
+		if name == "z1" {
+			zb = 0
+			for seg := range uint64(res.Segments) {
+				zb += rewriteV1(b, db, name, seg, segRows)
+			}
+		}
+		b.Logf("%s: compacted %d segments: %d → %d bytes, %.2f bytes/row", name, res.Segments, res.RawBytes, zb, float64(zb)/float64(uint64(res.Segments)*segRows))
 	}
-	res, err := w.Compact(0)
-	if err != nil || res.Segments < 4 {
-		b.Fatalf("compact: %+v %v", res, err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("compacted %d segments: %d → %d bytes, %.2f bytes/row", res.Segments, res.RawBytes, res.Bytes, float64(res.Bytes)/float64(uint64(res.Segments)*segRows))
 	const rows = 4 * segRows
 	open := func(name string) *reader.Reader {
 		r, err := reader.Open(db, name, &reader.Options{LiveDir: live + "/" + name})
@@ -73,7 +92,7 @@ func BenchmarkCompressed(b *testing.B) {
 		b.Cleanup(func() { r.Close() })
 		return r
 	}
-	raw, z := open("raw"), open("z")
+	raw, z, z1 := open("raw"), open("z"), open("z1")
 	_, symc, price, _ := benchutil.TickSchema()
 	sum := func(r store.Row) uint64 { return uint64(r.Ts()) ^ math.Float64bits(r.F64(price)) }
 	// The symbol with about 1 % of the rows, and 1 % windows of the span.
@@ -90,7 +109,8 @@ func BenchmarkCompressed(b *testing.B) {
 	}
 	first, _ := raw.Get(0)
 	last, _ := raw.Get(rows - 1)
-	span := last.Ts() - first.Ts()
+	firstTs, lastTs := first.Ts(), last.Ts() // (the rows go with the readers, closed for the cold ops)
+	span := lastTs - firstTs
 	rng := rand.New(rand.NewPCG(1, 2))
 	seqs := make([]uint64, 4096)
 	for i := range seqs {
@@ -98,12 +118,12 @@ func BenchmarkCompressed(b *testing.B) {
 	}
 	wins := make([]int64, 64)
 	for i := range wins {
-		wins[i] = first.Ts() + rng.Int64N(span-span/100)
+		wins[i] = firstTs + rng.Int64N(span-span/100)
 	}
 	for _, tc := range []struct {
 		name string
 		r    *reader.Reader
-	}{{"raw", raw}, {"compressed", z}} {
+	}{{"raw", raw}, {"compressed", z}, {"compressed-v1", z1}} {
 		r := tc.r
 		b.Run("op=get/"+tc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -162,6 +182,25 @@ func BenchmarkCompressed(b *testing.B) {
 			}
 			benchutil.ReportHist(b, lat, "", "ns", 1)
 		})
+		b.Run("op=symscan/"+tc.name, func(b *testing.B) {
+			var it reader.Iter
+			b.ReportAllocs()
+			var total int
+			for b.Loop() {
+				if err := r.RangeSym(firstTs, lastTs+1, uint32(sym), &it); err != nil {
+					b.Fatal(err)
+				}
+				var a uint64
+				for it.Next() {
+					a += sum(it.Row())
+					total++
+				}
+				if it.Err() != nil || a == 0 {
+					b.Fatalf("symscan: %v", it.Err())
+				}
+			}
+			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
+		})
 		b.Run("op=scan/"+tc.name, func(b *testing.B) {
 			var it reader.Iter
 			b.ReportAllocs()
@@ -180,4 +219,104 @@ func BenchmarkCompressed(b *testing.B) {
 			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+	// Cold: every reader closed, every file of the table evicted before
+	// each query, the answer's row count checked against the warm one's.
+	wantRows := func(from, to int64) int {
+		var it reader.Iter
+		if err := raw.RangeSym(from, to, uint32(sym), &it); err != nil {
+			b.Fatal(err)
+		}
+		k := 0
+		for it.Next() {
+			k++
+		}
+		return k
+	}
+	winRows := make([]int, len(wins))
+	for i, from := range wins {
+		winRows[i] = wantRows(from, from+span/100)
+	}
+	scanRows := wantRows(firstTs, lastTs+1)
+	for _, r := range []*reader.Reader{raw, z, z1} {
+		r.Close()
+	}
+	for _, name := range []string{"raw", "z", "z1"} {
+		label := map[string]string{"raw": "raw", "z": "compressed", "z1": "compressed-v1"}[name]
+		for _, op := range []string{"window", "symscan"} {
+			b.Run("op="+op+"-cold/"+label, func(b *testing.B) {
+				var it reader.Iter
+				lat := benchutil.NewHist()
+				i := 0
+				for b.Loop() {
+					b.StopTimer()
+					if err := evictDir(filepath.Join(db, name)); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					t0 := benchutil.Nanotime()
+					r, err := reader.Open(db, name, &reader.Options{LiveDir: live + "/" + name})
+					if err != nil {
+						b.Fatal(err)
+					}
+					from, to, want := firstTs, lastTs+1, scanRows
+					if op == "window" {
+						from, to, want = wins[i&63], wins[i&63]+span/100, winRows[i&63]
+					}
+					if err := r.RangeSym(from, to, uint32(sym), &it); err != nil {
+						b.Fatal(err)
+					}
+					k := 0
+					for it.Next() {
+						k++
+					}
+					if it.Err() != nil || k != want {
+						b.Fatalf("%s: %d rows (%v), want %d", op, k, it.Err(), want)
+					}
+					r.Close()
+					benchutil.Record(lat, benchutil.Nanotime()-t0)
+					i++
+				}
+				benchutil.ReportHist(b, lat, "", "ns", 1)
+			})
+		}
+	}
+}
+
+// rewriteV1 rewrites compressed segment seg of table name in cseg format
+// version 1 and returns its new size.
+func rewriteV1(b *testing.B, db, name string, seg uint64, segRows int) int64 {
+	b.Helper()
+	s, _, _, _ := benchutil.TickSchema()
+	path := store.ZSegPath(filepath.Join(db, name), seg)
+	head, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := cseg.Header{SegNo: seg, RowSize: 32, RowsPerSeg: uint64(segRows)}
+	copy(h.TableID[:], head[16:32])
+	z, err := cseg.Open(path, s, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows, dst []byte
+	for k := range z.Blocks() {
+		if dst, err = z.Block(k, dst); err != nil {
+			b.Fatal(err)
+		}
+		rows = append(rows, dst...)
+	}
+	h.Rows = z.Rows()
+	z.Close()
+	var buf bytes.Buffer
+	st, err := cseg.EncodeV1(&buf, s, h, rows, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path+".v1", buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(path+".v1", path); err != nil {
+		b.Fatal(err)
+	}
+	return st.Bytes
 }

@@ -110,6 +110,11 @@ type statCompressed struct {
 	Bytes    int64          `json:"bytes"`
 	Ratio    float64        `json:"ratio"` // raw_bytes / bytes
 	Columns  []statColBytes `json:"columns"`
+	// Clustered segments are in format version 2 (rows grouped by
+	// symbol): their seq column (seq_bytes) is not a schema column, and
+	// their sym column's bytes are the seq-order index's.
+	Clustered int   `json:"clustered_segments"`
+	SeqBytes  int64 `json:"seq_bytes"`
 }
 
 type statColBytes struct {
@@ -213,7 +218,8 @@ func statTable(db, name string) (tableStat, error) {
 	ts.Lifecycle = statLifecycle{Live: tier(st.Live), Hot: tier(st.Hot), Raw: tier(st.Raw), Historical: tier(st.Historical)}
 	if c := st.Compressed; c.Segments > 0 && c.Bytes > 0 {
 		rows := c.RawBytes / int64(r.Schema().RowSize)
-		sc := &statCompressed{Segments: c.Segments, RawBytes: c.RawBytes, Bytes: c.Bytes, Ratio: float64(c.RawBytes) / float64(c.Bytes)}
+		sc := &statCompressed{Segments: c.Segments, RawBytes: c.RawBytes, Bytes: c.Bytes, Ratio: float64(c.RawBytes) / float64(c.Bytes),
+			Clustered: c.Clustered, SeqBytes: c.SeqBytes}
 		for i, col := range r.Schema().Cols {
 			cb := statColBytes{Name: col.Name, RawBytes: rows * int64(col.Type.Width()), Bytes: c.ColBytes[i]}
 			if cb.Bytes > 0 {
@@ -332,6 +338,10 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 				fmt.Sprintf("%s raw → %s (%.1f×)", fmtBytes(c.RawBytes), fmtBytes(c.Bytes), c.Ratio))
 			for _, col := range c.Columns {
 				statLine(out, "  column "+col.Name, fmtBytes(col.Bytes), fmt.Sprintf("%s raw (%.1f×)", fmtBytes(col.RawBytes), col.Ratio))
+			}
+			if c.Clustered > 0 {
+				statLine(out, "  seq (clustered)", fmtBytes(c.SeqBytes),
+					fmt.Sprintf("%d of %d segments clustered by symbol; their sym bytes are the seq-order index", c.Clustered, c.Segments))
 			}
 		}
 		for _, l := range []struct {

@@ -188,6 +188,7 @@ OFF_DURABLE = 4224
 OFF_DURABLE_SEGS = 4232
 OFF_CK_SEQ = 4240
 OFF_FLUSHES = 4264
+OFF_CMP_SEGS = 4272  # compaction mark: segments below it are seg-N.zdat (§10)
 OFF_SLOTS = 4352
 OFF_LIVE_DIR = 4864
 
@@ -474,8 +475,26 @@ class Table:
         if h[16:32] != self.table_id:
             raise CorruptError(path, 16, "table id differs from ctl's")
 
+    def _compressed(self, n):
+        """Refuse segment n if compaction rewrote it into a compressed file
+        (seg-N.zdat, docs/FORMAT.md §10: format version 1 in seq order, 2
+        clustered by symbol): this reader decodes raw segments only."""
+        if n >= self._word(OFF_CMP_SEGS):
+            return
+        path = os.path.join(self.dir, f"seg-{n:010d}.zdat")
+        try:
+            with open(path, "rb") as f:
+                h = f.read(12)
+        except FileNotFoundError:
+            return  # retention deleted it meanwhile: the raw lookup reports it
+        v = _u32(h, 8) if len(h) == 12 and h[0:8] == b"TICKZSG\0" else None
+        raise VersionError(
+            f"tickdb: {path}: compressed segment, format version {v}; this reader knows only raw segments "
+            f"(format version {VERSION}): read the table with tickdb (tickdb export), or before compaction")
+
     def _durable_rows(self, n, a, b):
         """Rows [a, b) of segment n, copied from its durable file and verified."""
+        self._compressed(n)
         path = os.path.join(self.dir, f"seg-{n:010d}.dat")
         m = _map(path)
         self._check_seg_header(m, path, b"TICKSEG\0", n)

@@ -80,6 +80,10 @@ func Open(path string, s *store.Schema, want Header) (*Segment, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Reads are explicit: Open reads the header and the tables at the end,
+	// a block read asks for exactly its bytes (WillNeed), and a page fault
+	// reads its page only, not the device's read-ahead window.
+	_ = store.AdviseRandom(b)
 	g := &Segment{layout: newLayout(s), path: path, data: b, size: size}
 	if err := g.parse(s, want); err != nil {
 		store.Unmap(b)
@@ -188,6 +192,9 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	}
 	es := int64(entrySize(ncols))
 	indexOff, indexLen := le.Uint64(b[hIndexOff:]), le.Uint64(b[hIndexLen:])
+	if indexOff < uint64(size) {
+		_ = store.WillNeed(b[indexOff&^(store.BlockSize-1):]) // the tables, in one read
+	}
 	if indexOff < headerSize || indexOff%8 != 0 || indexOff > uint64(size) {
 		return store.Corruptf(path, hIndexOff, "index offset %d in a %d-byte file", indexOff, size)
 	}
@@ -451,6 +458,7 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 func (g *Segment) checkBlock(b int) (*blockEntry, error) {
 	e := &g.blocks[b]
 	body := g.data[e.off : e.off+int64(e.len)]
+	g.willNeed(e.off, e.off+int64(e.len))
 	if got := store.CRC32C(body); got != e.crc {
 		return e, store.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", b, got, e.crc)
 	}
@@ -548,5 +556,14 @@ func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
 func scatterU32(dst []byte, rs, off int, v []uint32) {
 	for i, o := 0, off; i < len(v); i, o = i+1, o+rs {
 		le.PutUint32(dst[o:], v[i])
+	}
+}
+
+// willNeed asks for bytes [from, to) of the file in one read, before the
+// page faults that would read them a page at a time.
+func (g *Segment) willNeed(from, to int64) {
+	from &^= store.BlockSize - 1
+	if to = min(to, int64(len(g.data))); from < to {
+		_ = store.WillNeed(g.data[from:to])
 	}
 }

@@ -247,6 +247,16 @@ func (g *Segment) SymSeek(id uint32, t int64) (k, end int) {
 	return first + sort.Search(n, func(i int) bool { return g.blocks[first+i].maxTs >= t }), first + n
 }
 
+// WillNeed asks for data blocks [k, end) of the file in one read (they are
+// consecutive: a symbol's run), ahead of the SymBlock calls that decode
+// them.
+func (g *Segment) WillNeed(k, end int) {
+	if k < 0 || end > len(g.blocks) || k >= end {
+		return
+	}
+	g.willNeed(g.blocks[k].off, g.blocks[end-1].off+int64(g.blocks[end-1].len))
+}
+
 // SymBlock decodes data block k of a version 2 file into dst (its rows,
 // RowSize bytes each, exactly the raw segment's: check words recomputed
 // for their sequence numbers) and seqs (the rows' sequence numbers,

@@ -64,15 +64,17 @@ func openIndexFile(path, magic string, tableID [16]byte, reserve int, writable b
 		f.Close()
 		return nil, err
 	}
+	// No read-around: for the writer, small folios, so writeback writes the
+	// 4 KiB pages that changed; for a reader, a page fault reads its page
+	// only (a device's read-ahead can be megabytes: 8 MiB on this project's
+	// machines), and what a query needs is read ahead explicitly
+	// (WillNeed) instead.
+	_ = store.AdviseRandom(b)
 	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
 	m.size.Store(st.Size())
 	if err := store.CheckFileHeader(path, b, magic, tableID); err != nil {
 		m.Close()
 		return nil, err
-	}
-	if writable {
-		// Small folios: writeback then writes the 4 KiB pages that changed.
-		_ = store.AdviseRandom(b)
 	}
 	return m, nil
 }

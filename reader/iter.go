@@ -259,6 +259,15 @@ func (it *Iter) enterSeg(n uint64) error {
 					n++ // no row of the symbol in the window here
 					continue
 				}
+				// The blocks that reach the window, read in one go.
+				last := k
+				for last < end {
+					if lo, _ := v.z.DataBlockTs(last); lo >= it.to {
+						break
+					}
+					last++
+				}
+				v.z.WillNeed(k, last)
 				it.z, it.zk, it.zend, it.zi, it.zseqs = v.z, k, end, 0, it.zseqs[:0]
 				return nil
 			}

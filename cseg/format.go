@@ -2,6 +2,7 @@ package cseg
 
 import (
 	"encoding/binary"
+	"os"
 
 	"github.com/tickdb/tickdb/store"
 )
@@ -211,4 +212,22 @@ func putEntry(dst []byte, e blockEntry, colLen []uint32) {
 	for c, l := range colLen {
 		le.PutUint32(dst[eColLen+4*c:], l)
 	}
+}
+
+// FileVersion reads the format version from the header of the compressed
+// segment file at path (without checking the rest of the file).
+func FileVersion(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var h [12]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		return 0, err
+	}
+	if string(h[:8]) != Magic {
+		return 0, store.Corruptf(path, 0, "not a compressed segment file")
+	}
+	return int(le.Uint32(h[8:])), nil
 }

@@ -45,6 +45,7 @@ const (
 	offCkSymCount  = 4256
 	offFlushes     = 4264
 	offCmpSegs     = 4272
+	offPostFloor   = 4288
 	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}, up
 	// to the live directory's offset.
 	offSlots = 4352
@@ -219,6 +220,16 @@ func (c *Ctl) CmpSegs() uint64 { return store.LoadAcquire64(c.b, offCmpSegs) }
 // segment n-1 is durable and before its raw file is removed. Writer (its
 // compaction) only.
 func (c *Ctl) SetCmpSegs(n uint64) { store.StoreRelease64(c.b, offCmpSegs, n) }
+
+// PostFloor is the postings floor: postings entries of rows below it may
+// be gone (their data chunks punched out of post.idx, reading as zeros),
+// because every row below it is in a clustered compressed segment, which
+// a symbol query reads through its own directory. It only grows.
+func (c *Ctl) PostFloor() uint64 { return store.LoadAcquire64(c.b, offPostFloor) }
+
+// SetPostFloor publishes the postings floor, before any chunk below it is
+// punched. Writer only.
+func (c *Ctl) SetPostFloor(seq uint64) { store.StoreRelease64(c.b, offPostFloor, seq) }
 
 // FirstSeq is the published first row (retention deletes the rows below
 // it), read alone: it only grows, so a reader that sees an old value

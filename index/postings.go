@@ -2,6 +2,9 @@ package index
 
 import (
 	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tickdb/tickdb/store"
 )
@@ -355,4 +358,48 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 		pw.syms = append(pw.syms, s)
 	}
 	return nil
+}
+
+// PunchBelow frees the data chunks of the symbols whose first directory
+// chunks are dirs whose entries all name rows below floor (the postings
+// floor, published before): each is punched out of the file (it reads as
+// zeros, and its disk blocks are freed). A symbol's last data chunk, which
+// the writer still appends to, and directory chunks are kept. Chunks
+// already punched are skipped. Writer only (the checkpointer, with the
+// writer's postings cursors untouched). It returns the chunks punched.
+func (p *Postings) PunchBelow(dirs []uint64, nextChunk, floor uint64) (int, error) {
+	var punch, chunks []uint64
+	for _, dir := range dirs {
+		var err error
+		if chunks, err = p.DataChunks(chunks[:0], dir, nextChunk); err != nil {
+			return 0, err
+		}
+		for i, c := range chunks {
+			if i == len(chunks)-1 {
+				break // the symbol's current chunk
+			}
+			last := p.Word(c, ChunkWords-1)
+			if last == 0 {
+				continue // punched already
+			}
+			if last-1 >= floor {
+				break // reaches the floor, and so do the chunks after it
+			}
+			punch = append(punch, c)
+		}
+	}
+	slices.Sort(punch)
+	fd := int(p.m.f.Fd())
+	for i := 0; i < len(punch); {
+		j := i + 1
+		for j < len(punch) && punch[j] == punch[j-1]+1 {
+			j++
+		}
+		off, n := int64(punch[i])*store.BlockSize, int64(j-i)*store.BlockSize
+		if err := unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n); err != nil {
+			return 0, fmt.Errorf("index: punch %s [%d, %d): %w", p.m.Path, off, off+n, err)
+		}
+		i = j
+	}
+	return len(punch), nil
 }

@@ -18,6 +18,10 @@ var (
 	ErrUnavailable = errors.New("reader: row published but neither live nor durable")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("reader: closed")
+	// ErrCompacted: a symbol query met postings entries dropped after
+	// their rows were compacted while it ran (the rows are in a clustered
+	// compressed segment now, read through its directory): query again.
+	ErrCompacted = errors.New("reader: rows compacted during the query; query again")
 	// ErrUnknownSymbol: no such symbol in the table's dictionary.
 	ErrUnknownSymbol = errors.New("reader: unknown symbol")
 )

@@ -253,6 +253,13 @@ func (it *Iter) enterSeg(n uint64) error {
 			if err != nil {
 				return err
 			}
+			if v.kind == viewDurable && n<<r.shift < r.ctl.PostFloor() {
+				// Mapped raw before it was compacted, and its postings are
+				// gone since: read it compressed from now on.
+				if v, err = r.remapCompressed(n); err != nil {
+					return err
+				}
+			}
 			if v.kind == viewCompressed && v.z.Version() == cseg.VersionClustered {
 				k, end := v.z.SymSeek(it.id, it.from)
 				if k == end {
@@ -363,9 +370,23 @@ func (it *Iter) entryOff(p uint64) int64 {
 	return int64(it.chunks[p/index.ChunkWords])*store.BlockSize + int64(p%index.ChunkWords)*8
 }
 
-// at is the seq at postings position p.
+// at is the seq at postings position p. An entry dropped after its rows
+// were compacted (a zero: its chunk punched out, below the postings floor)
+// reads as row 0, before every row a search looks for; Next never takes
+// one (see dropped).
 func (it *Iter) at(p uint64) uint64 {
-	return it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords)) - 1
+	e := it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords))
+	if e == 0 {
+		return 0
+	}
+	return e - 1
+}
+
+// dropped reports whether postings position p reads as zero: its chunk
+// was punched out after its rows were compacted (a walk that started
+// before the compaction mark moved), or damage.
+func (it *Iter) dropped(p uint64) bool {
+	return it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords)) == 0
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
@@ -412,6 +433,10 @@ func (it *Iter) next() bool {
 				continue
 			}
 			if it.seq >= it.npos {
+				return false
+			}
+			if it.dropped(it.seq) {
+				it.err = fmt.Errorf("%w: symbol %d, postings entry %d (at %s offset %d)", ErrCompacted, it.id, it.seq, it.r.post.Path(), it.entryOff(it.seq))
 				return false
 			}
 			seq = it.at(it.seq)

@@ -54,6 +54,7 @@ type Reader struct {
 	symOff  int
 	slots   []slotMap
 	segs    []segView // by segment number
+	retired [][]byte  // raw mappings of segments read compressed since (remapCompressed)
 	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
 	visible uint64    // last loaded published count
 	first   uint64    // last loaded first row (retention deletes below it)
@@ -181,6 +182,10 @@ func (r *Reader) Close() error {
 		r.segs[i].release()
 	}
 	r.segs = nil
+	for _, b := range r.retired {
+		errs = append(errs, store.Unmap(b))
+	}
+	r.retired = nil
 	for i := range r.slots {
 		errs = append(errs, store.Unmap(r.slots[i].b))
 	}
@@ -508,6 +513,16 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	*v = segView{kind: kind, rows: b[store.BlockSize:], path: path, file: b}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
+}
+
+// remapCompressed switches segment n, mapped raw before it was compacted,
+// to its compressed file. The raw mapping stays until Close (rows handed
+// out from it stay valid).
+func (r *Reader) remapCompressed(n uint64) (*segView, error) {
+	v := &r.segs[n]
+	r.retired = append(r.retired, v.file)
+	*v = segView{}
+	return v, r.mapCompressed(v, n)
 }
 
 // mapCompressed opens segment n's compressed file into v.

@@ -25,10 +25,13 @@ type checkpointer struct {
 	kickc chan struct{}
 	stopc chan struct{}
 	donec chan struct{}
+	// mark is the compaction mark as the previous pass left it: the
+	// postings floor follows it one pass behind.
+	mark uint64
 }
 
 func newCheckpointer(w *Writer) *checkpointer {
-	return &checkpointer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	return &checkpointer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), mark: w.ctl.CmpSegs()}
 }
 
 // wake asks for a checkpoint; it never blocks.
@@ -78,6 +81,16 @@ func (c *checkpointer) run() {
 		if err := w.autoCompact(); err != nil {
 			w.fail.set(err)
 			w.log.Error("writer: compaction failed", "table", w.name, "err", err)
+			continue
 		}
+		// The postings of rows compacted before the previous pass: a
+		// reader that saw the mark before it moved has had a checkpoint's
+		// time to finish with them.
+		mark := w.ctl.CmpSegs()
+		if err := w.dropPostings(c.mark); err != nil {
+			w.fail.set(err)
+			w.log.Error("writer: dropping compacted postings failed", "table", w.name, "err", err)
+		}
+		c.mark = mark
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -227,7 +228,7 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			res.RawBytes += raw
 			res.Bytes += z
 		}
-		return res, nil
+		return res, w.dropPostings(w.ctl.CmpSegs())
 	}
 	err := w.Close()
 	return w.closeRes, err
@@ -333,5 +334,61 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		return err
 	}
 	w.compactStep(n, step0+4)
+	return nil
+}
+
+// dropPostings frees the postings of rows that symbol queries no longer
+// read through them: rows in clustered (cseg version 2) compressed
+// segments below the compaction mark mark, which RangeSym reads through
+// the segments' own directories. It raises the postings floor (ctl) to
+// the end of the longest run of such segments from the first row, and
+// not into the segments a recovery would decompress again (restoreTail's),
+// makes ctl durable, then punches the data chunks wholly below the floor
+// out of post.idx. Segments below the first row (deleted by retention)
+// count as such. The checkpointer, or CloseCompacted; never concurrently.
+func (w *Writer) dropPostings(mark uint64) error {
+	if w.schema.SymCol < 0 {
+		return nil
+	}
+	need := min(w.ctl.Durable(), w.ctl.Checkpoint().Seq)
+	if need == 0 {
+		return nil
+	}
+	limit := min(mark, (need-1)>>w.shift) // segments below it may go
+	old := w.ctl.PostFloor()
+	n := max(old>>w.shift, w.ctl.FirstSeq()>>w.shift)
+	for ; n < limit; n++ {
+		v, err := cseg.FileVersion(store.ZSegPath(w.dir, n))
+		if err != nil || v != cseg.VersionClustered {
+			break // a version 1 segment still needs its postings
+		}
+	}
+	floor := n << w.shift
+	if floor <= old {
+		return nil
+	}
+	w.ctl.SetPostFloor(floor)
+	if err := w.ctl.Sync(); err != nil {
+		return err
+	}
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return nil // the writer is publishing: the next pass
+	}
+	// The published dictionary, through a read-only view of its own: the
+	// writer goroutine may be adding symbols meanwhile.
+	if w.ckSyms == nil {
+		if w.ckSyms, err = index.OpenSymbols(filepath.Join(w.dir, store.SymName), w.ctl.TableID, false); err != nil {
+			return err
+		}
+	}
+	if err := w.ckSyms.Refresh(w.ctl.SymCount(), w.ctl.SymBytes()); err != nil {
+		return err
+	}
+	punched, err := w.post.PunchBelow(w.ckSyms.Dirs(), snap.NextChunk, floor)
+	if err != nil {
+		return err
+	}
+	w.log.Info("writer: postings of compacted rows dropped", "table", w.name, "floor", floor, "chunks", punched)
 	return nil
 }

@@ -54,14 +54,17 @@ type Writer struct {
 	ctl     *index.Ctl
 	post    *index.Postings
 	syms    *index.Symbols
-	slots   []*liveSlot
-	sh      shared
-	fail    failure
-	fl      *flusher
-	prep    *preparer
-	ck      *checkpointer
-	closed  bool
-	final   Stats // the counters at Close
+	// ckSyms is a read-only view of the published dictionary for
+	// dropPostings (checkpointer, then CloseCompacted), opened on first use.
+	ckSyms *index.Symbols
+	slots  []*liveSlot
+	sh     shared
+	fail   failure
+	fl     *flusher
+	prep   *preparer
+	ck     *checkpointer
+	closed bool
+	final  Stats // the counters at Close
 
 	// Retention (retain.go): the first row not deleted, and the segments
 	// below dropped already deletes (under dropMu).
@@ -809,6 +812,9 @@ func (w *Writer) closeFiles() error {
 	}
 	if w.ts != nil {
 		errs = append(errs, w.ts.Close())
+	}
+	if w.ckSyms != nil {
+		errs = append(errs, w.ckSyms.Close())
 	}
 	if w.syms != nil {
 		errs = append(errs, w.syms.Close())

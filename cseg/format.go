@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -230,4 +232,24 @@ func FileVersion(path string) (int, error) {
 		return 0, store.Corruptf(path, 0, "not a compressed segment file")
 	}
 	return int(le.Uint32(h[8:])), nil
+}
+
+// Prefetch starts reading, in the background, what Open reads of the
+// compressed segment file at path: its header and the tables at its end
+// (the last tail bytes), so a first query on a cold machine does not wait
+// for them one read after another.
+func Prefetch(path string, tail int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	fd := int(f.Fd())
+	_ = unix.Fadvise(fd, 0, headerSize, unix.FADV_WILLNEED)
+	from := max(headerSize, st.Size()-tail)
+	return unix.Fadvise(fd, from, st.Size()-from, unix.FADV_WILLNEED)
 }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -157,4 +158,19 @@ func (m *mappedFile) sync(end int64) error {
 		}
 	}
 	return store.MsyncSync(b)
+}
+
+// trim frees the disk blocks of the file from byte from (rounded up to a
+// page) to its end, keeping its size: the room grown ahead that a closed
+// table will not use. Reads there give zeros, as in a grown file; a writer
+// that reopens the table takes page faults there instead of pre-faulted
+// pages.
+func (m *mappedFile) trim(from int64) error {
+	from = (from + store.BlockSize - 1) &^ (store.BlockSize - 1)
+	if size := m.size.Load(); from < size {
+		if err := unix.Fallocate(int(m.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, size-from); err != nil {
+			return fmt.Errorf("index: trim %s from %d: %w", m.Path, from, err)
+		}
+	}
+	return nil
 }

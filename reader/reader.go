@@ -154,6 +154,12 @@ func (r *Reader) open(opts *Options) error {
 	// Every query's seek reads the time index: start reading it now (on a
 	// cold table its pages would come in one random read at a time).
 	r.ts.WillNeed()
+	// Likewise the header and tables of the newest compressed segments,
+	// which a query's first visit to each would read before its blocks.
+	first := c.FirstSeq() >> c.SegShift
+	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
+		_ = cseg.Prefetch(store.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
+	}
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
 	}
@@ -170,6 +176,14 @@ func (r *Reader) open(opts *Options) error {
 	r.visible, r.first = c.Visible(), c.FirstSeq()
 	return r.refreshSymbols()
 }
+
+// prefetchSegs and prefetchTail bound what Open reads ahead of the
+// compressed segments: the newest 256, the last 64 KiB of each (their
+// tables: block index, directory, seq-order index).
+const (
+	prefetchSegs = 256
+	prefetchTail = 64 << 10
+)
 
 // Close unmaps everything. Rows handed out before are invalid after it.
 func (r *Reader) Close() error {

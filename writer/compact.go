@@ -228,7 +228,19 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			res.RawBytes += raw
 			res.Bytes += z
 		}
-		return res, w.dropPostings(w.ctl.CmpSegs())
+		if err := w.dropPostings(w.ctl.CmpSegs()); err != nil {
+			return res, err
+		}
+		// The index files' room grown ahead goes too: a closed table's
+		// files hold its rows only.
+		snap, err := w.ctl.Snapshot()
+		if err != nil {
+			return res, err
+		}
+		if err := w.post.Trim(snap.NextChunk); err != nil {
+			return res, err
+		}
+		return res, w.ts.Trim(snap.Visible>>w.strideShft + 1)
 	}
 	err := w.Close()
 	return w.closeRes, err

@@ -78,6 +78,13 @@ func (c *checkpointer) run() {
 		if err := w.autoCompact(); err != nil {
 			w.fail.set(err)
 			w.log.Error("writer: compaction failed", "table", w.name, "err", err)
+			continue
+		}
+		// Clustered copies of the hot segments sealed since (clu.go). A
+		// failure (tmpfs full) costs readers only the faster path: logged,
+		// not fatal.
+		if err := w.buildClus(); err != nil {
+			w.log.Warn("writer: clustered copy failed", "table", w.name, "err", err)
 		}
 	}
 }

@@ -73,6 +73,8 @@ type Writer struct {
 	// the lock is still held; closeRes is its result.
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
+
+	clu cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -221,6 +223,9 @@ func (w *Writer) open() error {
 	w.setStrideStop()
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
+	}
+	if err := w.cleanClus(true); err != nil {
+		return fmt.Errorf("writer: table %s: %w", w.name, err)
 	}
 	return nil
 }
@@ -773,6 +778,9 @@ func (w *Writer) checkpoint(visible uint64) error {
 }
 
 func (w *Writer) removeLive() error {
+	if err := w.cleanClus(false); err != nil {
+		return err
+	}
 	for _, s := range w.slots {
 		w.ctl.SetSlot(s.i, 0, 0)
 	}

@@ -149,6 +149,12 @@ type Iter struct {
 	zi       int
 	zrows    []byte
 	zseqs    []uint64
+	// Symbol mode in a clustered hot copy (c non-nil, clu.go): clustered
+	// positions [cp, cend) of the symbol's run, which starts at cfirst;
+	// row index i of the segment is seq cbase+i.
+	c                *cluView
+	cfirst, cp, cend uint64
+	cbase            uint64
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -247,7 +253,7 @@ func (it *Iter) enterSeg(n uint64) error {
 			return nil
 		}
 		it.symSeg = n
-		it.z = nil
+		it.z, it.c = nil, nil
 		if n < r.ctl.CmpSegs() {
 			v, err := r.view(n)
 			if err != nil {
@@ -269,6 +275,21 @@ func (it *Iter) enterSeg(n uint64) error {
 				}
 				v.z.WillNeed(k, last)
 				it.z, it.zk, it.zend, it.zi, it.zseqs = v.z, k, end, 0, it.zseqs[:0]
+				return nil
+			}
+		}
+		// A sealed segment, not compressed: through its clustered hot
+		// copy, if the writer made one (the symbol's rows in one run).
+		if n >= r.ctl.CmpSegs() && n < r.ctl.DurableSegs() {
+			c, err := r.cluFor(n)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				if !it.enterClu(c, n, lo, min(it.end, (n+1)<<r.shift)) {
+					n++
+					continue
+				}
 				return nil
 			}
 		}
@@ -401,6 +422,15 @@ func (it *Iter) next() bool {
 		for {
 			if it.done {
 				return false
+			}
+			if it.c != nil {
+				if it.nextC() {
+					return true
+				}
+				if it.err != nil {
+					return false
+				}
+				continue
 			}
 			if it.z != nil {
 				if it.nextZ() {

@@ -54,6 +54,7 @@ type Reader struct {
 	symOff  int
 	slots   []slotMap
 	segs    []segView // by segment number
+	clus    []cluView // clustered hot copies, by segment number (clu.go)
 	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
 	visible uint64    // last loaded published count
 	first   uint64    // last loaded first row (retention deletes below it)
@@ -181,6 +182,10 @@ func (r *Reader) Close() error {
 		r.segs[i].release()
 	}
 	r.segs = nil
+	for i := range r.clus {
+		errs = append(errs, store.Unmap(r.clus[i].b))
+	}
+	r.clus = nil
 	for i := range r.slots {
 		errs = append(errs, store.Unmap(r.slots[i].b))
 	}

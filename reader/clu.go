@@ -12,41 +12,59 @@ import (
 // Clustered hot copies (docs/FORMAT.md §13): the writer keeps, next to a
 // hot segment's live slot, seg-N.clu: the segment's rows grouped by
 // symbol. RangeSym reads a sealed, not compressed segment through it when
-// it exists: one contiguous run of the symbol's rows, instead of a row per
-// page of the slot.
+// it exists: one contiguous run of the symbol's rows, read in one pread,
+// instead of a row per page of the slot.
 
 type cluState uint8
 
 const (
 	cluUnknown cluState = iota
-	cluMapped           // b holds the file: immutable, kept until Close
+	cluOpen             // fd is open on the file: immutable, kept until Close
 	cluMissing          // not there when the change counter was at
 )
 
-// cluView is the reader's cache entry for segment n's clustered copy.
+// cluView is the reader's cache entry for segment n's clustered copy: the
+// file open (an unlinked copy stays readable through it), its header and
+// directory read and checked. Its index array and rows are read with
+// pread into the iterator's buffers, never mapped: on this kind of
+// (nested, paravirtualised) machine every page a process maps costs
+// several µs on its first touch, more than copying the 64 KiB a
+// one-symbol window needs.
 type cluView struct {
 	state   cluState
 	at      uint64 // cluMissing: the ctl change counter when looked for
 	path    string
-	b       []byte // the whole file, mapped read-only
+	fd      int
 	dir     []byte
-	idx     []byte // u32 per clustered position: the row's index in the segment
-	rows    []byte
 	nsym    int
 	rowsOff uint64
 	idxOff  uint64
+	word    [4]byte // idxAt's buffer
 }
 
-// cluFor returns segment n's clustered copy, mapped and checked, or nil
-// when there is none. A copy found missing is looked for again only after
-// the writer's change counter in ctl moved (no open per query).
+const (
+	// cluChunk is how many rows an iterator reads at a time (64 KiB of
+	// 32-byte rows): its rows stay valid until the next chunk.
+	cluChunk = 2048
+	// cluIdxMax is the most index words an iterator reads at a time
+	// (64 KiB): a run at most this long is read in one go and searched
+	// in memory; a longer one is narrowed a word at a time first.
+	cluIdxMax = 16384
+	// cluHeadRead is what the first read of a copy takes: the header and
+	// a directory of up to 170 symbols.
+	cluHeadRead = 2 * store.BlockSize
+)
+
+// cluFor returns segment n's clustered copy, open and checked, or nil when
+// there is none. A copy found missing is looked for again only after the
+// writer's change counter in ctl moved (no open per query).
 func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	for uint64(len(r.clus)) <= n {
 		r.clus = append(r.clus, cluView{})
 	}
 	c := &r.clus[n]
 	switch c.state {
-	case cluMapped:
+	case cluOpen:
 		return c, nil
 	case cluMissing:
 		if r.ctl.CluGen() == c.at {
@@ -61,7 +79,7 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 		return nil, nil
 	}
 	path := filepath.Join(dir, store.CluName(n))
-	b, err := mapClu(path)
+	fd, err := store.OpenFD(path)
 	if errors.Is(err, os.ErrNotExist) {
 		c.state, c.at = cluMissing, at
 		return nil, nil
@@ -70,32 +88,46 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
 	}
 	h := store.CluHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1, Rows: r.mask + 1}
-	d, err := store.CheckClu(path, b, h)
+	d, err := readCluHead(fd, path, h)
 	if err != nil {
-		store.Unmap(b)
+		store.CloseFD(fd)
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
 	}
 	h.NSym = len(d) / store.CluDirEntry
 	h.CluLayout()
-	*c = cluView{state: cluMapped, path: path, b: b, dir: d, nsym: h.NSym,
-		idx: b[h.IdxOff : h.IdxOff+h.Rows*4], rows: b[h.RowsOff:h.Size], rowsOff: h.RowsOff, idxOff: h.IdxOff}
+	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff}
 	return c, nil
 }
 
-func mapClu(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// readCluHead reads and checks the header and directory of the clustered
+// copy open on fd (CheckCluHead; the file's size is the one its header
+// gives, and a shorter file fails the reads of its end) and returns the
+// directory.
+func readCluHead(fd int, path string, want store.CluHeader) ([]byte, error) {
+	b := make([]byte, cluHeadRead)
+	if err := store.PreadFull(fd, b, 0); err != nil {
+		return nil, store.Corruptf(path, 0, "read header: %v", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	// Its symbol count says how much directory there is (bounded by the
+	// rows: every entry holds one); CheckCluHead checks the rest.
+	nsym := uint64(le.Uint32(b[56:]))
+	if nsym > want.Rows {
+		return nil, store.Corruptf(path, 56, "%d symbols in a segment of %d rows", nsym, want.Rows)
 	}
-	if st.Size() < store.BlockSize {
-		return nil, store.Corruptf(path, st.Size(), "clustered copy is %d bytes, shorter than its header", st.Size())
+	want.NSym = int(nsym)
+	want.CluLayout()
+	if want.IdxOff > uint64(len(b)) {
+		b = append(b, make([]byte, want.IdxOff-uint64(len(b)))...)
+		if err := store.PreadFull(fd, b[cluHeadRead:], cluHeadRead); err != nil {
+			return nil, store.Corruptf(path, cluHeadRead, "read directory: %v", err)
+		}
 	}
-	return store.MapShared(f, int(st.Size()), false)
+	// The last byte: a truncated copy fails here, not mid-query.
+	var last [1]byte
+	if err := store.PreadFull(fd, last[:], int64(want.Size)-1); err != nil {
+		return nil, store.Corruptf(path, int64(want.Size)-1, "read last byte: %v", err)
+	}
+	return store.CheckCluHead(path, b, want, want.Size)
 }
 
 // run is the clustered positions [first, end) of symbol id's rows, or
@@ -117,49 +149,110 @@ func (c *cluView) run(id uint32) (first, end uint64, ok bool) {
 	return f, f + n, x == id
 }
 
-// search is the first clustered position in [p, end) whose row index is
-// at least i (end if none): the run's indexes ascend.
-func (c *cluView) search(p, end uint64, i uint64) uint64 {
+// idxAt reads the row index at clustered position p.
+func (c *cluView) idxAt(p uint64) (uint32, error) {
+	if err := store.PreadFull(c.fd, c.word[:], int64(c.idxOff+4*p)); err != nil {
+		return 0, fmt.Errorf("reader: read %s: %w", c.path, err)
+	}
+	return le.Uint32(c.word[:]), nil
+}
+
+// loadIdx reads the index words of positions [p, q) into it.cidx.
+func (it *Iter) loadIdx(p, q uint64) error {
+	c := it.c
+	it.cidx = it.cidx[:4*(q-p)]
+	if err := store.PreadFull(c.fd, it.cidx, int64(c.idxOff+4*p)); err != nil {
+		it.ilo, it.ihi = 0, 0
+		return fmt.Errorf("reader: read %s: %w", c.path, err)
+	}
+	it.ilo, it.ihi = p, q
+	return nil
+}
+
+// find is the first clustered position in [p, end) whose row index is at
+// least i (end if none): the run's indexes ascend. In the words read
+// already when they hold the answer; else a word at a time until the
+// range fits the buffer, then that range in one read.
+func (it *Iter) find(p, end, i uint64) (uint64, error) {
+	in := func(q uint64) uint64 { return uint64(le.Uint32(it.cidx[4*(q-it.ilo):])) }
+	if !(it.ilo <= p && p < it.ihi && (end <= it.ihi || in(it.ihi-1) >= i)) {
+		for end-p > cluIdxMax {
+			m := p + (end-p)/2
+			x, err := it.c.idxAt(m)
+			if err != nil {
+				return 0, err
+			}
+			if uint64(x) < i {
+				p = m + 1
+			} else {
+				end = m
+			}
+		}
+		if p == end {
+			return p, nil
+		}
+		if err := it.loadIdx(p, end); err != nil {
+			return 0, err
+		}
+	}
+	end = min(end, it.ihi)
 	for p < end {
 		m := p + (end-p)/2
-		if uint64(le.Uint32(c.idx[4*m:])) < i {
+		if in(m) < i {
 			p = m + 1
 		} else {
 			end = m
 		}
 	}
-	return p
-}
-
-// populate maps b[from:to] (a part of the copy's mapping) into the page
-// tables in one call: a first touch per page would cost a fault each.
-func (c *cluView) populate(from, to uint64) {
-	if from >= to {
-		return
-	}
-	from &^= store.BlockSize - 1
-	_ = store.PopulateRead(c.b[from:to]) // advice: a failure costs only faults
+	return p, nil
 }
 
 // enterClu sets a symbol iterator on segment n's clustered copy c: the
 // symbol's rows of the segment from seq lo up to (not including) seq hi.
 // False when there are none.
-func (it *Iter) enterClu(c *cluView, n, lo, hi uint64) bool {
+func (it *Iter) enterClu(c *cluView, n, lo, hi uint64) (bool, error) {
 	first, end, ok := c.run(it.id)
 	if !ok {
-		return false
+		return false, nil
+	}
+	if cap(it.cidx) < 4*cluIdxMax {
+		it.cidx = make([]byte, 4*cluIdxMax)
 	}
 	base := n << it.r.shift
-	p0 := c.search(first, end, lo-base)
-	p1 := c.search(p0, end, hi-base)
-	if p0 == p1 {
-		return false
+	it.c, it.ilo, it.ihi = c, 0, 0
+	p0, err := it.find(first, end, lo-base)
+	if err != nil {
+		return false, err
 	}
-	rs := it.r.rowSize
-	c.populate(c.idxOff+4*p0, c.idxOff+4*p1)
-	c.populate(c.rowsOff+p0*rs, c.rowsOff+p1*rs)
-	it.c, it.cfirst, it.cp, it.cend, it.cbase = c, first, p0, p1, base
-	return true
+	p1, err := it.find(p0, end, hi-base)
+	if err != nil || p0 == p1 {
+		it.c = nil
+		return false, err
+	}
+	it.cp, it.cend, it.cbase = p0, p1, base
+	it.cbuf, it.cbufEnd, it.cprev = p0, p0, -1
+	return true, nil
+}
+
+// fillC reads the next chunk of rows, from it.cp, into the iterator's
+// buffer (and their index words, unless read already).
+func (it *Iter) fillC() error {
+	c, rs := it.c, it.r.rowSize
+	if it.cp < it.ilo || it.cp >= it.ihi {
+		if err := it.loadIdx(it.cp, min(it.cend, it.cp+cluIdxMax)); err != nil {
+			return err
+		}
+	}
+	k := min(it.cend, it.ihi, it.cp+cluChunk) - it.cp
+	if uint64(cap(it.crows)) < cluChunk*rs {
+		it.crows = make([]byte, cluChunk*rs)
+	}
+	it.crows = it.crows[:k*rs]
+	if err := store.PreadFull(c.fd, it.crows, int64(c.rowsOff+it.cp*rs)); err != nil {
+		return fmt.Errorf("reader: read %s: %w", c.path, err)
+	}
+	it.cbuf, it.cbufEnd = it.cp, it.cp+k
+	return nil
 }
 
 // nextC is next for a symbol iterator in a clustered copy: the next row
@@ -175,14 +268,22 @@ func (it *Iter) nextC() bool {
 	rs := r.rowSize
 	for it.cp < it.cend {
 		p := it.cp
+		if p >= it.cbufEnd {
+			if err := it.fillC(); err != nil {
+				it.err = err
+				return false
+			}
+		}
 		it.cp++
-		i := le.Uint32(c.idx[4*p:])
-		if uint64(i) > r.mask || (p > it.cfirst && le.Uint32(c.idx[4*(p-1):]) >= i) {
-			it.err = store.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d, not after the one before in a segment of %d", p, i, r.mask+1)
+		i := le.Uint32(it.cidx[4*(p-it.ilo):])
+		if uint64(i) > r.mask || int64(i) <= it.cprev {
+			it.err = store.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d, not after row %d in a segment of %d", p, i, it.cprev, r.mask+1)
 			return false
 		}
+		it.cprev = int64(i)
 		seq := it.cbase + uint64(i)
-		row := store.Row(c.rows[p*rs : (p+1)*rs])
+		j := p - it.cbuf
+		row := store.Row(it.crows[j*rs : (j+1)*rs])
 		if !store.Valid(seq, row) || le.Uint32(row[r.symOff:]) != it.id {
 			it.err = store.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d is not row %d of symbol %d", p, seq, it.id)
 			return false

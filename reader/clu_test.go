@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,6 +368,139 @@ func TestChildCluWriter(t *testing.T) {
 			testutil.Report("synced")
 		}
 	}
-	_ = strings.TrimSpace
 	time.Sleep(time.Minute)
+}
+
+// TestCluRangeSymAllocs holds RangeSym and Next over clustered hot copies
+// to zero allocations once warm.
+func TestCluRangeSymAllocs(t *testing.T) {
+	if testutil.Race {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	db, live := testutil.DB(t)
+	rps := 1024
+	w, err := writer.Open(db, "t", cluOptions(live, rps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for k := range 3 {
+		w.SymbolString(fmt.Sprintf("S%d", k))
+	}
+	cluAppend(t, w, rand.New(rand.NewPCG(9, 9)), 5*rps+10, 3, 1_700_000_000_000_000_000)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	waitClus(t, db, "t", live)
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	rows := 0
+	scan := func() {
+		rows = 0
+		for id := range uint32(3) {
+			if err := r.RangeSym(-1<<62, 1<<62, id, &it); err != nil {
+				t.Fatal(err)
+			}
+			for it.Next() {
+				rows++
+			}
+			if it.Err() != nil {
+				t.Fatal(it.Err())
+			}
+		}
+	}
+	scan()
+	if n := testing.AllocsPerRun(10, scan); n != 0 {
+		t.Errorf("RangeSym over clustered copies allocates %v times a scan", n)
+	}
+	if rows != int(r.Count()) {
+		t.Fatalf("scans read %d rows, the table holds %d", rows, r.Count())
+	}
+}
+
+// TestCluCrossProcess: a reader in this process queries every symbol,
+// through the clustered copies, while the writer in another process
+// writes on and recycles the hot slots (removing their copies): every
+// answer matches the rows read one by one, before and after the copies
+// are gone.
+func TestCluCrossProcess(t *testing.T) {
+	db, live := testutil.DB(t)
+	rps := 256
+	c := testutil.StartChild(t, "TestChildCluWriter", cluWriterChild, &testutil.ChildOptions{Env: []string{
+		"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_ROWS=" + fmt.Sprint(8*rps), "TICKDB_RPS=" + fmt.Sprint(rps),
+	}})
+	c.Expect(t, "synced", time.Minute, nil)
+	waitClus(t, db, "t", live)
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type held struct {
+		seq uint64
+		row store.Row
+	}
+	var keep []held
+	var it reader.Iter
+	symc, _ := r.Schema().Col("sym")
+	queries := 0
+	for round := range 12 {
+		if err := c.Send(fmt.Sprintf("more %d", rps+rps/3)); err != nil {
+			t.Fatal(err)
+		}
+		for done := false; !done; {
+			// Until the writer says it is done, query away.
+			if line, err := c.Next(0); err == nil && strings.HasPrefix(line, "synced") {
+				done = true
+			}
+			first, n := r.First(), r.Count()
+			for id := range uint32(3) {
+				if err := r.RangeSym(-1<<62, 1<<62, id, &it); err != nil {
+					t.Fatal(err)
+				}
+				q := first
+				for it.Next() {
+					for ; q < n; q++ {
+						row, err := r.Get(q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if row.Sym(symc) == id {
+							break
+						}
+					}
+					if it.Seq() >= n {
+						break // published after n was read
+					}
+					if it.Seq() != q {
+						t.Fatalf("round %d symbol %d: row %d, want %d", round, id, it.Seq(), q)
+					}
+					if row, _ := r.Get(q); string(row) != string(it.Row()) {
+						t.Fatalf("round %d symbol %d: row %d differs", round, id, q)
+					}
+					if len(keep) < 1000 && q%37 == 0 {
+						keep = append(keep, held{q, slices.Clone(it.Row())})
+					}
+					q++
+				}
+				if it.Err() != nil {
+					t.Fatalf("round %d symbol %d: %v", round, id, it.Err())
+				}
+			}
+			queries++
+		}
+	}
+	// The rows read through copies since removed are the durable ones.
+	for _, h := range keep {
+		if row, err := r.Get(h.seq); err != nil || string(row) != string(h.row) {
+			t.Fatalf("row %d read through a clustered copy: %v, differs from the table's", h.seq, err)
+		}
+	}
+	segs, _ := cluFiles(t, live)
+	t.Logf("%d query rounds, %d rows kept, copies now of %v", queries, len(keep), segs)
+	c.Kill()
 }

@@ -150,11 +150,17 @@ type Iter struct {
 	zrows    []byte
 	zseqs    []uint64
 	// Symbol mode in a clustered hot copy (c non-nil, clu.go): clustered
-	// positions [cp, cend) of the symbol's run, which starts at cfirst;
-	// row index i of the segment is seq cbase+i.
-	c                *cluView
-	cfirst, cp, cend uint64
-	cbase            uint64
+	// positions [cp, cend) of the symbol's run are still to read; row
+	// index i of the segment is seq cbase+i. The index words of positions
+	// [ilo, ihi) are in cidx, the rows of [cbuf, cbufEnd) in crows (the
+	// iterator's own buffers); cprev is the last row index read (-1:
+	// none yet).
+	c               *cluView
+	cp, cend, cbase uint64
+	ilo, ihi        uint64
+	cbuf, cbufEnd   uint64
+	cprev           int64
+	cidx, crows     []byte
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -167,13 +173,13 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 	return nil
 }
 
 // RangeSeq positions it over rows [a, b) by sequence number.
 func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 }
 
 // RangeSym positions it over the rows of symbol id with from <= ts < to.
@@ -217,7 +223,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 		return err
 	}
 	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
-		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0]}
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 	return it.enterSeg(a >> r.shift)
 }
 
@@ -286,7 +292,11 @@ func (it *Iter) enterSeg(n uint64) error {
 				return err
 			}
 			if c != nil {
-				if !it.enterClu(c, n, lo, min(it.end, (n+1)<<r.shift)) {
+				ok, err := it.enterClu(c, n, lo, min(it.end, (n+1)<<r.shift))
+				if err != nil {
+					return err
+				}
+				if !ok {
 					n++
 					continue
 				}

@@ -183,7 +183,9 @@ func (r *Reader) Close() error {
 	}
 	r.segs = nil
 	for i := range r.clus {
-		errs = append(errs, store.Unmap(r.clus[i].b))
+		if c := &r.clus[i]; c.state == cluOpen {
+			errs = append(errs, store.CloseFD(c.fd))
+		}
 	}
 	r.clus = nil
 	for i := range r.slots {

@@ -96,14 +96,16 @@ func CluDirEntryAt(dir []byte, k int) (id uint32, first, count uint64) {
 	return binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])
 }
 
-// CheckClu validates the clustered copy b (the whole file, mapped) at path
-// against want (table, geometry and segment; its layout fields are
-// derived): magic, version, header fields, size, the check over the header
-// and the directory, and the directory itself (ids ascending, runs
-// adjacent and covering the rows). It returns the directory bytes.
-func CheckClu(path string, b []byte, want CluHeader) ([]byte, error) {
+// CheckCluHead validates a clustered copy's header and directory: b holds
+// the file's bytes from 0 to at least the index array, size is the file's
+// size, want names the table, geometry and segment (its layout fields are
+// derived). It checks the magic, version, header fields, section offsets
+// and size, the check over the header and the directory, and the
+// directory itself (ids ascending, runs adjacent, covering the rows). It
+// returns the directory bytes.
+func CheckCluHead(path string, b []byte, want CluHeader, size uint64) ([]byte, error) {
 	if len(b) < BlockSize {
-		return nil, Corruptf(path, int64(len(b)), "clustered copy is %d bytes, shorter than its header", len(b))
+		return nil, Corruptf(path, int64(len(b)), "clustered copy header is %d bytes, want %d", len(b), BlockSize)
 	}
 	le := binary.LittleEndian
 	if string(b[:8]) != MagicClu {
@@ -117,17 +119,20 @@ func CheckClu(path string, b []byte, want CluHeader) ([]byte, error) {
 	copy(got.TableID[:], b[16:32])
 	want.NSym = got.NSym
 	want.CluLayout()
-	if got.NSym > int(want.Rows) || got.RowSize != want.RowSize || got.SegNo != want.SegNo || got.RowsPerSeg != want.RowsPerSeg ||
+	if uint64(got.NSym) > want.Rows || got.RowSize != want.RowSize || got.SegNo != want.SegNo || got.RowsPerSeg != want.RowsPerSeg ||
 		got.Rows != want.Rows || got.TableID != want.TableID {
-		return nil, Corruptf(path, 12, "header is for segment %d of table %x (%d rows of %d bytes, %d a segment), want segment %d of %x (%d, %d, %d)",
-			got.SegNo, got.TableID, got.Rows, got.RowSize, got.RowsPerSeg, want.SegNo, want.TableID, want.Rows, want.RowSize, want.RowsPerSeg)
+		return nil, Corruptf(path, 12, "header is for segment %d of table %x (%d rows of %d bytes, %d a segment, %d symbols), want segment %d of %x (%d, %d, %d)",
+			got.SegNo, got.TableID, got.Rows, got.RowSize, got.RowsPerSeg, got.NSym, want.SegNo, want.TableID, want.Rows, want.RowSize, want.RowsPerSeg)
 	}
 	if le.Uint64(b[64:]) != want.DirOff || le.Uint64(b[72:]) != want.IdxOff || le.Uint64(b[80:]) != want.RowsOff || le.Uint64(b[88:]) != want.Size {
 		return nil, Corruptf(path, 64, "section offsets %d %d %d size %d, want %d %d %d %d", le.Uint64(b[64:]), le.Uint64(b[72:]),
 			le.Uint64(b[80:]), le.Uint64(b[88:]), want.DirOff, want.IdxOff, want.RowsOff, want.Size)
 	}
-	if uint64(len(b)) != want.Size {
-		return nil, Corruptf(path, int64(len(b)), "clustered copy is %d bytes, want %d", len(b), want.Size)
+	if size != want.Size {
+		return nil, Corruptf(path, int64(size), "clustered copy is %d bytes, want %d", size, want.Size)
+	}
+	if uint64(len(b)) < want.IdxOff {
+		return nil, Corruptf(path, int64(len(b)), "clustered copy header and directory: %d bytes, want %d", len(b), want.IdxOff)
 	}
 	dir := b[want.DirOff : want.DirOff+uint64(want.NSym)*CluDirEntry]
 	if c := le.Uint32(b[cluHeaderCheck:]); c != cluCheck(b, dir) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tickdb/tickdb/store"
 )
@@ -88,7 +89,7 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
 	}
 	h := store.CluHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1, Rows: r.mask + 1}
-	d, err := readCluHead(fd, path, h)
+	d, err := readCluHead(fd, path, h, &r.cluHead)
 	if err != nil {
 		store.CloseFD(fd)
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
@@ -100,11 +101,13 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 }
 
 // readCluHead reads and checks the header and directory of the clustered
-// copy open on fd (CheckCluHead; the file's size is the one its header
-// gives, and a shorter file fails the reads of its end) and returns the
-// directory.
-func readCluHead(fd int, path string, want store.CluHeader) ([]byte, error) {
-	b := make([]byte, cluHeadRead)
+// copy open on fd (CheckCluHead) into *buf, the reader's buffer, and
+// returns a copy of the directory.
+func readCluHead(fd int, path string, want store.CluHeader, buf *[]byte) ([]byte, error) {
+	if cap(*buf) < cluHeadRead {
+		*buf = make([]byte, cluHeadRead)
+	}
+	b := (*buf)[:cluHeadRead]
 	if err := store.PreadFull(fd, b, 0); err != nil {
 		return nil, store.Corruptf(path, 0, "read header: %v", err)
 	}
@@ -118,16 +121,18 @@ func readCluHead(fd int, path string, want store.CluHeader) ([]byte, error) {
 	want.CluLayout()
 	if want.IdxOff > uint64(len(b)) {
 		b = append(b, make([]byte, want.IdxOff-uint64(len(b)))...)
+		*buf = b
 		if err := store.PreadFull(fd, b[cluHeadRead:], cluHeadRead); err != nil {
 			return nil, store.Corruptf(path, cluHeadRead, "read directory: %v", err)
 		}
 	}
-	// The last byte: a truncated copy fails here, not mid-query.
-	var last [1]byte
-	if err := store.PreadFull(fd, last[:], int64(want.Size)-1); err != nil {
-		return nil, store.Corruptf(path, int64(want.Size)-1, "read last byte: %v", err)
+	// The size is the header's: a truncated copy fails the read of its
+	// missing bytes (an error, never rows).
+	d, err := store.CheckCluHead(path, b, want, want.Size)
+	if err != nil {
+		return nil, err
 	}
-	return store.CheckCluHead(path, b, want, want.Size)
+	return slices.Clone(d), nil
 }
 
 // run is the clustered positions [first, end) of symbol id's rows, or

@@ -22,7 +22,8 @@ import (
 // fresh reader (fresh mappings: every page is a first touch) serves each
 // batch of 8 windows at random places; only the windows are timed.
 // TICKDB_BENCH_CLU_ROWS sets the rows (default 4M: 8 segments of 16 MiB,
-// 100 symbols).
+// 100 symbols), TICKDB_BENCH_CLU_SEG the segment size in MiB (the
+// writer's default, 64, with 20M rows is the shape of tickdb bench).
 //
 //	go test -run '^$' -bench HotWindow -count 5 ./reader | tee clu.txt; benchstat clu.txt
 func BenchmarkHotWindow(b *testing.B) {
@@ -30,10 +31,15 @@ func BenchmarkHotWindow(b *testing.B) {
 	if s := os.Getenv("TICKDB_BENCH_CLU_ROWS"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
+	seg := int64(16 << 20)
+	if s := os.Getenv("TICKDB_BENCH_CLU_SEG"); s != "" {
+		mib, _ := strconv.Atoi(s)
+		seg = int64(mib) << 20
+	}
 	db := b.TempDir()
 	live := testutil.LiveDir(b)
 	const nsym = 100
-	w, err := writer.Open(db, "t", &writer.Options{Schema: store.TickSchema(), SegmentSize: 16 << 20, LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{Schema: store.TickSchema(), SegmentSize: seg, LiveDir: live})
 	if err != nil {
 		b.Fatal(err)
 	}

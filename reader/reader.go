@@ -55,6 +55,7 @@ type Reader struct {
 	slots   []slotMap
 	segs    []segView // by segment number
 	clus    []cluView // clustered hot copies, by segment number (clu.go)
+	cluHead []byte    // buffer of a clustered copy's header and directory
 	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
 	visible uint64    // last loaded published count
 	first   uint64    // last loaded first row (retention deletes below it)

@@ -191,6 +191,13 @@ func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
 // only the symbol's blocks whose ts range meets the window, into the
 // iterator's own buffers. Such a row stays valid until the iterator
 // decodes its next block (or is repositioned); copy what you keep.
+//
+// In a hot segment (sealed, durable, still in shared memory) that has a
+// clustered copy (docs/FORMAT.md §13) it does not use the postings
+// either: it reads the symbol's rows of the window from the copy, where
+// they are contiguous, into the iterator's own buffers, 2,048 rows at a
+// time, each checked against its seq. Such a row stays valid until the
+// iterator reads its next 2,048 rows (or is repositioned).
 func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if r.closed {
 		return ErrClosed

@@ -34,7 +34,11 @@ type Options struct {
 // The exception: RangeSym over a segment compressed in the clustered
 // format (cseg version 2) decodes the symbol's blocks into the iterator's
 // own buffers, so such a row is valid until that iterator decodes its next
-// block or is repositioned.
+// block or is repositioned. Likewise RangeSym over a hot segment that has
+// a clustered copy (the writer's seg-N.clu, docs/FORMAT.md §13) reads the
+// symbol's rows into the iterator's own buffers, 2,048 at a time: such a
+// row is valid until that iterator reads its next 2,048 rows or is
+// repositioned.
 type Reader struct {
 	dir     string
 	ctl     *index.Ctl

@@ -336,11 +336,64 @@ func TestCluLeftovers(t *testing.T) {
 	}
 }
 
+// TestCluKillMidBuild kills the writer (SIGKILL) while its checkpointer
+// writes a clustered copy (a .tmp file is there); the next writer's open
+// removes the temporary file and every copy of a segment not hot, and the
+// table answers RangeSym as it answers Get.
+func TestCluKillMidBuild(t *testing.T) {
+	db, live := testutil.DB(t)
+	rps := 1 << 16 // 2 MiB segments: a copy takes a while to write
+	c := testutil.StartChild(t, "TestChildCluWriter", cluWriterChild, &testutil.ChildOptions{Env: []string{
+		"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_ROWS=" + fmt.Sprint(rps/2), "TICKDB_RPS=" + fmt.Sprint(rps),
+	}})
+	c.Expect(t, "synced", time.Minute, nil)
+	if err := c.Send("forever"); err != nil {
+		t.Fatal(err)
+	}
+	caught := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !caught; {
+		if _, tmps := cluFiles(t, live); tmps > 0 {
+			caught = true
+		}
+	}
+	c.Kill()
+	segs, tmps := cluFiles(t, live)
+	t.Logf("killed with a copy being written: %v; left copies of %v and %d temporary files", caught, segs, tmps)
+	w, err := writer.Open(db, "t", cluOptions(live, rps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	after, tmps := cluFiles(t, live)
+	if tmps != 0 {
+		t.Fatalf("after reopen: %d temporary files", tmps)
+	}
+	if len(after) == 0 {
+		after = waitClus(t, db, "t", live) // the new writer makes them
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(after)) > st.Hot.Segments {
+		t.Fatalf("after reopen: copies of %v, %d hot segments", after, st.Hot.Segments)
+	}
+	m := cluModel(t, db, live, 3)
+	m.nsym = 3 // the child's symbols, all used
+	clCheckSym(t, db, live, m, rand.New(rand.NewPCG(11, 11)))
+}
+
 const cluWriterChild = "clu-writer"
 
-// TestChildCluWriter is the writer of TestCluLeftovers and
-// TestCluCrossProcess: it appends TICKDB_ROWS rows (more on each "more N"
-// command), syncs, says so and waits to be killed.
+// TestChildCluWriter is the writer of TestCluLeftovers,
+// TestCluCrossProcess and TestCluKillMidBuild: it appends TICKDB_ROWS rows
+// (more on each "more N" command, without end after "forever"), syncs,
+// says so and waits to be killed.
 func TestChildCluWriter(t *testing.T) {
 	testutil.ChildRole(t, cluWriterChild)
 	db, live := testutil.EnvString(t, "TICKDB_DB"), testutil.EnvString(t, "TICKDB_LIVE")
@@ -359,6 +412,11 @@ func TestChildCluWriter(t *testing.T) {
 	}
 	testutil.Report("synced")
 	for cmd := range testutil.Commands() {
+		if cmd == "forever" {
+			for {
+				ts = cluAppend(t, w, rng, rps/4, 3, ts)
+			}
+		}
 		var n int
 		if _, err := fmt.Sscanf(cmd, "more %d", &n); err == nil {
 			ts = cluAppend(t, w, rng, n, 3, ts)

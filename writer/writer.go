@@ -110,6 +110,12 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 	go w.prep.run()
 	go w.ck.run()
 	w.prep.wake()
+	if w.cluEnabled() {
+		// Hot segments recovered warm may lack their clustered copies
+		// (a writer killed before it made them): the checkpointer makes
+		// them now rather than at the next seal.
+		w.ck.wake()
+	}
 	w.log.Info("writer: open", "table", name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
 	return w, nil
 }

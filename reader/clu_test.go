@@ -173,6 +173,10 @@ func TestCluMatchesRaw(t *testing.T) {
 			t.Logf("segments %v compressed, copies of %v (not %d)", zVersions(t, db, 4), segs[:len(segs)-1], last)
 			m := cluModel(t, db, live, nsym)
 			clCheckSym(t, db, live, m, rng)
+			rep, err := reader.Verify(db, "t", nil)
+			if err != nil || rep.Clustered == 0 {
+				t.Fatalf("verify: %+v, %v; want clustered copies checked", rep, err)
+			}
 		})
 	}
 }
@@ -291,6 +295,9 @@ func TestCluDamaged(t *testing.T) {
 				t.Fatalf("flip at %d: %v; want a corruption error naming %s", off, got, path)
 			}
 			t.Logf("flip at %d: %v", off, got)
+			if _, err := reader.Verify(db, "t", nil); !errors.As(err, &ce) || ce.Path != path {
+				t.Fatalf("verify, flip at %d: %v; want a corruption error naming %s", off, err, path)
+			}
 		})
 	}
 }

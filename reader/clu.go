@@ -41,6 +41,7 @@ type cluView struct {
 	rowsOff uint64
 	idxOff  uint64
 	word    [4]byte // idxAt's buffer
+	serial  uint64  // which open of the reader's (an iterator checks it)
 }
 
 const (
@@ -96,8 +97,33 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	}
 	h.NSym = len(d) / store.CluDirEntry
 	h.CluLayout()
-	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff}
+	r.cluSerial++
+	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff, serial: r.cluSerial}
 	return c, nil
+}
+
+// sweepClus closes, once the writer's change counter moved, the copies
+// of segments that are no longer hot (their slot holds another segment):
+// the writer has removed them, and an open descriptor would keep their
+// memory for as long as the reader lives. An iterator reading one finds
+// it closed at its next read and goes on through the postings.
+func (r *Reader) sweepClus() {
+	g := r.ctl.CluGen()
+	if g == r.cluSwept {
+		return
+	}
+	r.cluSwept = g
+	for n := range r.clus {
+		c := &r.clus[n]
+		if c.state != cluOpen {
+			continue
+		}
+		if gen, seg := r.ctl.Slot(n % len(r.slots)); gen != 0 && seg == uint64(n) {
+			continue
+		}
+		store.CloseFD(c.fd)
+		*c = cluView{state: cluMissing, at: g}
+	}
 }
 
 // readCluHead reads and checks the header and directory of the clustered
@@ -235,7 +261,7 @@ func (it *Iter) enterClu(c *cluView, n, lo, hi uint64) (bool, error) {
 		return false, err
 	}
 	it.cp, it.cend, it.cbase = p0, p1, base
-	it.cbuf, it.cbufEnd, it.cprev = p0, p0, -1
+	it.cbuf, it.cbufEnd, it.cprev, it.cserial = p0, p0, -1, c.serial
 	return true, nil
 }
 
@@ -274,6 +300,15 @@ func (it *Iter) nextC() bool {
 	for it.cp < it.cend {
 		p := it.cp
 		if p >= it.cbufEnd {
+			if v := &r.clus[it.symSeg]; v.state != cluOpen || v.serial != it.cserial {
+				// Closed by a sweep (the segment is no longer hot): the
+				// rest of the segment through the postings.
+				it.c, it.resume = nil, it.cbase+uint64(it.cprev+1)
+				if err := it.enterSeg(it.symSeg); err != nil {
+					it.err = err
+				}
+				return false
+			}
 			if err := it.fillC(); err != nil {
 				it.err = err
 				return false

@@ -569,3 +569,70 @@ func TestCluCrossProcess(t *testing.T) {
 	t.Logf("%d query rounds, %d rows kept, copies now of %v", queries, len(keep), segs)
 	c.Kill()
 }
+
+// TestCluSweep: a reader closes the copies of segments no longer hot once
+// the writer's change counter moves; an iterator reading one of them
+// goes on through the postings, with the same rows.
+func TestCluSweep(t *testing.T) {
+	db, live := testutil.DB(t)
+	rps := 1 << 13 // a symbol's run longer than an iterator reads at a time
+	w, err := writer.Open(db, "t", cluOptions(live, rps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for k := range 3 {
+		w.SymbolString(fmt.Sprintf("S%d", k))
+	}
+	rng := rand.New(rand.NewPCG(13, 13))
+	ts := cluAppend(t, w, rng, 5*rps+10, 3, 1_700_000_000_000_000_000)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	segs := waitClus(t, db, "t", live)
+	m := cluModel(t, db, live, 3)
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// it1 reads the first rows of symbol 1 in the oldest hot segment.
+	from := m.ts[int(segs[0])*rps-int(r.First())]
+	var it1, it2 reader.Iter
+	if err := r.RangeSym(from, m.ts[len(m.ts)-1]+1, 1, &it1); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for range 10 {
+		if !it1.Next() {
+			t.Fatal(it1.Err())
+		}
+		got = append(got, it1.Seq())
+	}
+	// The writer moves on past every hot slot; a new query sweeps.
+	cluAppend(t, w, rng, 8*rps, 3, ts)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if after := waitClus(t, db, "t", live); after[0] <= segs[len(segs)-1] {
+		t.Fatalf("copies of %v after the writer moved on from %v", after, segs)
+	}
+	if err := r.RangeSym(from, from+1, 0, &it2); err != nil {
+		t.Fatal(err)
+	}
+	for it1.Next() {
+		got = append(got, it1.Seq())
+	}
+	if it1.Err() != nil {
+		t.Fatal(it1.Err())
+	}
+	var want []uint64
+	for q := range m.ts {
+		if m.sym[q] == 1 && m.ts[q] >= from {
+			want = append(want, r.First()+uint64(q))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows of symbol 1 across the sweep: %d, want %d", len(got), len(want))
+	}
+}

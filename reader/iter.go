@@ -160,7 +160,11 @@ type Iter struct {
 	ilo, ihi        uint64
 	cbuf, cbufEnd   uint64
 	cprev           int64
-	cidx, crows     []byte
+	cserial         uint64 // the copy's open (cluView.serial): closed since if it differs
+	// resume is the first seq not yet read when a copy closed under the
+	// iterator (the rest of its segment is read through the postings).
+	resume      uint64
+	cidx, crows []byte
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -229,6 +233,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	r.sweepClus()
 	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
 		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 	return it.enterSeg(a >> r.shift)
@@ -260,7 +265,7 @@ func (it *Iter) exactBounds() error {
 func (it *Iter) enterSeg(n uint64) error {
 	r := it.r
 	for {
-		lo := max(it.a, n<<r.shift)
+		lo := max(it.a, n<<r.shift, it.resume)
 		if lo >= it.end {
 			it.done = true
 			return nil
@@ -313,7 +318,7 @@ func (it *Iter) enterSeg(n uint64) error {
 		if err := it.exactBounds(); err != nil {
 			return err
 		}
-		if lo = max(it.a, n<<r.shift); lo >= it.end {
+		if lo = max(it.a, n<<r.shift, it.resume); lo >= it.end {
 			it.done = true
 			return nil
 		}

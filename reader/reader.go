@@ -60,11 +60,14 @@ type Reader struct {
 	segs    []segView // by segment number
 	clus    []cluView // clustered hot copies, by segment number (clu.go)
 	cluHead []byte    // buffer of a clustered copy's header and directory
-	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
-	visible uint64    // last loaded published count
-	first   uint64    // last loaded first row (retention deletes below it)
-	boot    [16]byte  // this machine's boot id
-	closed  bool
+	// cluSerial counts clustered copies opened; cluSwept is the ctl
+	// change counter at the last sweep (sweepClus).
+	cluSerial, cluSwept uint64
+	zlast               uint64   // 1 + the compressed segment whose block Get decoded last (0: none)
+	visible             uint64   // last loaded published count
+	first               uint64   // last loaded first row (retention deletes below it)
+	boot                [16]byte // this machine's boot id
+	closed              bool
 }
 
 type viewKind uint8

@@ -89,7 +89,7 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 		clear(seen)
 		for k := range c.nsym {
 			id, pos, count := store.CluDirEntryAt(c.dir, k)
-			it.id, it.c, it.ilo, it.ihi = id, c, 0, 0
+			it.id, it.c, it.ilo, it.ihi, it.symSeg, it.cserial = id, c, 0, 0, n, c.serial
 			if cap(it.cidx) < 4*cluIdxMax {
 				it.cidx = make([]byte, 4*cluIdxMax)
 			}

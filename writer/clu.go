@@ -47,7 +47,9 @@ func (w *Writer) buildClus() error {
 	}
 	for _, s := range w.slots {
 		gen, seg := w.ctl.Slot(s.i)
-		if gen == 0 || s.clu == seg+1 || s.b == nil || s.ready.Load() != seg+1 {
+		// ready first: the preparer maps the slot (s.b, s.rows) before it
+		// stores ready, so the load orders the reads of both after it.
+		if gen == 0 || s.ready.Load() != seg+1 || s.clu == seg+1 {
 			continue
 		}
 		if seg >= w.ctl.DurableSegs() || seg < w.ctl.CmpSegs() || (seg+1)<<w.shift <= w.ctl.FirstSeq() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -75,8 +76,10 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	}
 	// The counter first: a copy made after this load bumps it again.
 	at := r.ctl.CluGen()
+	// No writer, no live directory: a clean close removed it (copies
+	// included), so no open per segment to find that out.
 	dir := r.liveDirPath()
-	if dir == "" {
+	if dir == "" || r.ctl.State() == index.StateClosed {
 		c.state, c.at = cluMissing, at
 		return nil, nil
 	}

@@ -73,6 +73,7 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 	}
 	R, rs := r.mask+1, r.rowSize
 	seen := make([]uint64, (R+63)/64)
+	want := make([]byte, rs)
 	var it Iter
 	it.r = r
 	for n := max(first>>r.shift, r.ctl.CmpSegs()); n < r.ctl.DurableSegs() && (n+1)<<r.shift <= vis; n++ {
@@ -110,8 +111,9 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 				seq := n<<r.shift + uint64(i)
 				j := p - it.cbuf
 				row := it.crows[j*rs : (j+1)*rs]
-				want, err := r.Get(seq)
-				if err != nil {
+				// A copy, checked against recycling (the row's slot can be
+				// recycled while this runs).
+				if err := r.ReadRow(seq, want); err != nil {
 					return err
 				}
 				if string(row) != string(want) || le.Uint32(row[r.symOff:]) != id {
@@ -170,6 +172,7 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 }
 
 func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(done, total uint64)) error {
+	buf := make([]byte, r.rowSize)
 	prev := int64(-1 << 63)
 	nsym := uint32(r.syms.Len())
 	lastSeg := ^uint64(0)
@@ -186,8 +189,14 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			}
 		}
 		if !store.Valid(seq, row) {
-			path, off := r.rowPlace(seq)
-			return store.Corruptf(path, off, "row %d fails its check", seq)
+			// A live slot recycled under the view (a writer ahead of a slow
+			// verify by its hot slots): the row is in its durable file now.
+			// ReadRow copies and re-checks the generation.
+			if err := r.ReadRow(seq, buf); err != nil || !store.Valid(seq, buf) {
+				path, off := r.rowPlace(seq)
+				return store.Corruptf(path, off, "row %d fails its check", seq)
+			}
+			row = buf
 		}
 		ts := row.Ts()
 		if ts < prev {
@@ -250,10 +259,11 @@ func (r *Reader) verifyTimeIndex(first, vis uint64, rep *VerifyReport) error {
 	if !r.ts.Covers(kmax + 1) {
 		return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
 	}
+	row := store.Row(make([]byte, r.rowSize))
 	for k := (first + 1<<r.sshift - 1) >> r.sshift; k <= kmax; k++ {
 		seq := k << r.sshift
-		row, err := r.Get(seq)
-		if err != nil {
+		// ReadRow: a copy checked against a slot recycled meanwhile.
+		if err := r.ReadRow(seq, row); err != nil {
 			return fmt.Errorf("row %d: %w", seq, err)
 		}
 		if got := r.ts.At(k); got != row.Ts() {
@@ -283,12 +293,13 @@ func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) err
 	}
 	var total uint64
 	var syms []uint32
+	row := make([]byte, r.rowSize)
 	for base := s.FirstSeq &^ r.mask; base < vis; base += r.mask + 1 {
 		end := min(base+r.mask+1, vis)
 		syms = syms[:0]
 		for seq := max(base, s.FirstSeq); seq < end; seq++ {
-			row, err := r.Get(seq)
-			if err != nil {
+			// ReadRow: a copy checked against a slot recycled meanwhile.
+			if err := r.ReadRow(seq, row); err != nil {
 				return fmt.Errorf("row %d: %w", seq, err)
 			}
 			syms = append(syms, le.Uint32(row[r.symOff:]))

@@ -45,6 +45,7 @@ const (
 	offCkSymCount  = 4256
 	offFlushes     = 4264
 	offCmpSegs     = 4272
+	offCluGen      = 4280
 	offPostFloor   = 4288
 	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}, up
 	// to the live directory's offset.
@@ -215,6 +216,15 @@ func (c *Ctl) DurableSegs() uint64 { return store.LoadAcquire64(c.b, offDurableS
 // CmpSegs is the compaction mark: segments below it (and at or past the
 // first row's) are compressed files (store.ZSegPath), the others raw.
 func (c *Ctl) CmpSegs() uint64 { return store.LoadAcquire64(c.b, offCmpSegs) }
+
+// CluGen counts the clustered hot copies (seg-N.clu in the live
+// directory) created and removed: a reader that found a copy missing
+// looks again only once it has changed. Preparer and checkpointer.
+func (c *Ctl) CluGen() uint64 { return store.LoadAcquire64(c.b, offCluGen) }
+
+// BumpCluGen records that a clustered copy was created or removed (after
+// the rename or unlink). Writer goroutines only.
+func (c *Ctl) BumpCluGen() { store.AddRelease64(c.b, offCluGen, 1) }
 
 // SetCmpSegs publishes the compaction mark, after the compressed file of
 // segment n-1 is durable and before its raw file is removed. Writer (its

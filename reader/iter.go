@@ -149,6 +149,22 @@ type Iter struct {
 	zi       int
 	zrows    []byte
 	zseqs    []uint64
+	// Symbol mode in a clustered hot copy (c non-nil, clu.go): clustered
+	// positions [cp, cend) of the symbol's run are still to read; row
+	// index i of the segment is seq cbase+i. The index words of positions
+	// [ilo, ihi) are in cidx, the rows of [cbuf, cbufEnd) in crows (the
+	// iterator's own buffers); cprev is the last row index read (-1:
+	// none yet).
+	c               *cluView
+	cp, cend, cbase uint64
+	ilo, ihi        uint64
+	cbuf, cbufEnd   uint64
+	cprev           int64
+	cserial         uint64 // the copy's open (cluView.serial): closed since if it differs
+	// resume is the first seq not yet read when a copy closed under the
+	// iterator (the rest of its segment is read through the postings).
+	resume      uint64
+	cidx, crows []byte
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -161,13 +177,13 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 	return nil
 }
 
 // RangeSeq positions it over rows [a, b) by sequence number.
 func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0]}
+	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 }
 
 // RangeSym positions it over the rows of symbol id with from <= ts < to.
@@ -179,6 +195,13 @@ func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
 // only the symbol's blocks whose ts range meets the window, into the
 // iterator's own buffers. Such a row stays valid until the iterator
 // decodes its next block (or is repositioned); copy what you keep.
+//
+// In a hot segment (sealed, durable, still in shared memory) that has a
+// clustered copy (docs/FORMAT.md §13) it does not use the postings
+// either: it reads the symbol's rows of the window from the copy, where
+// they are contiguous, into the iterator's own buffers, 2,048 rows at a
+// time, each checked against its seq. Such a row stays valid until the
+// iterator reads its next 2,048 rows (or is repositioned).
 func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if r.closed {
 		return ErrClosed
@@ -210,8 +233,9 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	r.sweepClus()
 	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
-		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0]}
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
 	return it.enterSeg(a >> r.shift)
 }
 
@@ -241,13 +265,13 @@ func (it *Iter) exactBounds() error {
 func (it *Iter) enterSeg(n uint64) error {
 	r := it.r
 	for {
-		lo := max(it.a, n<<r.shift)
+		lo := max(it.a, n<<r.shift, it.resume)
 		if lo >= it.end {
 			it.done = true
 			return nil
 		}
 		it.symSeg = n
-		it.z = nil
+		it.z, it.c = nil, nil
 		if n < r.ctl.CmpSegs() {
 			v, err := r.view(n)
 			if err != nil {
@@ -279,10 +303,29 @@ func (it *Iter) enterSeg(n uint64) error {
 				return nil
 			}
 		}
+		// A sealed segment, not compressed: through its clustered hot
+		// copy, if the writer made one (the symbol's rows in one run).
+		if n >= r.ctl.CmpSegs() && n < r.ctl.DurableSegs() {
+			c, err := r.cluFor(n)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				ok, err := it.enterClu(c, n, lo, min(it.end, (n+1)<<r.shift))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					n++
+					continue
+				}
+				return nil
+			}
+		}
 		if err := it.exactBounds(); err != nil {
 			return err
 		}
-		if lo = max(it.a, n<<r.shift); lo >= it.end {
+		if lo = max(it.a, n<<r.shift, it.resume); lo >= it.end {
 			it.done = true
 			return nil
 		}
@@ -422,6 +465,15 @@ func (it *Iter) next() bool {
 		for {
 			if it.done {
 				return false
+			}
+			if it.c != nil {
+				if it.nextC() {
+					return true
+				}
+				if it.err != nil {
+					return false
+				}
+				continue
 			}
 			if it.z != nil {
 				if it.nextZ() {

@@ -34,7 +34,11 @@ type Options struct {
 // The exception: RangeSym over a segment compressed in the clustered
 // format (cseg version 2) decodes the symbol's blocks into the iterator's
 // own buffers, so such a row is valid until that iterator decodes its next
-// block or is repositioned.
+// block or is repositioned. Likewise RangeSym over a hot segment that has
+// a clustered copy (the writer's seg-N.clu, docs/FORMAT.md §13) reads the
+// symbol's rows into the iterator's own buffers, 2,048 at a time: such a
+// row is valid until that iterator reads its next 2,048 rows or is
+// repositioned.
 type Reader struct {
 	dir     string
 	ctl     *index.Ctl
@@ -55,11 +59,16 @@ type Reader struct {
 	slots   []slotMap
 	segs    []segView // by segment number
 	retired [][]byte  // raw mappings of segments read compressed since (remapCompressed)
-	zlast   uint64    // 1 + the compressed segment whose block Get decoded last (0: none)
-	visible uint64    // last loaded published count
-	first   uint64    // last loaded first row (retention deletes below it)
-	boot    [16]byte  // this machine's boot id
-	closed  bool
+	clus    []cluView // clustered hot copies, by segment number (clu.go)
+	cluHead []byte    // buffer of a clustered copy's header and directory
+	// cluSerial counts clustered copies opened; cluSwept is the ctl
+	// change counter at the last sweep (sweepClus).
+	cluSerial, cluSwept uint64
+	zlast               uint64   // 1 + the compressed segment whose block Get decoded last (0: none)
+	visible             uint64   // last loaded published count
+	first               uint64   // last loaded first row (retention deletes below it)
+	boot                [16]byte // this machine's boot id
+	closed              bool
 }
 
 type viewKind uint8
@@ -200,6 +209,12 @@ func (r *Reader) Close() error {
 		errs = append(errs, store.Unmap(b))
 	}
 	r.retired = nil
+	for i := range r.clus {
+		if c := &r.clus[i]; c.state == cluOpen {
+			errs = append(errs, store.CloseFD(c.fd))
+		}
+	}
+	r.clus = nil
 	for i := range r.slots {
 		errs = append(errs, store.Unmap(r.slots[i].b))
 	}

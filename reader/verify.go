@@ -20,6 +20,7 @@ type VerifyReport struct {
 	// compressed segments, whose postings entries were dropped (their
 	// segments' directories are checked with their rows instead).
 	Compacted uint64
+	Clustered uint64 // clustered hot copies (seg-N.clu) checked
 }
 
 // Verify checks table name read-only, without any lock, so it is safe while
@@ -59,7 +60,74 @@ func Verify(db, name string, progress func(done, total uint64)) (VerifyReport, e
 	if err := r.verifyPostings(snap, vis, &rep); err != nil {
 		return rep, err
 	}
+	if err := r.verifyClus(snap.FirstSeq, vis, &rep); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// verifyClus checks the clustered hot copies of the sealed, not
+// compressed segments below vis: header and directory (on open), then
+// every position: its row index ascends within its symbol's run and names
+// each row of the segment once, and its row is the table's row of that
+// seq, byte for byte, with the run's symbol.
+func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
+	if r.symOff < 0 {
+		return nil
+	}
+	R, rs := r.mask+1, r.rowSize
+	seen := make([]uint64, (R+63)/64)
+	want := make([]byte, rs)
+	var it Iter
+	it.r = r
+	for n := max(first>>r.shift, r.ctl.CmpSegs()); n < r.ctl.DurableSegs() && (n+1)<<r.shift <= vis; n++ {
+		if n<<r.shift < first {
+			continue
+		}
+		c, err := r.cluFor(n)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			continue
+		}
+		clear(seen)
+		for k := range c.nsym {
+			id, pos, count := store.CluDirEntryAt(c.dir, k)
+			it.id, it.c, it.ilo, it.ihi, it.symSeg, it.cserial = id, c, 0, 0, n, c.serial
+			if cap(it.cidx) < 4*cluIdxMax {
+				it.cidx = make([]byte, 4*cluIdxMax)
+			}
+			it.cp, it.cend, it.cbuf, it.cbufEnd, it.cprev = pos, pos+count, pos, pos, -1
+			for p := pos; p < pos+count; p++ {
+				if p >= it.cbufEnd {
+					it.cp = p
+					if err := it.fillC(); err != nil {
+						return err
+					}
+				}
+				i := le.Uint32(it.cidx[4*(p-it.ilo):])
+				if uint64(i) >= R || int64(i) <= it.cprev || seen[i/64]&(1<<(i%64)) != 0 {
+					return store.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d (after row %d; named before: %v)", p, i, it.cprev, uint64(i) < R && seen[i/64]&(1<<(i%64)) != 0)
+				}
+				seen[i/64] |= 1 << (i % 64)
+				it.cprev = int64(i)
+				seq := n<<r.shift + uint64(i)
+				j := p - it.cbuf
+				row := it.crows[j*rs : (j+1)*rs]
+				// A copy, checked against recycling (the row's slot can be
+				// recycled while this runs).
+				if err := r.ReadRow(seq, want); err != nil {
+					return err
+				}
+				if string(row) != string(want) || le.Uint32(row[r.symOff:]) != id {
+					return store.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d differs from row %d of the table (symbol %d)", p, seq, id)
+				}
+			}
+		}
+		rep.Clustered++
+	}
+	return nil
 }
 
 func (r *Reader) checkCtl(s index.Snap) error {
@@ -108,6 +176,7 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 }
 
 func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(done, total uint64)) error {
+	buf := make([]byte, r.rowSize)
 	prev := int64(-1 << 63)
 	nsym := uint32(r.syms.Len())
 	lastSeg := ^uint64(0)
@@ -127,8 +196,14 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			}
 		}
 		if !store.Valid(seq, row) {
-			path, off := r.rowPlace(seq)
-			return store.Corruptf(path, off, "row %d fails its check", seq)
+			// A live slot recycled under the view (a writer ahead of a slow
+			// verify by its hot slots): the row is in its durable file now.
+			// ReadRow copies and re-checks the generation.
+			if err := r.ReadRow(seq, buf); err != nil || !store.Valid(seq, buf) {
+				path, off := r.rowPlace(seq)
+				return store.Corruptf(path, off, "row %d fails its check", seq)
+			}
+			row = buf
 		}
 		ts := row.Ts()
 		if ts < prev {
@@ -191,10 +266,11 @@ func (r *Reader) verifyTimeIndex(first, vis uint64, rep *VerifyReport) error {
 	if !r.ts.Covers(kmax + 1) {
 		return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
 	}
+	row := store.Row(make([]byte, r.rowSize))
 	for k := (first + 1<<r.sshift - 1) >> r.sshift; k <= kmax; k++ {
 		seq := k << r.sshift
-		row, err := r.Get(seq)
-		if err != nil {
+		// ReadRow: a copy checked against a slot recycled meanwhile.
+		if err := r.ReadRow(seq, row); err != nil {
 			return fmt.Errorf("row %d: %w", seq, err)
 		}
 		if got := r.ts.At(k); got != row.Ts() {
@@ -232,11 +308,12 @@ func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) err
 	floor := max(s.FirstSeq, min(r.ctl.PostFloor(), vis))
 	var total uint64
 	var syms []uint32
-	row := r.schema.NewRow()
+	row := make([]byte, r.rowSize)
 	for base := s.FirstSeq &^ r.mask; base < vis; base += r.mask + 1 {
 		end := min(base+r.mask+1, vis)
 		syms = syms[:0]
 		for seq := max(base, s.FirstSeq); seq < end; seq++ {
+			// ReadRow: a copy checked against a slot recycled meanwhile.
 			if err := r.ReadRow(seq, row); err != nil {
 				return fmt.Errorf("row %d: %w", seq, err)
 			}

@@ -36,3 +36,7 @@ func Words(b []byte) []uint64 {
 	}
 	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
+
+// AddRelease64 adds d to the word at b[off:] atomically and returns the new
+// value: for a counter more than one goroutine of the writer bumps.
+func AddRelease64(b []byte, off int, d uint64) uint64 { return atomic.AddUint64(word(b, off), d) }

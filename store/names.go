@@ -26,6 +26,7 @@ const (
 	MagicPost = "TICKPST\x00"
 	MagicSeg  = "TICKSEG\x00" // durable segment
 	MagicLive = "TICKLIV\x00" // live (tmpfs) segment slot
+	MagicClu  = "TICKCLU\x00" // clustered hot copy of a sealed segment
 )
 
 // SegName is the durable segment file name for segment n.
@@ -40,6 +41,28 @@ func ZSegName(n uint64) string { return fmt.Sprintf("seg-%010d.zdat", n) }
 
 // ZSegPath is the compressed segment path for segment n of the table at dir.
 func ZSegPath(dir string, n uint64) string { return filepath.Join(dir, ZSegName(n)) }
+
+// CluName is the clustered hot copy of segment n (in the live directory).
+func CluName(n uint64) string { return fmt.Sprintf("seg-%010d.clu", n) }
+
+// CluPath is the clustered hot copy path for segment n in live directory dir.
+func CluPath(dir string, n uint64) string { return filepath.Join(dir, CluName(n)) }
+
+// CluTmpSuffix ends the name a clustered copy is written under before it is
+// renamed into place (CluName(n) + CluTmpSuffix).
+const CluTmpSuffix = ".tmp"
+
+// ParseCluName returns n for a name CluName(n) (tmp false) or CluName(n) +
+// CluTmpSuffix (tmp true); ok is false for any other name.
+func ParseCluName(name string) (n uint64, tmp, ok bool) {
+	if len(name) > len(CluTmpSuffix) && name[len(name)-len(CluTmpSuffix):] == CluTmpSuffix {
+		name, tmp = name[:len(name)-len(CluTmpSuffix)], true
+	}
+	if _, err := fmt.Sscanf(name, "seg-%010d.clu", &n); err != nil || name != CluName(n) {
+		return 0, false, false
+	}
+	return n, tmp, true
+}
 
 // SlotName is the live segment slot file name for slot i.
 func SlotName(i int) string { return fmt.Sprintf("slot-%02d.live", i) }

@@ -83,6 +83,12 @@ func (c *checkpointer) run() {
 			w.log.Error("writer: compaction failed", "table", w.name, "err", err)
 			continue
 		}
+		// Clustered copies of the hot segments sealed since (clu.go). A
+		// failure (tmpfs full) costs readers only the faster path: logged,
+		// not fatal.
+		if err := w.buildClus(); err != nil {
+			w.log.Warn("writer: clustered copy failed", "table", w.name, "err", err)
+		}
 		// The postings of rows compacted before the previous pass: a
 		// reader that saw the mark before it moved has had a checkpoint's
 		// time to finish with them.

@@ -173,6 +173,11 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 	if err := w.ensureDurableFile(seg); err != nil {
 		return false, err
 	}
+	if held != 0 {
+		// The segment leaving the slot is no longer hot: its clustered
+		// copy goes with it (a reader that mapped it keeps its bytes).
+		w.removeClu(held - 1)
+	}
 	w.assignSlot(s, seg, 0)
 	s.ready.Store(seg + 1)
 	return true, nil

@@ -21,6 +21,9 @@ type liveSlot struct {
 	// (MADV_POPULATE_WRITE); the rest of the slot may be holes. Preparer
 	// only (and the open path, before the preparer starts).
 	popLo, popHi uint64
+	// clu is segNo+1 of the segment whose clustered copy the checkpointer
+	// wrote from this slot, 0 for none (checkpointer and open path only).
+	clu uint64
 }
 
 // shared holds the counters and hand-off words between the goroutines.

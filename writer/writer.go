@@ -76,6 +76,8 @@ type Writer struct {
 	// the lock is still held; closeRes is its result.
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
+
+	clu cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -111,6 +113,12 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 	go w.prep.run()
 	go w.ck.run()
 	w.prep.wake()
+	if w.cluEnabled() {
+		// Hot segments recovered warm may lack their clustered copies
+		// (a writer killed before it made them): the checkpointer makes
+		// them now rather than at the next seal.
+		w.ck.wake()
+	}
 	w.log.Info("writer: open", "table", name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
 	return w, nil
 }
@@ -224,6 +232,9 @@ func (w *Writer) open() error {
 	w.setStrideStop()
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
+	}
+	if err := w.cleanClus(true); err != nil {
+		return fmt.Errorf("writer: table %s: %w", w.name, err)
 	}
 	return nil
 }
@@ -776,6 +787,9 @@ func (w *Writer) checkpoint(visible uint64) error {
 }
 
 func (w *Writer) removeLive() error {
+	if err := w.cleanClus(false); err != nil {
+		return err
+	}
 	for _, s := range w.slots {
 		w.ctl.SetSlot(s.i, 0, 0)
 	}

@@ -186,7 +186,11 @@ func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
 			err = e
 		}
 	}()
-	if err := x.warmUp(w); err != nil {
+	slots, err := slotCount(dir)
+	if err != nil {
+		return err
+	}
+	if err := x.warmUp(w, slots); err != nil {
 		return err
 	}
 	h := x.hist(metric, TickDB)
@@ -230,18 +234,31 @@ func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
 // appendSegment is the segment size of the append measurements.
 const appendSegment = 8 << 20
 
-// warmUp appends rows through every live slot once (4 segments, dated
+// slotCount is the live slots of the table in dir (the live ones and the
+// hot ones).
+func slotCount(dir string) (int, error) {
+	r, err := reader.Open(dir, Table, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	return st.LiveSlots, err
+}
+
+// warmUp appends rows through every live slot once (a segment each, dated
 // just before the data set), so the timed appends that follow run on
-// resident slots, as a writer does in steady state, like the raw store
+// resident slots, as a writer does in steady state (a writer with a hot
+// budget recycles a slot after that many segments), like the raw store
 // limit they are compared with.
-func (x *run) warmUp(w *writer.Writer) error {
+func (x *run) warmUp(w *writer.Writer, slots int) error {
 	const batch = 64
 	b := make([]byte, 32*batch)
 	copy(b, x.rows)
 	for i := 0; i < batch; i++ {
 		binary.LittleEndian.PutUint64(b[32*i:], uint64(x.d.First()-1))
 	}
-	for n := 0; n < 4*appendSegment/32; n += batch {
+	for n := 0; n < slots*appendSegment/32; n += batch {
 		if _, _, err := w.AppendBatch(b); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}

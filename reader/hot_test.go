@@ -2,6 +2,7 @@ package reader_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -140,17 +141,11 @@ func TestChildHotReader(t *testing.T) {
 		testutil.ChildFatalf(t, "open: %v", err)
 	}
 	defer r.Close()
+	if err := readRows(r, from, to); err != nil {
+		testutil.ChildFatalf(t, "hot rows: %v", err)
+	}
 	g := testutil.NewSeqRows()
 	names := testutil.NewSymCache(r.Symbol)
-	buf := make(store.Row, g.Schema.RowSize)
-	for seq := from; seq < to; seq++ {
-		if err := r.ReadRow(seq, buf); err != nil {
-			testutil.ChildFatalf(t, "row %d (hot): %v", seq, err)
-		}
-		if err := g.Check(buf, seq, names.Name); err != nil {
-			testutil.ChildFatalf(t, "hot: %v", err)
-		}
-	}
 	// The hot rows through the iterator. (A time range would seek through
 	// the row before them too, which is in a hidden file.)
 	var it reader.Iter
@@ -176,17 +171,26 @@ func TestChildHotReader(t *testing.T) {
 // checkRows reads rows [from, to) through r and checks each one.
 func checkRows(t *testing.T, r *reader.Reader, from, to uint64) {
 	t.Helper()
+	if err := readRows(r, from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readRows reads rows [from, to) through r with ReadRow and checks each
+// one against testutil.SeqRows.
+func readRows(r *reader.Reader, from, to uint64) error {
 	g := testutil.NewSeqRows()
 	names := testutil.NewSymCache(r.Symbol)
 	buf := make(store.Row, g.Schema.RowSize)
 	for seq := from; seq < to; seq++ {
 		if err := r.ReadRow(seq, buf); err != nil {
-			t.Fatalf("row %d: %v", seq, err)
+			return fmt.Errorf("row %d: %w", seq, err)
 		}
 		if err := g.Check(buf, seq, names.Name); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 const hotWriterChild = "hot-writer"

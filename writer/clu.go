@@ -126,6 +126,9 @@ func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) error {
 	for i := uint64(0); i < w.rps; i++ {
 		row := rows[i*rs : (i+1)*rs]
 		id := binary.LittleEndian.Uint32(row[w.symOff:])
+		if int(id) >= len(b.pos) || b.pos[id] >= w.rps {
+			return nil // the rows changed since they were counted: the slot was recycled
+		}
 		p := b.pos[id]
 		b.pos[id] = p + 1
 		binary.LittleEndian.PutUint32(b.idx[4*p:], uint32(i))

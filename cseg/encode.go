@@ -240,14 +240,7 @@ func (e *encoder) block(b int, rows []byte) error {
 			// store.NewSchema admits no other type.
 			return fmt.Errorf("%w: column %q has type %v", ErrArgs, e.names[c], col.Type)
 		}
-		e.raw = raw
-		at := len(e.out)
-		e.out = append(e.out, 0, 0, 0, 0)
-		e.out = codec.Compress(e.out, raw, e.level)
-		l := len(e.out) - at - frameLenSize
-		le.PutUint32(e.out[at:], uint32(l))
-		e.colLens = append(e.colLens, uint32(l))
-		e.colBytes[c] += int64(frameLenSize + l)
+		e.colBytes[c] += e.appendFrame(raw)
 	}
 	e.entries = append(e.entries, blockEntry{
 		off:   int64(headerSize + start),
@@ -341,4 +334,19 @@ func gatherU32(v []uint32, rows []byte, rs, off int) []uint32 {
 		v[i] = le.Uint32(rows[o:])
 	}
 	return v
+}
+
+// appendFrame appends column block raw to the block being built as a
+// length-prefixed zstd frame, records its length for the index, and
+// returns the bytes it took (prefix included). raw is kept as the next
+// column's scratch.
+func (e *encoder) appendFrame(raw []byte) int64 {
+	e.raw = raw
+	at := len(e.out)
+	e.out = append(e.out, 0, 0, 0, 0)
+	e.out = codec.Compress(e.out, raw, e.level)
+	l := len(e.out) - at - frameLenSize
+	le.PutUint32(e.out[at:], uint32(l))
+	e.colLens = append(e.colLens, uint32(l))
+	return int64(frameLenSize + l)
 }

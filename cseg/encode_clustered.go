@@ -280,17 +280,10 @@ func (e *encoder) dataBlock(slot int, idx []uint32, rows []byte) error {
 		default:
 			return fmt.Errorf("%w: column %q has type %v", ErrArgs, e.names[c], col.Type)
 		}
-		e.raw = raw
-		at := len(e.out)
-		e.out = append(e.out, 0, 0, 0, 0)
-		e.out = codec.Compress(e.out, raw, e.level)
-		l := len(e.out) - at - frameLenSize
-		le.PutUint32(e.out[at:], uint32(l))
-		e.colLens = append(e.colLens, uint32(l))
-		if c == e.symCol {
-			e.seqBytes += int64(frameLenSize + l)
+		if n := e.appendFrame(raw); c == e.symCol {
+			e.seqBytes += n
 		} else {
-			e.colBytes[c] += int64(frameLenSize + l)
+			e.colBytes[c] += n
 		}
 	}
 	e.entries = append(e.entries, blockEntry{

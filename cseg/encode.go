@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/tickdb/tickdb/codec"
 	"github.com/tickdb/tickdb/store"
@@ -79,7 +80,7 @@ func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string,
 	}
 	le.PutUint32(index[nblocks*es:], store.CRC32C(index[:nblocks*es]))
 	header := make([]byte, headerSize)
-	putHeader(header, s, h, nblocks, indexOff, int64(len(index)))
+	putHeader(header, s, h, nblocks, indexOff, int64(len(index)), e.flags())
 	for _, p := range [][]byte{header, e.out, tail} {
 		if _, err := w.Write(p); err != nil {
 			return Stats{}, fmt.Errorf("cseg: write segment %d: %w", h.SegNo, err)
@@ -155,7 +156,8 @@ type encoder struct {
 	entries  []blockEntry
 	colLens  []uint32 // nblocks × ncols frame lengths
 	colBytes []int64
-	lastTs   int64
+	lastTs   int64 // the newest ts so far
+	late     bool  // a row went back (inside h.LateWindow): FlagLate
 
 	// Version 2 only.
 	offs     []int64 // one data block's seq offsets
@@ -182,6 +184,14 @@ func newEncoder(s *store.Schema, h Header, path string, rawBytes int) *encoder {
 		colBytes: make([]int64, len(s.Cols)),
 		lastTs:   math.MinInt64,
 	}
+}
+
+// flags is the header's feature flags for what was encoded.
+func (e *encoder) flags() uint32 {
+	if e.late {
+		return FlagLate
+	}
+	return 0
 }
 
 // rowOff is the offset of row i of the segment in the raw file.
@@ -246,8 +256,8 @@ func (e *encoder) block(b int, rows []byte) error {
 		off:   int64(headerSize + start),
 		len:   len(e.out) - start,
 		rows:  n,
-		minTs: ts[0],
-		maxTs: ts[n-1],
+		minTs: slices.Min(ts),
+		maxTs: slices.Max(ts),
 		crc:   store.CRC32C(e.out[start:]),
 	})
 	return nil
@@ -275,7 +285,7 @@ func (e *encoder) verifyBlock(b int, rows []byte, ts []int64) error {
 			return store.Corruptf(e.path, at, "row %d (seq %d): nonzero padding", first+i, s)
 		}
 	}
-	e.lastTs = ts[len(ts)-1]
+	e.lastTs = max(e.lastTs, slices.Max(ts))
 	return nil
 }
 
@@ -303,6 +313,8 @@ func (e *encoder) verify(rows []byte, seq uint64, ts []int64) (int, int) {
 			}
 			if t := int64(w0); t >= prev {
 				ts[i], prev = t, t
+			} else if uint64(prev)-uint64(t) <= uint64(e.h.LateWindow) {
+				ts[i], e.late = t, true
 			} else {
 				return i, rowTsBack
 			}
@@ -315,10 +327,15 @@ func (e *encoder) verify(rows []byte, seq uint64, ts []int64) (int, int) {
 			return i, rowBadCheck
 		}
 		t := int64(le.Uint64(row))
-		if t < prev {
+		switch {
+		case t >= prev:
+			prev = t
+		case uint64(prev)-uint64(t) <= uint64(e.h.LateWindow):
+			e.late = true
+		default:
 			return i, rowTsBack
 		}
-		ts[i], prev = t, t
+		ts[i] = t
 		for _, x := range row[e.padLo:e.padHi] {
 			if x != 0 {
 				return i, rowPadding

@@ -62,7 +62,7 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 			}
 		}
 		d.nblocks = len(e.entries) - d.first
-		d.minTs, d.maxTs = e.entries[d.first].minTs, e.entries[len(e.entries)-1].maxTs
+		d.minTs, d.maxTs = blocksTs(e.entries[d.first:])
 	}
 	dataLen := len(e.out)
 
@@ -97,8 +97,13 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 		e.raw = raw
 		at := len(e.out)
 		e.out = codec.Compress(e.out, raw, e.level)
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for i := r * BlockRows; i < r*BlockRows+len(sl); i++ {
+			t := int64(le.Uint64(rows[i*rs:]))
+			lo, hi = min(lo, t), max(hi, t)
+		}
 		ranks[r] = rankEnt{off: int64(headerSize + at), len: len(e.out) - at, crc: store.CRC32C(e.out[at:]), present: len(present),
-			minTs: int64(le.Uint64(rows[r*BlockRows*rs:])), maxTs: int64(le.Uint64(rows[(r*BlockRows+len(sl)-1)*rs:]))}
+			minTs: lo, maxTs: hi}
 	}
 
 	// Header, data blocks, rank frames, zero padding to 8, block index,
@@ -142,7 +147,7 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 	le.PutUint32(rt[nranks*rankEntry:], store.CRC32C(rt[:nranks*rankEntry]))
 
 	header := make([]byte, headerSize)
-	putHeaderFields(header, s, h, nblocks, indexOff, indexLen, VersionClustered)
+	putHeaderFields(header, s, h, nblocks, indexOff, indexLen, VersionClustered, e.flags())
 	le.PutUint32(header[h2SymCol:], uint32(e.symCol))
 	le.PutUint32(header[h2Syms:], uint32(len(dir)))
 	le.PutUint32(header[h2Ranks:], uint32(nranks))
@@ -290,8 +295,8 @@ func (e *encoder) dataBlock(slot int, idx []uint32, rows []byte) error {
 		off:   int64(headerSize + start),
 		len:   len(e.out) - start,
 		rows:  m,
-		minTs: ts[0],
-		maxTs: ts[m-1],
+		minTs: slices.Min(ts),
+		maxTs: slices.Max(ts),
 		crc:   store.CRC32C(e.out[start:]),
 		slot:  slot,
 	})

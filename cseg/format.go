@@ -36,7 +36,22 @@ type Header struct {
 	RowSize    int    // schema row size (bytes), check word included
 	RowsPerSeg uint64 // rows per segment of the table (power of two)
 	Rows       uint64 // rows stored (RowsPerSeg for a sealed segment; fewer allowed)
+	// LateWindow (encoding only) lets a row's ts go back from the newest
+	// before it by up to this many ns: the table's late rows
+	// (writer.Options.LateWindow). A file that holds such a row has
+	// FlagLate set; 0 refuses them.
+	LateWindow int64
 }
+
+// Header feature flags (the word at hFlags): a reader refuses a file with
+// a flag it does not know.
+const (
+	// FlagLate: rows are in seq (arrival) order, but a row's ts may be
+	// before an earlier row's (a late row); block and symbol ts ranges
+	// are the true minimum and maximum, not the first and last rows'.
+	FlagLate   = 1
+	knownFlags = FlagLate
+)
 
 // baseSeq is the sequence number of the segment's first row.
 func (h Header) baseSeq() uint64 { return h.SegNo * h.RowsPerSeg }
@@ -65,7 +80,7 @@ const (
 	headerSize    = store.BlockSize
 	hMagic        = 0
 	hVersion      = 8
-	hReserved     = 12
+	hFlags        = 12
 	hTableID      = 16
 	hSegNo        = 32
 	hRowsPerSeg   = 40
@@ -175,16 +190,17 @@ type blockEntry struct {
 }
 
 // putHeader writes the header block into dst[:headerSize].
-func putHeader(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64) {
-	putHeaderFields(dst, s, h, nblocks, indexOff, indexLen, VersionSeqOrder)
+func putHeader(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64, flags uint32) {
+	putHeaderFields(dst, s, h, nblocks, indexOff, indexLen, VersionSeqOrder, flags)
 	le.PutUint32(dst[hCheck:], store.CRC32C(dst[:hCheck]))
 }
 
 // putHeaderFields writes the header fields common to both versions.
-func putHeaderFields(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64, version uint32) {
+func putHeaderFields(dst []byte, s *store.Schema, h Header, nblocks int, indexOff, indexLen int64, version, flags uint32) {
 	clear(dst[:headerSize])
 	copy(dst[hMagic:], Magic)
 	le.PutUint32(dst[hVersion:], version)
+	le.PutUint32(dst[hFlags:], flags)
 	copy(dst[hTableID:hTableID+16], h.TableID[:])
 	le.PutUint64(dst[hSegNo:], h.SegNo)
 	le.PutUint64(dst[hRowsPerSeg:], h.RowsPerSeg)

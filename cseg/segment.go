@@ -26,6 +26,7 @@ type Segment struct {
 	colLens []uint32 // nblocks × ncols frame lengths, from the index
 	colSum  []int64  // per column: bytes in all blocks, length prefixes included
 
+	late      bool // FlagLate: rows may go back in ts
 	version   int
 	clustered // version 2 only
 
@@ -137,8 +138,9 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	if got, want := le.Uint32(b[check:]), store.CRC32C(b[:check]); got != want {
 		return store.Corruptf(path, int64(check), "header check %08x, computed %08x", got, want)
 	}
-	if v := le.Uint32(b[hReserved:]); v != 0 {
-		return store.Corruptf(path, hReserved, "reserved header word is %#x, want 0", v)
+	flags := le.Uint32(b[hFlags:])
+	if flags&^knownFlags != 0 {
+		return store.Corruptf(path, hFlags, "feature flags %#x: this build knows %#x (written by a newer version?)", flags, knownFlags)
 	}
 	for i := end; i < headerSize; i++ {
 		if b[i] != 0 {
@@ -208,6 +210,7 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	}
 	g.h = h
 	g.version = int(version)
+	g.late = flags&FlagLate != 0
 	if version == VersionClustered {
 		return g.parseClustered(int64(indexOff), int(nblocks), int(es))
 	}
@@ -272,7 +275,7 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 			return 0, store.Corruptf(path, eo+eRows, "block %d holds %d rows, want %d", i, ent.rows, wantRows)
 		case ent.minTs > ent.maxTs:
 			return 0, store.Corruptf(path, eo+eMinTs, "block %d: min ts %d above max ts %d", i, ent.minTs, ent.maxTs)
-		case ent.minTs < prevMax:
+		case ent.minTs < prevMax && !g.late:
 			return 0, store.Corruptf(path, eo+eMinTs, "block %d: min ts %d below the previous block's max %d", i, ent.minTs, prevMax)
 		case slot < 0 && le.Uint32(e[eReserved:]) != 0:
 			return 0, store.Corruptf(path, eo+eReserved, "block %d: reserved word is %#x, want 0", i, le.Uint32(e[eReserved:]))
@@ -534,20 +537,21 @@ func (g *Segment) decoded(b, c int, raw []byte, used int, err error) error {
 }
 
 // scatterTs writes the decoded ts into the rows of dst, checking that they
-// never go back and span exactly the index's [min, max] for block e.
+// never go back (unless the file has late rows) and span exactly the
+// index's [min, max] for block e.
 func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
 	ts := g.ts
-	prev := e.minTs
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for i, o := 0, 0; i < len(ts); i, o = i+1, o+g.rs {
 		t := ts[i]
-		if t < prev {
-			return store.Corruptf(g.path, g.frames[0].off, "block %d row %d: ts %d below %d", b, i, t, prev)
+		if t < hi && !g.late {
+			return store.Corruptf(g.path, g.frames[0].off, "block %d row %d: ts %d below %d", b, i, t, hi)
 		}
-		prev = t
+		lo, hi = min(lo, t), max(hi, t)
 		le.PutUint64(dst[o:], uint64(t))
 	}
-	if len(ts) > 0 && (ts[0] != e.minTs || prev != e.maxTs) {
-		return store.Corruptf(g.path, g.frames[0].off, "block %d: ts from %d to %d, the index says %d to %d", b, ts[0], prev, e.minTs, e.maxTs)
+	if len(ts) > 0 && (lo != e.minTs || hi != e.maxTs) {
+		return store.Corruptf(g.path, g.frames[0].off, "block %d: ts from %d to %d, the index says %d to %d", b, lo, hi, e.minTs, e.maxTs)
 	}
 	return nil
 }

@@ -142,9 +142,10 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 	}
 	for j, e := range g.dir {
 		eo := dirOff + int64(j*dirEntry)
-		if e.minTs != g.blocks[e.first].minTs || e.maxTs != g.blocks[e.first+e.nblocks-1].maxTs {
+		lo, hi := blocksTs(g.blocks[e.first : e.first+e.nblocks])
+		if e.minTs != lo || e.maxTs != hi {
 			return store.Corruptf(path, eo+dMinTs, "symbol %d: ts from %d to %d, its blocks from %d to %d",
-				e.id, e.minTs, e.maxTs, g.blocks[e.first].minTs, g.blocks[e.first+e.nblocks-1].maxTs)
+				e.id, e.minTs, e.maxTs, lo, hi)
 		}
 	}
 	g.seqBytes = g.colSum[g.symCol]
@@ -183,7 +184,7 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 			return store.Corruptf(path, eo+rReserved, "rank block %d: reserved word is %#x, want 0", r, le.Uint32(x[rReserved:]))
 		case e.minTs > e.maxTs:
 			return store.Corruptf(path, eo+rMinTs, "rank block %d: min ts %d above max ts %d", r, e.minTs, e.maxTs)
-		case e.minTs < prevMax:
+		case e.minTs < prevMax && !g.late:
 			return store.Corruptf(path, eo+rMinTs, "rank block %d: min ts %d below the previous block's max %d", r, e.minTs, prevMax)
 		}
 		g.ranks[r] = e
@@ -235,16 +236,22 @@ func (g *Segment) Sym(id uint32) (first, nblocks int, rows uint64, ok bool) {
 }
 
 // SymSeek returns the first data block of symbol id in a version 2 file
-// that may hold a row with ts >= t (the first whose max ts is >= t; a
-// symbol's blocks are in ts order), and the end of the symbol's blocks:
-// the rows of id with ts >= t are in blocks [k, end). k == end when there
-// is none, or the symbol is absent (then both are 0).
+// that may hold a row with ts >= t (the first whose max ts is >= t), and
+// the end of the symbol's blocks: the rows of id with ts >= t are in
+// blocks [k, end). k == end when there is none, or the symbol is absent
+// (then both are 0). A linear walk of the symbol's block entries (a few
+// per segment): with late rows (rows stored behind a newer one, in
+// arrival order) the blocks' max ts need not ascend.
 func (g *Segment) SymSeek(id uint32, t int64) (k, end int) {
 	first, n, _, ok := g.Sym(id)
 	if !ok {
 		return 0, 0
 	}
-	return first + sort.Search(n, func(i int) bool { return g.blocks[first+i].maxTs >= t }), first + n
+	k = first
+	for k < first+n && g.blocks[k].maxTs < t {
+		k++
+	}
+	return k, first + n
 }
 
 // WillNeed asks for data blocks [k, end) of the file in one read (they are
@@ -312,7 +319,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 		dst = make([]byte, n*rs)
 	}
 	dst = dst[:n*rs]
-	prev := rk.minTs
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for i := range n {
 		src, err := g.rankRow(b, i)
 		if err != nil {
@@ -320,14 +327,14 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 		}
 		row := dst[i*rs : (i+1)*rs]
 		copy(row, src)
-		if t := int64(le.Uint64(row)); t >= prev {
-			prev = t
-		} else {
-			return dst, store.Corruptf(g.path, rk.off, "rank block %d row %d: ts %d below %d", b, i, t, prev)
+		t := int64(le.Uint64(row))
+		if t < hi && !g.late {
+			return dst, store.Corruptf(g.path, rk.off, "rank block %d row %d: ts %d below %d", b, i, t, hi)
 		}
+		lo, hi = min(lo, t), max(hi, t)
 	}
-	if t0 := int64(le.Uint64(dst)); t0 != rk.minTs || prev != rk.maxTs {
-		return dst, store.Corruptf(g.path, rk.off, "rank block %d: ts from %d to %d, the rank table says %d to %d", b, t0, prev, rk.minTs, rk.maxTs)
+	if n > 0 && (lo != rk.minTs || hi != rk.maxTs) {
+		return dst, store.Corruptf(g.path, rk.off, "rank block %d: ts from %d to %d, the rank table says %d to %d", b, lo, hi, rk.minTs, rk.maxTs)
 	}
 	seal(dst, rs, g.padLo, g.padHi, g.h.baseSeq()+uint64(b)*BlockRows)
 	return dst, nil
@@ -608,4 +615,13 @@ func decodeSlots(dst []uint32, src []byte, n, nsyms int) ([]uint32, int, error) 
 		dst = append(dst, x)
 	}
 	return dst, n * w, nil
+}
+
+// blocksTs is the lowest min ts and the highest max ts of blocks.
+func blocksTs(blocks []blockEntry) (lo, hi int64) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for i := range blocks {
+		lo, hi = min(lo, blocks[i].minTs), max(hi, blocks[i].maxTs)
+	}
+	return lo, hi
 }

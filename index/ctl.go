@@ -29,6 +29,7 @@ const (
 	offLastTs    = 4112
 	offFirstSeq  = 4120
 	offNextChunk = 4128
+	offLate      = 4136
 	// Writer line B: dictionary, identity and counters.
 	offSymCount   = 4160
 	offSymBytes   = 4168
@@ -47,6 +48,8 @@ const (
 	offCmpSegs     = 4272
 	offCluGen      = 4280
 	offPostFloor   = 4288
+	offCkLate      = 4296
+	offLateWindow  = 4304
 	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}, up
 	// to the live directory's offset.
 	offSlots = 4352
@@ -241,6 +244,19 @@ func (c *Ctl) PostFloor() uint64 { return store.LoadAcquire64(c.b, offPostFloor)
 // punched. Writer only.
 func (c *Ctl) SetPostFloor(seq uint64) { store.StoreRelease64(c.b, offPostFloor, seq) }
 
+// LateWindow is the widest late window (ns) any writer of the table has
+// stored late rows under: a late row's ts is at least its entry's prev
+// minus it. 0: no late row was ever stored.
+func (c *Ctl) LateWindow() int64 { return int64(store.LoadAcquire64(c.b, offLateWindow)) }
+
+// SetLateWindow records w if it is wider than the recorded window. Writer
+// only, before its first late row.
+func (c *Ctl) SetLateWindow(w int64) {
+	if w > c.LateWindow() {
+		store.StoreRelease64(c.b, offLateWindow, uint64(w))
+	}
+}
+
 // FirstSeq is the published first row (retention deletes the rows below
 // it), read alone: it only grows, so a reader that sees an old value
 // reads rows whose files it still has mapped or gets ErrTruncated.
@@ -249,9 +265,10 @@ func (c *Ctl) FirstSeq() uint64 { return store.LoadAcquire64(c.b, offFirstSeq) }
 // Snap is the multi-word state published under the seqlock.
 type Snap struct {
 	Visible   uint64
-	LastTs    int64
+	LastTs    int64 // the newest ts (late rows are older)
 	FirstSeq  uint64
 	NextChunk uint64
+	Late      uint64 // late.idx entries published (rows stored late)
 }
 
 // Snapshot retry bounds. A writer thread preempted between the two halves
@@ -288,6 +305,7 @@ func (c *Ctl) Snapshot() (Snap, error) {
 			LastTs:    int64(store.LoadAcquire64(c.b, offLastTs)),
 			FirstSeq:  store.LoadAcquire64(c.b, offFirstSeq),
 			NextChunk: store.LoadAcquire64(c.b, offNextChunk),
+			Late:      store.LoadAcquire64(c.b, offLate),
 		}
 		if store.LoadAcquire64(c.b, offSeqlock) == s1 {
 			return s, nil
@@ -303,6 +321,7 @@ func (c *Ctl) Publish(s Snap) {
 	store.StoreRelease64(c.b, offLastTs, uint64(s.LastTs))
 	store.StoreRelease64(c.b, offFirstSeq, s.FirstSeq)
 	store.StoreRelease64(c.b, offNextChunk, s.NextChunk)
+	store.StoreRelease64(c.b, offLate, s.Late)
 	store.StoreRelease64(c.b, offVisible, s.Visible)
 	c.lockSeq = q + 1
 	store.StoreRelease64(c.b, offSeqlock, c.lockSeq)
@@ -324,6 +343,7 @@ func (c *Ctl) RawSnap() Snap {
 		LastTs:    int64(store.LoadAcquire64(c.b, offLastTs)),
 		FirstSeq:  store.LoadAcquire64(c.b, offFirstSeq),
 		NextChunk: store.LoadAcquire64(c.b, offNextChunk),
+		Late:      store.LoadAcquire64(c.b, offLate),
 	}
 }
 
@@ -378,8 +398,8 @@ func (c *Ctl) SetDurableSegs(n uint64) { store.StoreRelease64(c.b, offDurableSeg
 
 // Checkpoint is the state of the index files as of their last msync: rows
 // below Seq are in ts.idx and post.idx on disk, with NextChunk chunks and
-// SymCount symbols.
-type Checkpoint struct{ Seq, NextChunk, SymCount uint64 }
+// SymCount symbols, and the Late late.idx entries of rows below Seq.
+type Checkpoint struct{ Seq, NextChunk, SymCount, Late uint64 }
 
 // Checkpoint reads the last checkpoint.
 func (c *Ctl) Checkpoint() Checkpoint {
@@ -387,6 +407,7 @@ func (c *Ctl) Checkpoint() Checkpoint {
 		Seq:       store.LoadAcquire64(c.b, offCkSeq),
 		NextChunk: store.LoadAcquire64(c.b, offCkNextChunk),
 		SymCount:  store.LoadAcquire64(c.b, offCkSymCount),
+		Late:      store.LoadAcquire64(c.b, offCkLate),
 	}
 }
 
@@ -394,6 +415,7 @@ func (c *Ctl) Checkpoint() Checkpoint {
 func (c *Ctl) SetCheckpoint(k Checkpoint) {
 	store.StoreRelease64(c.b, offCkSymCount, k.SymCount)
 	store.StoreRelease64(c.b, offCkNextChunk, k.NextChunk)
+	store.StoreRelease64(c.b, offCkLate, k.Late)
 	store.StoreRelease64(c.b, offCkSeq, k.Seq)
 }
 

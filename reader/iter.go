@@ -11,16 +11,25 @@ import (
 // SeekTime returns the sequence number of the first row with ts >= t among the
 // published rows (Count() if there is none). O(log n): a binary search of
 // the sparse time index, then of at most one stride of rows.
+//
+// With late rows (writer.Options.LateWindow) it is the first row at or
+// after which every row arrived with ts >= t or late, behind a newer one
+// with ts >= t: every row before it has ts < t, and a late row after it
+// may have ts < t too (Range and RangeSym return them in ts order).
 func (r *Reader) SeekTime(t int64) (uint64, error) {
 	snap, err := r.Snapshot()
 	if err != nil {
 		return 0, err
 	}
 	r.visible = snap.Visible
-	return r.seek(t, snap.FirstSeq, snap.Visible)
+	if err := r.lateFor(snap.Late); err != nil {
+		return 0, err
+	}
+	return r.seek(t, snap.FirstSeq, snap.Visible, snap.Late)
 }
 
-func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
+// seek is the first row in [first, vis) whose time key (keyAt) is >= t.
+func (r *Reader) seek(t int64, first, vis, nlate uint64) (uint64, error) {
 	if vis <= first {
 		return vis, nil
 	}
@@ -35,7 +44,7 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if row.Ts() < t {
+		if r.keyAt(m, row.Ts(), nlate) < t {
 			a = m + 1
 		} else {
 			b = m
@@ -50,8 +59,8 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if row.Ts() >= t {
-			return 0, r.badTimeEntry(lo-1, row.Ts())
+		if k := r.keyAt(a-1, row.Ts(), nlate); k >= t {
+			return 0, r.badTimeEntry(lo-1, k)
 		}
 	}
 	if a < vis {
@@ -59,8 +68,8 @@ func (r *Reader) seek(t int64, first, vis uint64) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if row.Ts() < t {
-			return 0, r.badTimeEntry(lo, row.Ts())
+		if k := r.keyAt(a, row.Ts(), nlate); k < t {
+			return 0, r.badTimeEntry(lo, k)
 		}
 	}
 	return a, nil
@@ -105,12 +114,13 @@ func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
 	return lo
 }
 
-func (r *Reader) badTimeEntry(k uint64, rowTs int64) error {
-	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has ts %d",
-		k, r.ts.At(k), k<<r.sshift, rowTs)
+func (r *Reader) badTimeEntry(k uint64, key int64) error {
+	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has time key %d",
+		k, r.ts.At(k), k<<r.sshift, key)
 }
 
-// Iter walks rows in sequence (= time) order. Reuse one Iter across
+// Iter walks rows in time order (Range, RangeSym: by ts, then seq; late
+// rows merged in) or sequence order (RangeSeq). Reuse one Iter across
 // queries: after its buffers have grown, Next allocates nothing. Row is a
 // view into the mapping (see Reader for how long it stays valid).
 type Iter struct {
@@ -165,6 +175,17 @@ type Iter struct {
 	// iterator (the rest of its segment is read through the postings).
 	resume      uint64
 	cidx, crows []byte
+	// nlate is the published late rows at positioning; lt merges them
+	// in (late.go).
+	nlate uint64
+	lt    lateIter
+}
+
+// reset positions it afresh, keeping its buffers.
+func (it *Iter) reset(x Iter) {
+	x.chunks, x.zrows, x.zseqs, x.cidx, x.crows = it.chunks[:0], it.zrows, it.zseqs[:0], it.cidx, it.crows
+	x.lt = lateIter{heap: it.lt.heap[:0], row: it.lt.row, irow: it.lt.irow}
+	*it = x
 }
 
 // Range positions it over rows with from <= ts < to (all symbols).
@@ -173,17 +194,21 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	if err := r.lateFor(snap.Late); err != nil {
+		return err
+	}
 	a, b, err := r.bounds(from, to, snap)
 	if err != nil {
 		return err
 	}
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
-	return nil
+	it.reset(Iter{r: r, seq: a, end: b, from: from, to: to, nlate: snap.Late})
+	return it.initLate(from, to, a, snap)
 }
 
-// RangeSeq positions it over rows [a, b) by sequence number.
+// RangeSeq positions it over rows [a, b) by sequence number: arrival
+// order, late rows where they arrived.
 func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
-	*it = Iter{r: r, seq: a, end: b, chunks: it.chunks[:0], zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
+	it.reset(Iter{r: r, seq: a, end: b})
 }
 
 // RangeSym positions it over the rows of symbol id with from <= ts < to.
@@ -221,6 +246,9 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	if err := r.lateFor(snap.Late); err != nil {
+		return err
+	}
 	// The seq bounds from the time index alone: a seek's row probes in a
 	// clustered segment each decode a data block, and its rows are
 	// filtered by ts, so the exact bounds are found (exactBounds) only
@@ -234,8 +262,11 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 		return err
 	}
 	r.sweepClus()
-	*it = Iter{r: r, end: max(a, b), sym: true, id: id, chunks: it.chunks[:0], nextCk: snap.NextChunk,
-		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, zrows: it.zrows, zseqs: it.zseqs[:0], cidx: it.cidx, crows: it.crows}
+	it.reset(Iter{r: r, end: max(a, b), sym: true, id: id, nextCk: snap.NextChunk,
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, nlate: snap.Late})
+	if err := it.initLate(from, to, a, snap); err != nil {
+		return err
+	}
 	return it.enterSeg(a >> r.shift)
 }
 
@@ -245,11 +276,11 @@ func (it *Iter) exactBounds() error {
 	if it.exact {
 		return nil
 	}
-	a, err := it.r.seek(it.from, it.first, it.vis)
+	a, err := it.r.seek(it.from, it.first, it.vis, it.nlate)
 	if err != nil {
 		return err
 	}
-	b, err := it.r.seek(it.to, it.first, it.vis)
+	b, err := it.r.seek(it.to, it.first, it.vis, it.nlate)
 	if err != nil {
 		return err
 	}
@@ -433,11 +464,11 @@ func (it *Iter) dropped(p uint64) bool {
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
-	a, err := r.seek(from, snap.FirstSeq, snap.Visible)
+	a, err := r.seek(from, snap.FirstSeq, snap.Visible, snap.Late)
 	if err != nil {
 		return 0, 0, err
 	}
-	b, err := r.seek(to, snap.FirstSeq, snap.Visible)
+	b, err := r.seek(to, snap.FirstSeq, snap.Visible, snap.Late)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -446,6 +477,14 @@ func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error)
 
 // Next advances to the next row; false at the end or on error (see Err).
 func (it *Iter) Next() bool {
+	if it.lt.n != 0 {
+		return it.nextLate()
+	}
+	return it.nextInner()
+}
+
+// nextInner is Next without the late rows' merge: the walk in seq order.
+func (it *Iter) nextInner() bool {
 	// Fast path: the next row of a run of final rows (runEnd is 0 outside
 	// all-rows mode, and never past end).
 	if s := it.seq; s < it.runEnd && !it.r.closed {
@@ -573,6 +612,13 @@ func (it *Iter) nextZ() bool {
 		// Skip the rows before the window (only in its first block).
 		lo, hi := 0, len(seqs)
 		rs := int(it.r.rowSize)
+		if it.r.hasLate(seqs[0], seqs[len(seqs)-1]+1, it.nlate) {
+			// Not in ts order: the first row at or past the window's start.
+			for lo < hi && store.Row(rows[lo*rs:]).Ts() < it.from {
+				lo++
+			}
+			hi = lo
+		}
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
 			if store.Row(rows[m*rs:]).Ts() < it.from {

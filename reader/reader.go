@@ -40,13 +40,16 @@ type Options struct {
 // row is valid until that iterator reads its next 2,048 rows or is
 // repositioned.
 type Reader struct {
-	dir     string
-	ctl     *index.Ctl
-	ts      *index.TimeIndex
-	post    *index.Postings
-	syms    *index.Symbols
-	schema  *store.Schema
-	liveDir string // Options.LiveDir, or "" to follow the one in ctl
+	dir  string
+	ctl  *index.Ctl
+	ts   *index.TimeIndex
+	post *index.Postings
+	late *index.LateIndex // late.idx, mapped at the first late row seen
+	// verifyLate is the late rows Verify checks (its snapshot's).
+	verifyLate uint64
+	syms       *index.Symbols
+	schema     *store.Schema
+	liveDir    string // Options.LiveDir, or "" to follow the one in ctl
 	// symRead: symbols whose postings chunks this reader has asked the
 	// kernel to read ahead (their first RangeSym).
 	symRead []bool
@@ -220,6 +223,9 @@ func (r *Reader) Close() error {
 	}
 	if r.post != nil {
 		errs = append(errs, r.post.Close())
+	}
+	if r.late != nil {
+		errs = append(errs, r.late.Close())
 	}
 	if r.ts != nil {
 		errs = append(errs, r.ts.Close())

@@ -21,6 +21,7 @@ type VerifyReport struct {
 	// segments' directories are checked with their rows instead).
 	Compacted uint64
 	Clustered uint64 // clustered hot copies (seg-N.clu) checked
+	Late      uint64 // late rows checked against their late.idx entries
 }
 
 // Verify checks table name read-only, without any lock, so it is safe while
@@ -46,6 +47,10 @@ func Verify(db, name string, progress func(done, total uint64)) (VerifyReport, e
 	if err := r.checkCtl(snap); err != nil {
 		return rep, err
 	}
+	if err := r.lateFor(snap.Late); err != nil {
+		return rep, err
+	}
+	r.verifyLate = snap.Late
 	vis := snap.Visible
 	if d := r.ctl.Durable(); !r.liveAvailable(vis) && d < vis {
 		rep.Unpublished = vis - d
@@ -54,7 +59,7 @@ func Verify(db, name string, progress func(done, total uint64)) (VerifyReport, e
 	if err := r.verifyRows(snap.FirstSeq, vis, &rep, progress); err != nil {
 		return rep, err
 	}
-	if err := r.verifyTimeIndex(snap.FirstSeq, vis, &rep); err != nil {
+	if err := r.verifyTimeIndex(snap.FirstSeq, vis, snap.Late, &rep); err != nil {
 		return rep, err
 	}
 	if err := r.verifyPostings(snap, vis, &rep); err != nil {
@@ -177,7 +182,16 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 
 func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(done, total uint64)) error {
 	buf := make([]byte, r.rowSize)
+	// prev is the newest ts so far (known: from row 0; after retention
+	// deleted the first rows, a lower bound until a late entry says).
 	prev := int64(-1 << 63)
+	known := first == 0
+	nlate := r.verifyLate
+	win := r.ctl.LateWindow()
+	var j uint64
+	if nlate > 0 {
+		j = r.late.SearchSeq(nlate, first)
+	}
 	nsym := uint32(r.syms.Len())
 	lastSeg := ^uint64(0)
 	// Checked copies: a sealed segment read from its live slot (hot) can
@@ -206,11 +220,33 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			row = buf
 		}
 		ts := row.Ts()
-		if ts < prev {
+		if j < nlate && r.late.Seq(j) == seq {
+			// A late row: its entry must describe it.
+			e, err := r.late.Check(j)
+			if err != nil {
+				return err
+			}
+			var sym uint32
+			if r.symOff >= 0 {
+				sym = le.Uint32(row[r.symOff:])
+			}
+			if e.Ts != ts || e.Sym != sym || ts >= e.Prev || e.Prev < prev || (known && e.Prev != prev) || uint64(e.Prev)-uint64(ts) > uint64(win) {
+				return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize,
+					"late entry %d (row %d, ts %d, newest before %d, symbol %d) does not match the row (ts %d, symbol %d, newest before %d, window %d)",
+					j, seq, e.Ts, e.Prev, e.Sym, ts, sym, prev, win)
+			}
+			prev, known = e.Prev, true
+			j++
+			rep.Late++
+		} else if ts < prev {
 			path, off := r.rowPlace(seq)
-			return store.Corruptf(path, off, "row %d has ts %d, before the previous row's %d", seq, ts, prev)
+			return store.Corruptf(path, off, "row %d has ts %d, before the previous row's %d, and is not a late row", seq, ts, prev)
+		} else {
+			if j < nlate && r.late.Seq(j) < seq {
+				return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, out of order", j, r.late.Seq(j))
+			}
+			prev = ts
 		}
-		prev = ts
 		if r.symOff >= 0 {
 			if id := le.Uint32(row[r.symOff:]); id >= nsym {
 				if r.refreshSymbols(); id >= uint32(r.syms.Len()) {
@@ -224,6 +260,9 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 		if progress != nil && rep.Rows&(1<<20-1) == 0 {
 			progress(rep.Rows, vis-first)
 		}
+	}
+	if j < nlate && r.late.Seq(j) < vis {
+		return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, which is not late", j, r.late.Seq(j))
 	}
 	if progress != nil {
 		progress(rep.Rows, vis-first)
@@ -258,7 +297,7 @@ func (r *Reader) verifyDurableCopy(n, vis uint64) error {
 	return nil
 }
 
-func (r *Reader) verifyTimeIndex(first, vis uint64, rep *VerifyReport) error {
+func (r *Reader) verifyTimeIndex(first, vis, nlate uint64, rep *VerifyReport) error {
 	if vis == 0 {
 		return nil
 	}
@@ -273,8 +312,8 @@ func (r *Reader) verifyTimeIndex(first, vis uint64, rep *VerifyReport) error {
 		if err := r.ReadRow(seq, row); err != nil {
 			return fmt.Errorf("row %d: %w", seq, err)
 		}
-		if got := r.ts.At(k); got != row.Ts() {
-			return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "entry %d is %d, row %d has ts %d", k, got, seq, row.Ts())
+		if got, want := r.ts.At(k), r.keyAt(seq, row.Ts(), nlate); got != want {
+			return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "entry %d is %d, row %d has time key %d", k, got, seq, want)
 		}
 		rep.TimeEntries++
 	}

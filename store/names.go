@@ -18,6 +18,7 @@ const (
 	SymName     = "sym.dat"  // symbol dictionary
 	TimeIdxName = "ts.idx"   // sparse time index
 	PostName    = "post.idx" // per-symbol postings
+	LateIdxName = "late.idx" // rows stored late (inside the late window)
 	LockName    = "LOCK"     // writer lock (flock), holds the writer's pid
 
 	MagicCtl  = "TICKCTL\x00"
@@ -27,6 +28,7 @@ const (
 	MagicSeg  = "TICKSEG\x00" // durable segment
 	MagicLive = "TICKLIV\x00" // live (tmpfs) segment slot
 	MagicClu  = "TICKCLU\x00" // clustered hot copy of a sealed segment
+	MagicLate = "TICKLAT\x00" // late rows index
 )
 
 // SegName is the durable segment file name for segment n.

@@ -124,7 +124,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		st, err = cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows}, data, rawPath)
+		st, err = cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath)
 		if err != nil {
 			return err
 		}
@@ -238,6 +238,9 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			return res, err
 		}
 		if err := w.post.Trim(snap.NextChunk); err != nil {
+			return res, err
+		}
+		if err := w.late.Trim(snap.Late); err != nil {
 			return res, err
 		}
 		return res, w.ts.Trim(snap.Visible>>w.strideShft + 1)

@@ -104,7 +104,17 @@ type Options struct {
 	// up writes what a FlushInterval brought, a backlog drains in writes
 	// this large, which the disk takes faster than small ones.
 	FlushBytes int
-	// OutOfOrder is the late-row policy (default OutOfOrderReject).
+	// LateWindow is the out-of-order window (default 0: none). A row whose
+	// ts is at most LateWindow before the newest ts appended so far is
+	// stored as it is, as a late row: it gets the next sequence number
+	// (Tail delivers it in arrival order) and a late.idx entry, and every
+	// time-ordered read (Reader.Range, RangeSym, and the query, bars,
+	// as-of and export paths built on them) returns it in ts order, as if
+	// it had arrived in order. A row later than the window follows
+	// OutOfOrder. In-order rows pay nothing for the window.
+	LateWindow time.Duration
+	// OutOfOrder is the policy for a row later than LateWindow (default
+	// OutOfOrderReject).
 	OutOfOrder OutOfOrderPolicy
 	// MaxLag is the durable lag in rows that triggers LagPolicy (default:
 	// one segment). Lag can never exceed LiveSlots-1 segments: past that

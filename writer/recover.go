@@ -73,6 +73,10 @@ func (w *Writer) tryWarm(snap index.Snap, boot [16]byte) (bool, error) {
 	}
 	w.syms.ClearTail()
 	w.nsyms = uint32(w.syms.Len())
+	if !w.late.Covers(snap.Late) {
+		return false, nil
+	}
+	w.nlate = snap.Late
 	w.seq, w.lastTs = v, snap.LastTs
 	if v == 0 {
 		w.lastTs = math.MinInt64
@@ -155,13 +159,23 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	}
 	ck := c.Checkpoint()
 	from := min(ck.Seq, seq)
-	if err := w.publishCheckpoint(from, ck); err != nil {
+	if !w.late.Covers(ck.Late) {
+		return store.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
+	}
+	// The late rows below from, and the newest ts before it (from the
+	// checkpointed entries: those past them are rebuilt below).
+	w.nlate = w.late.SearchSeq(ck.Late, from)
+	maxTs, err := w.maxTsBefore(from)
+	if err != nil {
+		return err
+	}
+	if err := w.publishCheckpoint(from, ck, maxTs); err != nil {
 		return err
 	}
 	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk); err != nil {
 		return err
 	}
-	if err := w.reindex(from, seq); err != nil {
+	if lastTs, err = w.reindex(from, seq, maxTs); err != nil {
 		return err
 	}
 
@@ -232,25 +246,11 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 // its index files. The rows past from are still in the durable files; the
 // scan finds them again and recoverCold publishes them when it is done.
 // The durable words go down first, so that durable never exceeds visible.
-func (w *Writer) publishCheckpoint(from uint64, ck index.Checkpoint) error {
+func (w *Writer) publishCheckpoint(from uint64, ck index.Checkpoint, lastTs int64) error {
 	c := w.ctl
 	old := c.RawSnap()
 	if from >= old.Visible {
 		return nil
-	}
-	lastTs := int64(math.MinInt64)
-	if from > 0 {
-		n := (from - 1) >> w.shift
-		b, err := w.mapDurable(n)
-		if err != nil {
-			return err
-		}
-		if b == nil {
-			return store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
-		}
-		off := store.BlockSize + ((from-1)-n<<w.shift)*w.rowSize
-		lastTs = int64(le64(b[off:]))
-		store.Unmap(b)
 	}
 	// Symbols whose postings start past the checkpoint are not covered by it.
 	dirs := w.syms.Dirs()
@@ -265,15 +265,43 @@ func (w *Writer) publishCheckpoint(from uint64, ck index.Checkpoint) error {
 	c.SetDurableSegs(min(c.DurableSegs(), from>>w.shift))
 	c.SetDurable(min(c.Durable(), from))
 	c.SetSyms(uint64(nsym), end)
-	c.Publish(index.Snap{Visible: from, LastTs: lastTs, FirstSeq: old.FirstSeq, NextChunk: min(old.NextChunk, ck.NextChunk)})
+	c.Publish(index.Snap{Visible: from, LastTs: lastTs, FirstSeq: old.FirstSeq, NextChunk: min(old.NextChunk, ck.NextChunk), Late: w.nlate})
 	return c.Sync()
 }
 
+// maxTsBefore is the newest ts of rows [0, from): row from-1's, or, when
+// it is a late row (one of the first w.nlate entries), the newest before
+// it. MinInt64 for from 0.
+func (w *Writer) maxTsBefore(from uint64) (int64, error) {
+	if from == 0 {
+		return math.MinInt64, nil
+	}
+	if w.nlate > 0 {
+		if e := w.late.At(w.nlate - 1); e.Seq == from-1 {
+			return e.Prev, nil
+		}
+	}
+	n := (from - 1) >> w.shift
+	b, err := w.mapDurable(n)
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
+	}
+	off := store.BlockSize + ((from-1)-n<<w.shift)*w.rowSize
+	ts := int64(le64(b[off:]))
+	store.Unmap(b)
+	return ts, nil
+}
+
 // scanDurable returns the count of rows that check out in the durable
-// files, scanning from row d (trusted: published durable) forward, and the
-// ts of the last of them.
+// files, scanning from row d (trusted: published durable) forward. (Its
+// second result, a lower bound of the newest ts, is superseded by
+// reindex's.)
 func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
 	lastTs := int64(math.MinInt64)
+	win := w.ctl.LateWindow()
 	if d > 0 {
 		n := (d - 1) >> w.shift
 		b, err := w.mapDurable(n)
@@ -310,10 +338,13 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
 			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
 			row := b[off : off+w.rowSize]
 			ts := int64(le64(row))
-			if !store.Valid(seq, row) || ts < lastTs || (w.symOff >= 0 && le32(row[w.symOff:]) >= nsym) {
+			// A row older than the newest before it by more than any late
+			// window the table was written with is not a row this table
+			// could hold.
+			if !store.Valid(seq, row) || (ts < lastTs && uint64(lastTs)-uint64(ts) > uint64(win)) || (w.symOff >= 0 && le32(row[w.symOff:]) >= nsym) {
 				break
 			}
-			lastTs = ts
+			lastTs = max(lastTs, ts)
 			seq++
 		}
 		store.Unmap(b)
@@ -324,40 +355,53 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
 	return seq, lastTs, nil
 }
 
-// reindex adds rows [from, to) to the time index and postings, reading them
-// from the durable files.
-func (w *Writer) reindex(from, to uint64) error {
+// reindex adds rows [from, to) to the time index, postings and late
+// index, reading them from the durable files, and returns the newest ts
+// of rows [0, to); maxTs is that of rows [0, from).
+func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 	for seq := from; seq < to; {
 		n := seq >> w.shift
 		b, err := w.mapDurable(n)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if b == nil {
-			return fmt.Errorf("segment %d missing while re-indexing row %d", n, seq)
+			return 0, fmt.Errorf("segment %d missing while re-indexing row %d", n, seq)
 		}
 		end := min(to, (n+1)<<w.shift)
 		for ; seq < end; seq++ {
 			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
 			row := b[off : off+w.rowSize]
+			ts := int64(le64(row))
+			var sym uint32
+			if w.symOff >= 0 {
+				sym = le32(row[w.symOff:])
+			}
+			if ts < maxTs {
+				if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: maxTs, Sym: sym}); err != nil {
+					store.Unmap(b)
+					return 0, err
+				}
+			}
+			maxTs = max(maxTs, ts)
 			if seq&w.strideMask == 0 {
 				k := seq >> w.strideShft
 				if k >= w.ts.Capacity() {
 					if err := w.ts.Grow(k + k/4 + 4096); err != nil {
 						store.Unmap(b)
-						return err
+						return 0, err
 					}
 				}
-				w.ts.Set(k, int64(le64(row)))
+				w.ts.Set(k, maxTs)
 			}
 			if w.symOff >= 0 {
-				if err := w.pw.Add(le32(row[w.symOff:]), seq); err != nil {
+				if err := w.pw.Add(sym, seq); err != nil {
 					store.Unmap(b)
-					return err
+					return 0, err
 				}
 			}
 		}
 		store.Unmap(b)
 	}
-	return nil
+	return maxTs, nil
 }

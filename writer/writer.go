@@ -40,6 +40,11 @@ type Writer struct {
 	ooo        uint64
 	ts         *index.TimeIndex
 	pw         *index.PostWriter
+	// Late rows (Options.LateWindow): the window in ns, late.idx and its
+	// entries appended so far (published with the rows).
+	lateWin int64
+	late    *index.LateIndex
+	nlate   uint64
 
 	opts    Options
 	log     *slog.Logger
@@ -165,6 +170,7 @@ func createTable(db, name string, o *Options) error {
 		func() error { return index.CreateSymbols(filepath.Join(tmp, store.SymName), id) },
 		func() error { return index.CreateTimeIndex(filepath.Join(tmp, store.TimeIdxName), id) },
 		func() error { return index.CreatePostings(filepath.Join(tmp, store.PostName), id) },
+		func() error { return index.CreateLateIndex(filepath.Join(tmp, store.LateIdxName), id) },
 		func() error { return store.SyncPath(tmp) },
 	} {
 		if err := step(); err != nil {
@@ -210,6 +216,9 @@ func (w *Writer) open() error {
 		return err
 	}
 	if w.post, err = index.OpenPostings(filepath.Join(w.dir, store.PostName), c.TableID, true); err != nil {
+		return err
+	}
+	if err := w.openLate(); err != nil {
 		return err
 	}
 	w.pw = index.NewPostWriter(w.post, 1)
@@ -322,14 +331,18 @@ func put32(d *[32]byte, seq, w0, w1, w2 uint64, lo uint32) {
 
 func (w *Writer) append(row []byte) (uint64, error) {
 	ts := int64(le64(row))
-	stamped := false
+	stamped, late := false, false
 	if ts < w.lastTs {
-		w.ooo++
-		if w.opts.OutOfOrder == OutOfOrderReject {
-			return 0, ErrOutOfOrder
+		if uint64(w.lastTs)-uint64(ts) <= uint64(w.lateWin) {
+			late = true
+		} else {
+			w.ooo++
+			if w.opts.OutOfOrder == OutOfOrderReject {
+				return 0, ErrOutOfOrder
+			}
+			ts = max(time.Now().UnixNano(), w.lastTs)
+			stamped = true
 		}
-		ts = max(time.Now().UnixNano(), w.lastTs)
-		stamped = true
 	}
 	var sym uint32
 	if w.symOff >= 0 {
@@ -351,6 +364,11 @@ func (w *Writer) append(row []byte) (uint64, error) {
 		putLe64(dst, uint64(ts))
 	}
 	store.Seal(seq, dst)
+	if late {
+		if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: w.lastTs, Sym: sym}); err != nil {
+			return 0, err
+		}
+	}
 	if seq&w.strideMask == 0 {
 		k := seq >> w.strideShft
 		if k >= w.strideStop {
@@ -358,16 +376,61 @@ func (w *Writer) append(row []byte) (uint64, error) {
 				return 0, err
 			}
 		}
-		w.ts.Set(k, ts)
+		// The time index keeps the newest ts up to the row (its own, or
+		// for a late row the one before it): a non-decreasing key.
+		w.ts.Set(k, max(ts, w.lastTs))
 	}
 	if w.symOff >= 0 {
 		if err := w.pw.Add(sym, seq); err != nil {
 			return 0, err
 		}
 	}
-	w.lastTs = ts
+	w.lastTs = max(ts, w.lastTs)
 	w.seq = seq + 1
 	return seq, nil
+}
+
+// openLate maps late.idx, creating it in a table made before late rows
+// existed, and records the writer's window in ctl.
+func (w *Writer) openLate() error {
+	c := w.ctl
+	path := filepath.Join(w.dir, store.LateIdxName)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if c.RawSnap().Late != 0 {
+			return store.Corruptf(path, 0, "file missing, the table has %d late rows", c.RawSnap().Late)
+		}
+		tmp := path + ".tmp"
+		os.Remove(tmp)
+		if err := index.CreateLateIndex(tmp, c.TableID); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		if err := store.SyncPath(w.dir); err != nil {
+			return err
+		}
+	}
+	var err error
+	if w.late, err = index.OpenLateIndex(path, c.TableID, true); err != nil {
+		return err
+	}
+	w.lateWin = int64(w.opts.LateWindow)
+	c.SetLateWindow(w.lateWin)
+	return nil
+}
+
+// addLate records a late row in late.idx, growing the file when full.
+// The entry is published with the row (Snap.Late).
+func (w *Writer) addLate(e index.LateEntry) error {
+	if w.nlate >= w.late.Capacity() {
+		if err := w.late.Grow(w.nlate + w.nlate/2 + 128); err != nil {
+			return err
+		}
+	}
+	w.late.Set(w.nlate, e)
+	w.nlate++
+	return nil
 }
 
 // AppendBatch appends len(rows)/RowSize rows laid end to end and returns the
@@ -502,7 +565,7 @@ func (w *Writer) Publish() {
 }
 
 func (w *Writer) publish() {
-	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, FirstSeq: w.firstSeq, NextChunk: w.pw.NextChunk()})
+	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, FirstSeq: w.firstSeq, NextChunk: w.pw.NextChunk(), Late: w.nlate})
 	w.published = w.seq
 	if w.ooo != 0 {
 		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
@@ -610,7 +673,8 @@ type Stats struct {
 	Appended   uint64 // rows appended
 	Visible    uint64 // rows published
 	Durable    uint64 // rows durable
-	OutOfOrder uint64 // late rows rejected or restamped (since creation)
+	OutOfOrder uint64 // rows later than the late window, rejected or restamped (since creation)
+	Late       uint64 // rows stored late, inside the late window (since creation)
 	Symbols    int
 	RollStalls uint64        // rolls that waited for the preparer
 	StallTime  time.Duration // total wait at rolls
@@ -637,6 +701,7 @@ func (w *Writer) stats() Stats {
 		Visible:    w.ctl.Visible(),
 		Durable:    w.ctl.Durable(),
 		OutOfOrder: w.ctl.OutOfOrder() + w.ooo,
+		Late:       w.nlate,
 		Symbols:    int(w.nsyms),
 		RollStalls: w.sh.rollStalls.Load(),
 		StallTime:  time.Duration(w.sh.stallNanos.Load()),
@@ -782,7 +847,11 @@ func (w *Writer) checkpoint(visible uint64) error {
 	if err := w.post.Sync(snap.NextChunk); err != nil {
 		return err
 	}
-	w.ctl.SetCheckpoint(index.Checkpoint{Seq: min(snap.Visible, visible), NextChunk: snap.NextChunk, SymCount: count})
+	if err := w.late.Sync(snap.Late); err != nil {
+		return err
+	}
+	ckSeq := min(snap.Visible, visible)
+	w.ctl.SetCheckpoint(index.Checkpoint{Seq: ckSeq, NextChunk: snap.NextChunk, SymCount: count, Late: w.late.SearchSeq(snap.Late, ckSeq)})
 	return w.ctl.Sync()
 }
 
@@ -823,6 +892,9 @@ func (w *Writer) closeFiles() error {
 	}
 	if w.post != nil {
 		errs = append(errs, w.post.Close())
+	}
+	if w.late != nil {
+		errs = append(errs, w.late.Close())
 	}
 	if w.ts != nil {
 		errs = append(errs, w.ts.Close())

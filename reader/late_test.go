@@ -1,0 +1,329 @@
+package reader_test
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// Differential tests of late rows (writer.Options.LateWindow): every
+// time-ordered read must return the rows a brute-force model sorted by
+// (ts, seq) holds, over live, hot, raw durable and compressed segments.
+
+const lateWin = 5_000 // ns
+
+// lateModel is the rows stored, in seq order.
+type lateModel struct {
+	rows     []byte
+	ts       []int64
+	sym      []uint32
+	nsym     int
+	late     int // rows stored late
+	rejected int // rows later than the window
+}
+
+// lateTable writes a random table with a late-row mix: most rows in
+// order, some up to the window behind the newest (stored), a few further
+// behind (rejected). Equal timestamps, symbols that come and go.
+func lateTable(t *testing.T, db, live string, rng *rand.Rand, rps int, lateShare float64, hot int64) *lateModel {
+	t.Helper()
+	s := store.TickSchema()
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: int64(rps) * 32, LiveDir: live,
+		LateWindow: lateWin, HotBytes: hot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lateModel{nsym: 1 + rng.IntN(6)}
+	for i := range m.nsym {
+		if _, err := w.SymbolString(fmt.Sprintf("S%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symc, _ := s.Col("sym")
+	price, _ := s.Col("price")
+	size, _ := s.Col("size")
+	n := rps*(3+rng.IntN(5)) + rng.IntN(rps)
+	row := w.NewRow()
+	newest := int64(1_700_000_000_000_000_000)
+	for len(m.ts) < n {
+		ts := newest
+		switch x := rng.Float64(); {
+		case len(m.ts) == 0:
+			// the first row: in order whatever it is
+		case x < lateShare:
+			ts = newest - 1 - rng.Int64N(lateWin) // stored late
+		case x < lateShare*1.1:
+			ts = newest - lateWin - 1 - rng.Int64N(1000) // too late
+		case x < 0.5:
+			// equal ts
+		default:
+			ts = newest + rng.Int64N(700)
+		}
+		id := uint32(rng.IntN(m.nsym))
+		if rng.IntN(7) == 0 {
+			id = uint32(len(m.ts)/rps) % uint32(m.nsym) // bursts per segment
+		}
+		row.SetTs(ts)
+		row.SetSym(symc, id)
+		row.SetF64(price, float64(rng.IntN(10000))/100)
+		row.SetI64(size, int64(len(m.ts)))
+		seq, err := w.Append(row)
+		if errors.Is(err, writer.ErrOutOfOrder) {
+			if newest-ts <= lateWin {
+				t.Fatalf("row %d behind the newest by %d, inside the window, rejected", len(m.ts), newest-ts)
+			}
+			m.rejected++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newest-ts > lateWin {
+			t.Fatalf("row behind the newest by %d stored as seq %d", newest-ts, seq)
+		}
+		if ts < newest {
+			m.late++
+		}
+		newest = max(newest, ts)
+		m.ts = append(m.ts, ts)
+		m.sym = append(m.sym, id)
+		if rng.IntN(50) == 0 {
+			w.Publish()
+		}
+	}
+	st := w.Stats()
+	if st.Late != uint64(m.late) || st.OutOfOrder != uint64(m.rejected) {
+		t.Fatalf("stats: %d late, %d out of order; want %d, %d", st.Late, st.OutOfOrder, m.late, m.rejected)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The rows as stored (check words filled in), read in seq order.
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for q := range uint64(len(m.ts)) {
+		row, err := r.Get(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Ts() != m.ts[q] || row.Sym(symc) != m.sym[q] {
+			t.Fatalf("row %d: ts %d sym %d, want %d %d", q, row.Ts(), row.Sym(symc), m.ts[q], m.sym[q])
+		}
+		m.rows = append(m.rows, row...)
+	}
+	return m
+}
+
+// order is the model's rows of [from, to) (symbol sym, or all when sym
+// < 0) in time order: by ts, then seq.
+func (m *lateModel) order(from, to int64, sym int) []uint64 {
+	var q []uint64
+	for i, ts := range m.ts {
+		if ts >= from && ts < to && (sym < 0 || m.sym[i] == uint32(sym)) {
+			q = append(q, uint64(i))
+		}
+	}
+	slices.SortStableFunc(q, func(a, b uint64) int { return cmp.Compare(m.ts[a], m.ts[b]) })
+	return q
+}
+
+// lateCheck asks table "t" every time-ordered question and compares the
+// answers with the model's.
+func lateCheck(t *testing.T, db, live string, m *lateModel, rng *rand.Rand) {
+	t.Helper()
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := len(m.ts)
+	if c := r.Count(); c != uint64(n) {
+		t.Fatalf("count %d, want %d", c, n)
+	}
+	for q := range n {
+		row, err := r.Get(uint64(q))
+		if err != nil || !bytes.Equal(row, m.rows[q*32:(q+1)*32]) {
+			t.Fatalf("Get(%d): %v, differs", q, err)
+		}
+	}
+	lo, hi := slices.Min(m.ts), slices.Max(m.ts)
+	windows := [][2]int64{{math.MinInt64, math.MaxInt64}, {lo, hi}, {lo, hi + 1}, {hi, lo}}
+	for range 15 {
+		a, b := m.ts[rng.IntN(n)], m.ts[rng.IntN(n)]
+		windows = append(windows, [2]int64{min(a, b), max(a, b)}, [2]int64{a, a + 1 + rng.Int64N(3*lateWin)}, [2]int64{a - rng.Int64N(lateWin), a})
+	}
+	var it reader.Iter
+	read := func(what string, want []uint64) {
+		t.Helper()
+		var got []uint64
+		for it.Next() {
+			q := it.Seq()
+			if q >= uint64(n) || !bytes.Equal(it.Row(), m.rows[q*32:(q+1)*32]) {
+				t.Fatalf("%s: row %d differs", what, q)
+			}
+			got = append(got, q)
+		}
+		if it.Err() != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows (%v), want %d\n got %v\nwant %v", what, len(got), it.Err(), len(want), short(got), short(want))
+		}
+	}
+	for _, w := range windows {
+		if err := r.Range(w[0], w[1], &it); err != nil {
+			t.Fatal(err)
+		}
+		read(fmt.Sprintf("Range(%d, %d)", w[0], w[1]), m.order(w[0], w[1], -1))
+		for id := range m.nsym {
+			if err := r.RangeSym(w[0], w[1], uint32(id), &it); err != nil {
+				t.Fatal(err)
+			}
+			read(fmt.Sprintf("RangeSym(%d, %d, %d)", w[0], w[1], id), m.order(w[0], w[1], id))
+		}
+	}
+	// SeekTime: every row before the answer has ts < t, and the row at
+	// it (unless it is a late one) has ts >= t.
+	for range 50 {
+		ts := m.ts[rng.IntN(n)] + rng.Int64N(3) - 1
+		got, err := r.SeekTime(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range got {
+			if m.ts[q] >= ts {
+				t.Fatalf("SeekTime(%d) = %d, but row %d has ts %d", ts, got, q, m.ts[q])
+			}
+		}
+		if got < uint64(n) && m.ts[got] < ts {
+			newest := slices.Max(m.ts[:got+1])
+			if newest < ts {
+				t.Fatalf("SeekTime(%d) = %d: no row up to it has ts >= %d", ts, got, ts)
+			}
+		}
+	}
+	rep, err := reader.Verify(db, "t", nil)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if rep.Late != uint64(m.late) {
+		t.Fatalf("verify checked %d late rows, the table has %d", rep.Late, m.late)
+	}
+}
+
+// TestLateRowsMatchModel: random late mixes, read raw (durable, hot with
+// clustered copies), partly compacted and wholly compacted (clustered by
+// symbol): every answer in (ts, seq) order.
+func TestLateRowsMatchModel(t *testing.T) {
+	seed := testutil.Seed(t, 0)
+	cases := []struct {
+		rps   int
+		share float64
+		hot   int64
+	}{{64, 0.01, -1}, {256, 0.2, -1}, {4096, 0.05, 0}, {64, 0.5, 0}, {1024, 0.9, -1}}
+	for i, c := range cases {
+		t.Run(fmt.Sprintf("rps=%d/late=%v/hot=%d", c.rps, c.share, c.hot), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+			db, live := testutil.DB(t)
+			m := lateTable(t, db, live, rng, c.rps, c.share, c.hot)
+			t.Logf("%d rows, %d late, %d rejected", len(m.ts), m.late, m.rejected)
+			lateCheck(t, db, live, m, rng)
+
+			// Reopened by a writer (cold recovery re-indexes nothing after a
+			// clean close), then partly and wholly compacted.
+			w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, LateWindow: lateWin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Compact(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lateCheck(t, db, live, m, rng)
+			w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.CloseCompacted(0); err != nil {
+				t.Fatal(err)
+			}
+			lateCheck(t, db, live, m, rng)
+		})
+	}
+}
+
+// TestLateWindowZeroRejects: without a window a late row is refused and
+// counted, as before the window existed.
+func TestLateWindowZeroRejects(t *testing.T) {
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, "t", &writer.Options{Schema: store.TickSchema(), LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.SymbolString("A"); err != nil {
+		t.Fatal(err)
+	}
+	row := w.NewRow()
+	row.SetTs(100)
+	if _, err := w.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	row.SetTs(99)
+	if _, err := w.Append(row); !errors.Is(err, writer.ErrOutOfOrder) {
+		t.Fatalf("late row without a window: %v", err)
+	}
+	if st := w.Stats(); st.Late != 0 || st.OutOfOrder != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestLateRowsReindexed: rows past the last checkpoint are re-indexed
+// from the durable files when the live slots are lost (cold recovery):
+// the late entries come back the same.
+func TestLateRowsReindexed(t *testing.T) {
+	db, live := testutil.DB(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	m := lateTable(t, db, live, rng, 256, 0.1, -1)
+	// Forget the checkpoint: the next writer re-indexes every row.
+	// (ctl's checkpoint words, docs/FORMAT.md §4: ckSeq, ckNextChunk,
+	// ckSymCount at 4240..4263, ckLate at 4296.)
+	f, err := os.OpenFile(filepath.Join(db, "t", store.CtlName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{4240, 4248, 4256, 4296} {
+		if _, err := f.WriteAt(make([]byte, 8), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, LateWindow: time.Duration(lateWin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Late != uint64(m.late) {
+		t.Fatalf("re-indexed %d late rows, want %d", st.Late, m.late)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lateCheck(t, db, live, m, rng)
+}

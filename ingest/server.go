@@ -239,3 +239,11 @@ func (s *Server) ReadToVisible() *hdrhistogram.Histogram {
 	defer s.m.visibleMu.Unlock()
 	return hdrhistogram.Import(s.m.visibleHist.Export())
 }
+
+// DefaultLateWindow is the late window `tickdb serve` gives its tables
+// (--late-window; writer.Options.LateWindow): feed handlers whose clocks
+// differ by a few milliseconds, several connections writing one table,
+// and a network that reorders, all stay well inside ten seconds. A query
+// reads the late entries of about one window past its range, so the
+// window is not unbounded.
+const DefaultLateWindow = 10 * time.Second

@@ -289,7 +289,7 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the last row of table %s (%d); the table rejects late rows", ts, t.name, t.w.LastTs())}
+			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is more than the late window (%v) before the newest row of table %s (%d)", ts, s.opts.Writer.LateWindow, t.name, t.w.LastTs())}
 		}
 		return err
 	}
@@ -511,8 +511,9 @@ func (c *checker) line(l *Line) error {
 		return err
 	}
 	if l.HasTs {
-		if l.Ts < st.lastTs && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is before the table's last row (%d); the table rejects late rows", l.Ts, st.lastTs)}
+		win := c.s.opts.Writer.LateWindow
+		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is more than the late window (%v) before the table's newest row (%d)", l.Ts, win, st.lastTs)}
 		}
 		st.lastTs = max(st.lastTs, l.Ts)
 	}

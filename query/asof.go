@@ -170,7 +170,7 @@ func (x *asofRun) run(ctx context.Context) error {
 		} else if ls.seq = seq; !ls.takeSlow(v) {
 			return ls.err
 		}
-		if ls.filter && l.Sym(ls.symCol) != ls.id {
+		if ls.drop(l) {
 			continue
 		}
 		if k++; k == ctxEvery {
@@ -217,7 +217,7 @@ func (x *asofRun) run(ctx context.Context) error {
 				} else if rs.seq = seq; !rs.takeSlow(v) {
 					return rs.err
 				}
-				if !rs.filter || row.Sym(rs.symCol) == rs.id {
+				if !rs.drop(row) {
 					rts = row.Ts()
 					break
 				}

@@ -202,7 +202,7 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 		} else if sc.seq = seq; !sc.takeSlow(v) {
 			return sc.err
 		}
-		if sc.filter && row.Sym(sc.symCol) != sc.id {
+		if sc.drop(row) {
 			continue
 		}
 		if n++; n == ctxEvery {

@@ -102,9 +102,12 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 	if err != nil || a >= vis {
 		return x.n, q.wrap(err)
 	}
+	// The rows from the first whose time key is MaxInt64, in seq order:
+	// those stamped MaxInt64 (late rows among them were in the range).
 	r.RangeSeq(a, vis, &it)
+	x.filter = true
 	if q.Sym != "" {
-		x.filter, x.id, x.symCol = true, id, s.ColAt(s.SymCol)
+		x.sym, x.id, x.symCol = true, id, s.ColAt(s.SymCol)
 	}
 	_, err = x.drain(&it)
 	return x.n, q.wrap(err)
@@ -130,7 +133,8 @@ type runner struct {
 	limit   int64
 	n       int64 // rows passed to enc
 	scanned int64 // rows read
-	filter  bool  // pass only rows whose symCol is id
+	filter  bool  // pass only rows stamped MaxInt64 (and, with sym, whose symCol is id)
+	sym     bool
 	id      uint32
 	symCol  store.Col
 }
@@ -156,7 +160,7 @@ func (x *runner) drain(it *reader.Iter) (done bool, err error) {
 				return false, err
 			}
 		}
-		if x.filter && x.row.Sym(x.symCol) != x.id {
+		if x.filter && (x.row.Ts() != math.MaxInt64 || x.sym && x.row.Sym(x.symCol) != x.id) {
 			continue
 		}
 		if err := x.enc.Row(x.row); err != nil {

@@ -29,7 +29,7 @@ type scan struct {
 
 	tailDue bool   // the MaxInt64 pass is still to come
 	vis     uint64 // published count before the range: the end of the MaxInt64 pass
-	filter  bool   // MaxInt64 pass: pass only rows whose symCol is id
+	filter  bool   // MaxInt64 pass: see drop
 	sym     bool
 	id      uint32
 	symCol  store.Col
@@ -74,7 +74,7 @@ func (s *scan) next() bool {
 		if !s.take() {
 			return false
 		}
-		if !s.filter || s.row.Sym(s.symCol) == s.id {
+		if !s.drop(s.row) {
 			return true
 		}
 	}
@@ -132,8 +132,16 @@ func (s *scan) more() bool {
 		return false
 	}
 	s.r.RangeSeq(a, s.vis, &s.it)
-	s.filter = s.sym
+	s.filter = true
 	return true
+}
+
+// drop reports whether the MaxInt64 pass skips row: the pass walks the
+// rows from the first whose time key is MaxInt64 in seq order, and takes
+// those stamped MaxInt64 (of the symbol, if one was asked for); late rows
+// among them were in the range already.
+func (s *scan) drop(row store.Row) bool {
+	return s.filter && (row.Ts() != math.MaxInt64 || s.sym && row.Sym(s.symCol) != s.id)
 }
 
 // copyChecked copies row v (sequence number seq) into dst and reports

@@ -260,7 +260,8 @@ func (w *Writer) LiveDir() string { return w.liveDir }
 // Len is the number of rows appended (published or not).
 func (w *Writer) Len() uint64 { return w.seq }
 
-// LastTs is the ts of the last appended row (math.MinInt64 when empty).
+// LastTs is the newest ts appended (math.MinInt64 when empty): the last
+// row's, or a newer one when the last row was late.
 func (w *Writer) LastTs() int64 { return w.lastTs }
 
 // NewRow returns a zeroed row buffer for this table's schema.

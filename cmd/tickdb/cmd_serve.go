@@ -19,6 +19,7 @@ type serveOpts struct {
 	flush         string
 	flushInterval time.Duration
 	ooo           string
+	lateWindow    time.Duration
 	liveDir       string
 	maxConns      int
 	idle          time.Duration
@@ -55,7 +56,8 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.StringVar(&o.token, "token", "", "require this token on HTTP (Authorization: Bearer or Token)")
 	f.StringVar(&o.flush, "flush", "interval", "flush policy: interval, sync or none")
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
-	f.StringVar(&o.ooo, "out-of-order", "reject", "late rows: reject (counted) or stamp (stored with the arrival time)")
+	f.DurationVar(&o.lateWindow, "late-window", ingest.DefaultLateWindow, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: none")
+	f.StringVar(&o.ooo, "out-of-order", "reject", "rows later than --late-window: reject (counted) or stamp (stored with the arrival time)")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
 	f.IntVar(&o.maxConns, "max-conns", 4096, "line-protocol connection limit")
 	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections idle this long")
@@ -105,7 +107,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log,
-		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, SegmentSize: int64(o.segment),
+		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})
 	if err != nil {

@@ -43,9 +43,19 @@ const (
 )
 
 // crashOptions: 64 KiB segments (2048 rows) and two live slots, so that
-// every run rolls segments and recycles slots.
+// every run rolls segments and recycles slots; a late window for the late
+// rows of crashRows.
 func crashOptions(live string, flush writer.FlushPolicy) *writer.Options {
-	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, HotBytes: -1, LiveDir: live, Flush: flush}
+	return &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, HotBytes: -1, LiveDir: live, Flush: flush,
+		LateWindow: 2 * testutil.SeqLateBy}
+}
+
+// crashRows is the crash tests' rows: SeqRows with late rows, so that
+// every recovery re-indexes some (late.idx) and every check reads them.
+func crashRows() *testutil.SeqRows {
+	g := testutil.NewSeqRows()
+	g.Late = true
+	return g
 }
 
 // crashHarness is the parent's view of the table across rounds.
@@ -293,7 +303,7 @@ func (h *crashHarness) checkOpen(round int, f []string, idle bool) {
 	if got := h.rd.Count(); got != n {
 		t.Fatalf("round %d: reader sees %d rows, the writer %d", round, got, n)
 	}
-	if err := xpCheckRows(h.rd, 0, n); err != nil {
+	if err := xpCheckRows(h.rd, crashRows(), 0, n); err != nil {
 		t.Fatalf("round %d: %v", round, err)
 	}
 	rep, err := reader.Verify(h.db, crashTable, nil)
@@ -364,7 +374,7 @@ func (h *crashHarness) finish() {
 	if _, err := os.Stat(h.live); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("live dir after a clean close: %v", err)
 	}
-	if err := xpCheckRows(h.rd, 0, n); err != nil {
+	if err := xpCheckRows(h.rd, crashRows(), 0, n); err != nil {
 		t.Fatal(err)
 	}
 	tablecheck.Verify(t, h.db, crashTable, n)
@@ -419,7 +429,7 @@ func TestChildCrashWriter(t *testing.T) {
 	if cmd := <-cmds; cmd != "go" {
 		testutil.ChildFatalf(t, "command %q, want go", cmd)
 	}
-	g := testutil.NewSeqRows()
+	g := crashRows()
 	syms := testutil.NewWriterSyms(g, w.SymbolString)
 	rs := g.Schema.RowSize
 	batch := make([]byte, 64*rs)
@@ -495,7 +505,7 @@ func TestChildCrashTailer(t *testing.T) {
 		}
 	}
 	defer r.Close()
-	g := testutil.NewSeqRows()
+	g := crashRows()
 	names := testutil.NewSymCache(r.Symbol)
 	buf := make(store.Row, g.Schema.RowSize)
 	tail := r.Tail(0, nil)

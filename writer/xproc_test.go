@@ -181,13 +181,12 @@ func xpAppend(t *testing.T, w *writer.Writer, to uint64) {
 // xpCheck checks rows [from, to) through r.
 func xpCheck(t *testing.T, r *reader.Reader, from, to uint64) {
 	t.Helper()
-	if err := xpCheckRows(r, from, to); err != nil {
+	if err := xpCheckRows(r, testutil.NewSeqRows(), from, to); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func xpCheckRows(r *reader.Reader, from, to uint64) error {
-	g := testutil.NewSeqRows()
+func xpCheckRows(r *reader.Reader, g *testutil.SeqRows, from, to uint64) error {
 	names := testutil.NewSymCache(r.Symbol)
 	if n := r.Count(); n < to {
 		return fmt.Errorf("reader: %d rows published, want %d", n, to)

@@ -21,6 +21,10 @@ import (
 // entries keep arriving for as long as rows do.
 type SeqRows struct {
 	Schema *store.Schema
+	// Late makes every SeqLateEvery-th row a late row: its ts is
+	// SeqLateBy before its place (the table needs a late window of at
+	// least SeqLateBy).
+	Late bool
 	sym    store.Col
 	price  store.Col
 	size   store.Col
@@ -45,8 +49,21 @@ func NewSeqRows() *SeqRows {
 	return g
 }
 
-// Ts is row seq's timestamp: two rows per microsecond, so ts has ties.
-func (g *SeqRows) Ts(seq uint64) int64 { return SeqT0 + int64(seq/2)*1000 }
+// SeqLateEvery and SeqLateBy shape the late rows of SeqRows.Late.
+const (
+	SeqLateEvery = 97
+	SeqLateBy    = 1500 // ns
+)
+
+// Ts is row seq's timestamp: two rows per microsecond, so ts has ties;
+// with Late, every SeqLateEvery-th row is SeqLateBy early.
+func (g *SeqRows) Ts(seq uint64) int64 {
+	ts := SeqT0 + int64(seq/2)*1000
+	if g.Late && seq%SeqLateEvery == SeqLateEvery-1 {
+		ts -= SeqLateBy
+	}
+	return ts
+}
 
 // Price is row seq's price.
 func (g *SeqRows) Price(seq uint64) float64 { return float64(seq)*0.25 + 1 }

@@ -24,10 +24,10 @@ type SeqRows struct {
 	// Late makes every SeqLateEvery-th row a late row: its ts is
 	// SeqLateBy before its place (the table needs a late window of at
 	// least SeqLateBy).
-	Late bool
-	sym    store.Col
-	price  store.Col
-	size   store.Col
+	Late  bool
+	sym   store.Col
+	price store.Col
+	size  store.Col
 }
 
 const (

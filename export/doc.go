@@ -16,11 +16,20 @@
 // One top-level column per table column, same names, same order
 // (ParquetSchema prints it):
 //
-//	ts    required INT64 TIMESTAMP(NANOS, isAdjustedToUTC=true), DELTA_BINARY_PACKED
+//	ts    required INT64 TIMESTAMP(NANOS, isAdjustedToUTC=false), DELTA_BINARY_PACKED
 //	sym   required BYTE_ARRAY STRING, dictionary-encoded (RLE_DICTIONARY)
 //	f64   optional DOUBLE: a NaN (tickdb's missing value) is written as null
 //	i64   required INT64 (annotated INT(64, signed))
 //	bool  required BOOLEAN
+//
+// ts values are UTC nanoseconds since the Unix epoch, as in the table. The
+// annotation says isAdjustedToUTC=false (a timestamp without time zone)
+// because that is the form every reader takes at full precision: DuckDB
+// reads it as TIMESTAMP_NS, while a UTC-adjusted NANOS column becomes its
+// microsecond TIMESTAMP WITH TIME ZONE and loses the last three digits;
+// pyarrow and pandas read it as timestamp[ns] / datetime64[ns] without a
+// zone (UTC by this package's contract). docs/DESIGN.md ("Export") has
+// the table of readers, types and precision.
 //
 // A missing f64 is null, not NaN, because that is what the readers treat
 // as missing: SQL aggregates (DuckDB, Trino, Spark) skip nulls but are
@@ -59,10 +68,12 @@
 //     partitions to export them again.
 //   - Readers add the partition as a column named date: a table column of
 //     that name clashes with it.
-//   - Spark reads TIMESTAMP(NANOS) only with
-//     spark.sql.legacy.parquet.nanosAsLong=true, as a long; Spark and
+//   - Spark 3.x and 4.0 read TIMESTAMP(NANOS) only with
+//     spark.sql.legacy.parquet.nanosAsLong=true, as a long (ns since the
+//     epoch); without it they fail with "Illegal Parquet type". Spark and
 //     other readers older than 2022 may not read DELTA_BINARY_PACKED. Trino
 //     reads nanoseconds with its timestamp precision set to NANOSECONDS.
+//   - Readers show ts without a time zone: it is UTC.
 //   - CSV files are what "tickdb query --format csv" prints: ts as RFC
 //     3339 with nine fractional digits in UTC, a missing f64 as an empty
 //     field; CSV export runs on one goroutine.

@@ -12,7 +12,7 @@ func ExampleParquetSchema() {
 	fmt.Println(export.ParquetSchema(store.TickSchema()))
 	// Output:
 	// message tickdb {
-	// 	required int64 ts (TIMESTAMP(isAdjustedToUTC=true,unit=NANOS));
+	// 	required int64 ts (TIMESTAMP(isAdjustedToUTC=false,unit=NANOS));
 	// 	required binary sym (STRING);
 	// 	optional double price;
 	// 	required int64 size (INT(64,true));

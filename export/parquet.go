@@ -29,9 +29,16 @@ const (
 )
 
 // parquetNode is the Parquet node of one tickdb column type: ts a required
-// INT64 TIMESTAMP(NANOS, isAdjustedToUTC=true); sym a required
+// INT64 TIMESTAMP(NANOS, isAdjustedToUTC=false); sym a required
 // dictionary-encoded BYTE_ARRAY STRING; f64 an optional DOUBLE (NaN is
 // written as null); i64 a required INT64; bool a required BOOLEAN.
+//
+// ts holds UTC ns since the epoch, yet is annotated isAdjustedToUTC=false
+// ("local" semantics): DuckDB reads a UTC-adjusted NANOS timestamp as
+// TIMESTAMP WITH TIME ZONE, a µs type, and drops the last three digits,
+// but reads this one as TIMESTAMP_NS with all nine; pyarrow/pandas read
+// it as timestamp[ns] (naive) and Spark, where it reads NANOS at all, as
+// a long. docs/DESIGN.md ("Export") has the table per reader.
 //
 // ts is DELTA_BINARY_PACKED: non-decreasing timestamps a few µs apart
 // pack into a byte or two each, which spares the codec most of the
@@ -43,7 +50,7 @@ const (
 func parquetNode(t store.ColType) parquet.Node {
 	switch t {
 	case store.TypeTs:
-		return parquet.Encoded(parquet.Timestamp(parquet.Nanosecond), &parquet.DeltaBinaryPacked)
+		return parquet.Encoded(parquet.TimestampAdjusted(parquet.Nanosecond, false), &parquet.DeltaBinaryPacked)
 	case store.TypeSym:
 		return parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
 	case store.TypeF64:

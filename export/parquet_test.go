@@ -75,7 +75,7 @@ var wantColumns = []struct {
 	rep     format.FieldRepetitionType
 	logical string
 }{
-	{"ts", format.Int64, format.Required, "TIMESTAMP(isAdjustedToUTC=true,unit=NANOS)"},
+	{"ts", format.Int64, format.Required, "TIMESTAMP(isAdjustedToUTC=false,unit=NANOS)"},
 	{"sym", format.ByteArray, format.Required, "STRING"},
 	{"price", format.Double, format.Optional, ""},
 	{"size", format.Int64, format.Required, "INT(64,true)"},
@@ -115,10 +115,16 @@ func readParquet(codec format.CompressionCodec) func(t *testing.T, path string) 
 				t.Errorf("%s: column %d is %s %v %v %q, want %s %v %v %q", path, i, e.Name, typ, rep, e.LogicalType.String(), w.name, w.typ, w.rep, w.logical)
 			}
 		}
-		if ts, ok := md.Schema[1].LogicalType.Value.(*format.TimestampType); !ok || !ts.IsAdjustedToUTC {
-			t.Errorf("%s: ts logical type %v, want TIMESTAMP adjusted to UTC", path, md.Schema[1].LogicalType.Value)
+		// Not adjusted to UTC, so that DuckDB reads it as TIMESTAMP_NS;
+		// and no converted type, which would say µs or ms (or, read by
+		// the old rules, a UTC instant).
+		if ts, ok := md.Schema[1].LogicalType.Value.(*format.TimestampType); !ok || ts.IsAdjustedToUTC {
+			t.Errorf("%s: ts logical type %v, want TIMESTAMP not adjusted to UTC", path, md.Schema[1].LogicalType.Value)
 		} else if _, ok := ts.Unit.Value.(*format.NanoSeconds); !ok {
 			t.Errorf("%s: ts unit %v, want NANOS", path, ts.Unit.Value)
+		}
+		if ct, ok := md.Schema[1].ConvertedType.Get(); ok {
+			t.Errorf("%s: ts converted type %v, want none", path, ct)
 		}
 		if v, _ := pf.Lookup("tickdb.table"); v != "ticks" {
 			t.Errorf("%s: tickdb.table metadata %q, want ticks", path, v)
@@ -399,7 +405,7 @@ func TestParquetSchema(t *testing.T) {
 	t.Logf("\n%s", got)
 	for _, want := range []string{
 		"message tickdb {",
-		"required int64 ts (TIMESTAMP(isAdjustedToUTC=true,unit=NANOS));",
+		"required int64 ts (TIMESTAMP(isAdjustedToUTC=false,unit=NANOS));",
 		"required binary sym (STRING);",
 		"optional double price;",
 		"required int64 size (INT(64,true));",

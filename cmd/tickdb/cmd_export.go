@@ -30,11 +30,14 @@ is:
   DIR/date=2024-01-02/part-00000.parquet
   DIR/date=2024-01-03/part-00000.parquet   (part-00001... past 64 Mi rows)
 
-Parquet: ts is INT64 TIMESTAMP(NANOS, isAdjustedToUTC=true), sym columns
-dictionary-encoded strings, f64 DOUBLE with a missing value (NaN) written
-as null, i64 INT64, bool BOOLEAN; zstd (or --compression snappy|none),
-row groups of 1 Mi rows, built on every CPU. Spark reads nanosecond
-timestamps only with spark.sql.legacy.parquet.nanosAsLong=true (as longs).
+Parquet: ts is INT64 TIMESTAMP(NANOS, isAdjustedToUTC=false) holding UTC
+nanoseconds since the epoch (so DuckDB reads it as TIMESTAMP_NS and pandas
+as datetime64[ns], every digit kept; both show it without a zone: it is
+UTC), sym columns dictionary-encoded strings, f64 DOUBLE with a missing
+value (NaN) written as null, i64 INT64, bool BOOLEAN; zstd (or
+--compression snappy|none), row groups of 1 Mi rows, built on every CPU.
+Spark reads nanosecond timestamps only with
+spark.sql.legacy.parquet.nanosAsLong=true (as longs).
 
 Read it with, for example:
   duckdb   SELECT * FROM read_parquet('DIR/**/*.parquet', hive_partitioning = true)

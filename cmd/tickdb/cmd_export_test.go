@@ -107,7 +107,7 @@ func readExportParquet(t *testing.T, dir string) (rows []exportRow, files []stri
 			f.Close()
 			t.Fatalf("%s: %v", rel, err)
 		}
-		if lt := pf.Metadata().Schema[1].LogicalType.String(); lt != "TIMESTAMP(isAdjustedToUTC=true,unit=NANOS)" {
+		if lt := pf.Metadata().Schema[1].LogicalType.String(); lt != "TIMESTAMP(isAdjustedToUTC=false,unit=NANOS)" {
 			t.Errorf("%s: ts logical type %s", rel, lt)
 		}
 		if cc := pf.Metadata().RowGroups[0].Columns[0].MetaData.Codec; cc != format.Zstd {

@@ -80,7 +80,9 @@ type lateIter struct {
 	n       uint64 // published late entries at positioning (0: no merge)
 	win     int64  // the table's late window
 	skip    uint64 // next entry to check the walked rows against
+	skipSeq uint64 // its seq (MaxUint64: none)
 	j, jend uint64 // entries still to take into the heap
+	nextLB  int64  // the lowest ts entry j can have (MaxInt64: none)
 	first   uint64 // rows below it are deleted (retention)
 	heap    []lateCand
 	have    bool   // an in-order row is waiting (iseq, irow)
@@ -106,14 +108,14 @@ func (it *Iter) initLate(from, to int64, a uint64, snap index.Snap) error {
 	}
 	n := snap.Late
 	l.n, l.win, l.first = n, r.ctl.LateWindow(), snap.FirstSeq
-	l.skip = r.late.SearchSeq(n, a)
+	l.setSkip(r, r.late.SearchSeq(n, a))
 	// A late row with ts >= from has prev > ts >= from; one with ts < to
 	// has prev - win <= ts < to.
-	l.j = max(r.late.SearchPrev(n, from), r.late.SearchSeq(n, snap.FirstSeq))
 	l.jend = n
 	if to != math.MaxInt64 {
 		l.jend = r.late.SearchPrev(n, saturatingAdd(to, l.win))
 	}
+	l.setJ(r, max(r.late.SearchPrev(n, from), r.late.SearchSeq(n, snap.FirstSeq)))
 	l.heap = l.heap[:0]
 	l.have, l.done, l.icopy = false, false, false
 	if cap(l.row) < int(r.rowSize) {
@@ -144,23 +146,22 @@ func (it *Iter) nextLate() bool {
 				break
 			}
 			s := it.cur
-			for l.skip < l.n && r.late.Seq(l.skip) < s {
-				l.skip++
-			}
-			if l.skip < l.n && r.late.Seq(l.skip) == s {
-				continue // a late row: it comes through the heap
+			if s >= l.skipSeq {
+				for l.skipSeq < s {
+					l.setSkip(r, l.skip+1)
+				}
+				if s == l.skipSeq {
+					continue // a late row: it comes through the heap
+				}
 			}
 			l.have, l.iseq, l.its, l.icopy = true, s, it.row.Ts(), false
 			break
 		}
 	}
 	// Take the late rows that may come before the waiting row.
-	for l.j < l.jend {
+	for l.j < l.jend && (!l.have || l.nextLB <= l.its) {
 		e := r.late.At(l.j)
-		if l.have && index.LowerTs(e.Prev, l.win) > l.its {
-			break
-		}
-		l.j++
+		l.setJ(r, l.j+1)
 		if e.Ts < it.from || e.Ts >= it.to || (it.sym && e.Sym != it.id) {
 			continue
 		}
@@ -194,6 +195,22 @@ func (it *Iter) nextLate() bool {
 	}
 	it.cur = l.iseq
 	return true
+}
+
+// setSkip moves the skip cursor to entry k (caching its seq).
+func (l *lateIter) setSkip(r *Reader, k uint64) {
+	l.skip, l.skipSeq = k, math.MaxUint64
+	if k < l.n {
+		l.skipSeq = r.late.Seq(k)
+	}
+}
+
+// setJ moves the heap's cursor to entry j (caching its lowest ts).
+func (l *lateIter) setJ(r *Reader, j uint64) {
+	l.j, l.nextLB = j, math.MaxInt64
+	if j < l.jend {
+		l.nextLB = index.LowerTs(r.late.Prev(j), l.win)
+	}
 }
 
 func (l *lateIter) push(c lateCand) {

@@ -327,3 +327,42 @@ func TestLateRowsReindexed(t *testing.T) {
 	}
 	lateCheck(t, db, live, m, rng)
 }
+
+// TestLateMergeAllocs holds Range and RangeSym with late rows to zero
+// allocations once the iterator's buffers have grown.
+func TestLateMergeAllocs(t *testing.T) {
+	if testutil.Race {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	db, live := testutil.DB(t)
+	rng := rand.New(rand.NewPCG(3, 3))
+	m := lateTable(t, db, live, rng, 1024, 0.05, 0)
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	from := m.ts[len(m.ts)/4]
+	scan := func() {
+		if err := r.Range(from, math.MaxInt64, &it); err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+		}
+		for id := range uint32(m.nsym) {
+			if err := r.RangeSym(from, math.MaxInt64, id, &it); err != nil {
+				t.Fatal(err)
+			}
+			for it.Next() {
+			}
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+	}
+	scan()
+	if n := testing.AllocsPerRun(10, scan); n != 0 {
+		t.Errorf("a scan with late rows allocates %v times", n)
+	}
+}

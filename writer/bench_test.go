@@ -113,11 +113,33 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendLate is BenchmarkAppend (flush=interval) with one row in
+// 100 a late row, 3 µs behind the newest, under a 1 ms late window: the
+// cost of the window's slow path (late.idx) on the append rate. Compare
+// with BenchmarkAppend/flush=interval in the same run.
+func BenchmarkAppendLate(b *testing.B) {
+	for _, batch := range []int{1, 64} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			benchAppendMix(b, writer.FlushInterval, batch, 100)
+		})
+	}
+}
+
 func benchAppend(b *testing.B, flush writer.FlushPolicy, batch int) {
+	benchAppendMix(b, flush, batch, 0)
+}
+
+// benchAppendMix is benchAppend with one row in lateEvery late (0: none).
+func benchAppendMix(b *testing.B, flush writer.FlushPolicy, batch, lateEvery int) {
 	raw := rawStore(b)
 	db := b.TempDir()
-	w := benchWriter(b, db, writer.Options{Flush: flush})
+	o := writer.Options{Flush: flush}
 	ring := benchutil.NewRing(1 << 16)
+	if lateEvery > 0 {
+		o.LateWindow = time.Millisecond
+		ring.MakeLate(lateEvery, 3000)
+	}
+	w := benchWriter(b, db, o)
 	// Warm up past the first LiveSlots segments, so the timed loop appends
 	// into recycled, resident slots (steady state), and start it with
 	// every row durable.
@@ -168,6 +190,12 @@ func benchAppend(b *testing.B, flush writer.FlushPolicy, batch int) {
 	b.ReportMetric(raw.CPUNsPerOp(), "raw-cpu-ns/row")
 	b.ReportMetric(raw.CPUNsPerOp()/c, "x-raw")
 	b.ReportMetric(float64(flt)/rows*1e6, "faults/Mrow")
+	if lateEvery > 0 {
+		if st.Late-st0.Late < uint64(rows)/uint64(lateEvery)/2 || st.OutOfOrder != 0 {
+			b.Fatalf("%d late rows stored, %d rejected, in %v rows", st.Late-st0.Late, st.OutOfOrder, rows)
+		}
+		b.ReportMetric(float64(st.Late-st0.Late)/rows*100, "late-%")
+	}
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}

@@ -142,6 +142,16 @@ func (r *Ring) NextBatch(k int) []byte {
 	return b
 }
 
+// MakeLate moves every every-th row's ts back by by ns: late rows (a
+// table with a late window of at least by + the rows' spacing stores
+// them), the same on every lap.
+func (r *Ring) MakeLate(every int, by int64) {
+	le := binary.LittleEndian
+	for i := every - 1; i < r.n; i += every {
+		le.PutUint64(r.rows[i*32:], le.Uint64(r.rows[i*32:])-uint64(by))
+	}
+}
+
 func (r *Ring) wrap() {
 	le := binary.LittleEndian
 	for i := 0; i < r.n; i++ {

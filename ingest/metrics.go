@@ -152,7 +152,7 @@ func (m *metrics) logBad(log *slog.Logger, msg string, args ...any) {
 type tableCollector struct {
 	s                                       *sink
 	rows, durable, lag, ooo, flushes, bytes *prometheus.Desc
-	hotSegs, hotRows                        *prometheus.Desc
+	hotSegs, hotRows, late                  *prometheus.Desc
 	rings                                   []*ring
 	depth                                   *prometheus.Desc
 }
@@ -166,7 +166,8 @@ func newTableCollector(s *sink, rings []*ring) *tableCollector {
 		rows:    d("tickdb_table_rows", "Rows published (visible to readers)."),
 		durable: d("tickdb_table_durable_rows", "Rows durable on disk."),
 		lag:     d("tickdb_table_durable_lag_rows", "Published rows not yet durable."),
-		ooo:     d("tickdb_table_out_of_order_total", "Late rows rejected or restamped, since the table was created."),
+		ooo:     d("tickdb_table_out_of_order_total", "Rows later than the late window, rejected or restamped, since the table was created."),
+		late:    d("tickdb_table_late_rows_total", "Rows stored late (inside the late window; queries return them in ts order), since the table was created."),
 		flushes: d("tickdb_table_flushes_total", "O_DIRECT writes by the table's flusher (this run)."),
 		bytes:   d("tickdb_table_flush_bytes_total", "Bytes written by the table's flusher (this run)."),
 		hotSegs: d("tickdb_table_hot_segments", "Sealed, durable segments kept in shared memory (the hot budget)."),
@@ -177,7 +178,7 @@ func newTableCollector(s *sink, rings []*ring) *tableCollector {
 }
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.hotSegs, c.hotRows, c.depth} {
+	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.hotSegs, c.hotRows, c.late, c.depth} {
 		ch <- d
 	}
 }
@@ -188,6 +189,7 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.durable, prometheus.GaugeValue, float64(st.Durable), name)
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(st.Visible-min(st.Durable, st.Visible)), name)
 		ch <- prometheus.MustNewConstMetric(c.ooo, prometheus.CounterValue, float64(st.OutOfOrder), name)
+		ch <- prometheus.MustNewConstMetric(c.late, prometheus.CounterValue, float64(st.Late), name)
 		ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(st.Flushes), name)
 		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(st.FlushBytes), name)
 		ch <- prometheus.MustNewConstMetric(c.hotSegs, prometheus.GaugeValue, float64(st.HotSegments), name)

@@ -26,7 +26,9 @@ type Stat struct {
 	// SegmentBytes is the size of one segment file, durable or live slot.
 	SegmentBytes int64
 	Symbols      int
-	OutOfOrder   uint64 // late rows rejected or restamped, since creation
+	OutOfOrder   uint64 // rows later than the late window, rejected or restamped, since creation
+	Late         uint64 // rows stored late (inside the late window), since creation
+	LateWindow   int64  // the widest late window (ns) the table was written with (0: none)
 	// WriterPid and WriterState are what the last writer recorded: a
 	// writer that died leaves StateOpen and its pid behind (the next
 	// writer recovers), so whether the pid still runs is the caller's
@@ -89,6 +91,8 @@ func (r *Reader) Stat() (Stat, error) {
 		SegmentBytes: r.segSize,
 		Symbols:      r.Symbols(),
 		OutOfOrder:   c.OutOfOrder(),
+		Late:         snap.Late,
+		LateWindow:   c.LateWindow(),
 		WriterPid:    c.WriterPid(),
 		WriterState:  c.State(),
 		LiveDir:      r.liveDirPath(),

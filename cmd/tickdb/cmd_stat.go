@@ -71,6 +71,8 @@ type tableStat struct {
 	SegmentBytes int64  `json:"segment_bytes"`
 	Symbols      int    `json:"symbols"`
 	OutOfOrder   uint64 `json:"out_of_order"`
+	Late         uint64 `json:"late_rows"`
+	LateWindowNs int64  `json:"late_window_ns"`
 
 	Writer *statWriter `json:"writer,omitempty"` // nil: no writer has it open
 
@@ -212,6 +214,7 @@ func statTable(db, name string) (tableStat, error) {
 	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs
 	ts.SegmentRows, ts.SegmentBytes = st.SegmentRows, st.SegmentBytes
 	ts.Symbols, ts.OutOfOrder = st.Symbols, st.OutOfOrder
+	ts.Late, ts.LateWindowNs = st.Late, st.LateWindow
 	ts.LiveDir, ts.LiveSlots = st.LiveDir, st.LiveSlots
 	ts.LiveBytesMax = int64(st.LiveSlots) * st.SegmentBytes
 	tier := func(t reader.Tier) statTier { return statTier{Segments: t.Segments, Rows: t.Rows} }
@@ -358,7 +361,8 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 			}
 		}
 		statLine(out, "symbols", commas(int64(t.Symbols)))
-		statLine(out, "out-of-order rows", commas(int64(t.OutOfOrder)))
+		statLine(out, "late rows", commas(int64(t.Late))+" stored in ts order", "window "+time.Duration(t.LateWindowNs).String())
+		statLine(out, "out-of-order rows", commas(int64(t.OutOfOrder)), "later than the window: rejected or restamped")
 		switch w := t.Writer; {
 		case w == nil:
 			statLine(out, "writer", "none")

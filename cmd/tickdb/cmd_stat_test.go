@@ -37,6 +37,8 @@ type statJSON struct {
 		SegmentBytes int64  `json:"segment_bytes"`
 		Symbols      int    `json:"symbols"`
 		OutOfOrder   uint64 `json:"out_of_order"`
+		LateRows     uint64 `json:"late_rows"`
+		LateWindowNs int64  `json:"late_window_ns"`
 		Writer       *struct {
 			Pid     int    `json:"pid"`
 			State   string `json:"state"`

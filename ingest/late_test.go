@@ -86,7 +86,7 @@ func TestLateBeyondWindowRejected(t *testing.T) {
 	lines := []string{
 		fmt.Sprintf("w,s=a v=1 %d", t0+int64(10*time.Second)),
 		fmt.Sprintf("w,s=a v=2 %d", t0+int64(9500*time.Millisecond)), // 0.5 s late: stored
-		fmt.Sprintf("w,s=a v=3 %d", t0),                                // 10 s late: rejected
+		fmt.Sprintf("w,s=a v=3 %d", t0),                              // 10 s late: rejected
 		fmt.Sprintf("w,s=a v=4 %d", t0+int64(11*time.Second)),
 		fmt.Sprintf("w,s=a v=5 %d", t0+int64(10*time.Second)), // equal to an earlier row, 1 s late: stored
 	}

@@ -289,7 +289,7 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is more than the late window (%v) before the newest row of table %s (%d)", ts, s.opts.Writer.LateWindow, t.name, t.w.LastTs())}
+			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
 		}
 		return err
 	}
@@ -513,7 +513,7 @@ func (c *checker) line(l *Line) error {
 	if l.HasTs {
 		win := c.s.opts.Writer.LateWindow
 		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: fmt.Sprintf("timestamp %d is more than the late window (%v) before the table's newest row (%d)", l.Ts, win, st.lastTs)}
+			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
 		}
 		st.lastTs = max(st.lastTs, l.Ts)
 	}
@@ -594,4 +594,13 @@ func (s *sink) closeTables() {
 		s.statsMu.Unlock()
 		s.log.Info("ingest: table closed", "table", name, "rows", st.Appended, "durable", st.Durable)
 	}
+}
+
+// lateMsg says why a line's timestamp ts was refused: before the table's
+// newest row (whose ts is last), by more than the late window win.
+func lateMsg(ts, last int64, win time.Duration, what string) string {
+	if win <= 0 {
+		return fmt.Sprintf("timestamp %d is before %s (%d); the table takes no late rows (late window 0)", ts, what, last)
+	}
+	return fmt.Sprintf("timestamp %d is before %s (%d) by more than the late window (%v)", ts, what, last, win)
 }

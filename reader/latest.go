@@ -30,7 +30,8 @@ import (
 type Latest struct {
 	r      *Reader
 	at     int64
-	b      uint64 // rows [first, b) are the rows with ts <= at
+	b      uint64 // rows [first, b) have ts <= at (see latestBound)
+	zseg   uint64 // 1 + a clustered compressed segment (from b on) holding the rest of them, or 0
 	first  uint64
 	vis    uint64
 	nextCk uint64
@@ -39,9 +40,9 @@ type Latest struct {
 // latestState is a Reader's buffers and cache for Latest.Sym (the field
 // Reader.last). Everything in it grows once and is reused.
 type latestState struct {
-	chunks []uint64 // one symbol's postings data chunks
-	zrows  []byte   // a compressed data block's rows (cseg.Segment.SymBlock)
-	zseqs  []uint64 // and their seqs
+	dirs  []uint64 // one symbol's postings directory chunks
+	zrows []byte   // a compressed data block's rows (cseg.Segment.SymBlock)
+	zseqs []uint64 // and their seqs
 	// By symbol id: the last row of the data block of a clustered
 	// compressed segment that answered last, with its seq: a query whose
 	// answer is the same block's last row (any time from the block's last
@@ -75,33 +76,54 @@ func (r *Reader) Latest(at int64, l *Latest) error {
 		return err
 	}
 	r.visible = snap.Visible
-	b, err := r.latestBound(at, snap)
-	if err != nil {
-		return err
-	}
-	*l = Latest{r: r, at: at, b: b, first: snap.FirstSeq, vis: snap.Visible, nextCk: snap.NextChunk}
-	return nil
+	*l = Latest{r: r, at: at, first: snap.FirstSeq, vis: snap.Visible, nextCk: snap.NextChunk}
+	return r.latestBound(l, snap)
 }
 
-// latestBound is the first seq, among the published rows of snap, of the
-// rows with ts > at (snap.Visible if none).
+// latestBound sets l.b, and l.zseg: the rows with ts <= l.at are the
+// published rows before seq l.b, and, when l.zseg is set, those of
+// clustered compressed segment l.zseg-1 (from l.b on) whose ts is at
+// most l.at. The boundary is found in the time index; a seek through the
+// rows makes it exact, except in a clustered compressed segment, where
+// each row a seek probes would cost a block decoded: there the bound is
+// the segment's start, and its directory, indexed by ts, does the rest.
 //
 // This is the one place where latest-row queries assume that ts never
 // decreases in seq order, so that the rows with ts <= at are exactly the
 // rows before a seq bound and "the last row by ts, ties to the larger
 // seq" is "the last row by seq before the bound". Everything after it
-// (Latest.Sym) picks, per symbol, its last row below the bound; in a
-// clustered compressed segment, whose directory is indexed by ts, that is
-// its last row with ts <= at, the same row under this assumption (and
-// the segment's own format keeps a symbol's rows in ts order). Rows stored
-// out of ts order would need this bound widened to cover them and the
-// answer taken as the (ts, seq) maximum of the symbol's rows with
-// ts <= at from there back.
-func (r *Reader) latestBound(at int64, snap index.Snap) (uint64, error) {
+// (Latest.Sym) takes, per symbol, its last row below the bound (or, in
+// segment l.zseg-1, its last row with ts <= at: the same row under this
+// assumption; the compressed format keeps a symbol's rows in ts order).
+// Rows stored out of ts order would need the bound widened to cover them
+// and each symbol's answer taken as the (ts, seq) maximum of its rows
+// with ts <= at from there back.
+func (r *Reader) latestBound(l *Latest, snap index.Snap) error {
+	at := l.at
 	if snap.Visible <= snap.FirstSeq || at >= snap.LastTs || at == math.MaxInt64 {
-		return snap.Visible, nil
+		l.b = snap.Visible
+		return nil
 	}
-	return r.seek(at+1, snap.FirstSeq, snap.Visible)
+	// The first row with ts > at is in (a-1, b].
+	a, b, err := r.coarse(at+1, snap.FirstSeq, snap.Visible)
+	if err != nil {
+		return err
+	}
+	if n := a >> r.shift; a < b && n < r.ctl.CmpSegs() {
+		v, err := r.view(n)
+		if err != nil {
+			return err
+		}
+		if v.kind == viewCompressed && v.z.Version() == cseg.VersionClustered {
+			// Rows (a-1, b] lie in segment n (a time index stride never
+			// crosses a segment's end): every row of the segments after
+			// it has ts > at.
+			l.b, l.zseg = max(snap.FirstSeq, n<<r.shift), n+1
+			return nil
+		}
+	}
+	l.b, err = r.seek(at+1, snap.FirstSeq, snap.Visible)
+	return err
 }
 
 // LastSym copies into dst (RowSize bytes) the last row of symbol id with
@@ -125,17 +147,17 @@ func (r *Reader) LastSym(id uint32, at int64, dst []byte) (seq uint64, ok bool, 
 // at all, all later, or all deleted by retention).
 //
 // Its cost is O(log n) in the symbol's rows plus one row read: a walk of
-// the symbol's postings directory (a word per 512 rows of it), a binary
-// search of its postings and a checked copy of the row (ReadRow: safe
-// against a live slot recycled meanwhile). A row in a clustered
-// compressed segment costs the decoding of the symbol's data block there
-// (4,096 rows at most), unless the answer is that block's last row and
-// the previous query of the symbol found it too (then a copy). A symbol
-// with no postings entry below the bound but punched ones (its rows there
-// compacted below the postings floor) is looked for in each compressed
-// segment's directory from the floor down, one binary search per segment.
-// It allocates nothing once the reader's buffers have grown and the
-// segments it reads are mapped.
+// the chain of the symbol's postings directory chunks (a word per 261,632
+// rows of it), a binary search of its postings and a checked copy of the
+// row (ReadRow: safe against a live slot recycled meanwhile). A row in a
+// clustered compressed segment costs the decoding of the symbol's data
+// block there (4,096 rows at most), unless the answer is that block's
+// last row and the previous query of the symbol found it too (then a
+// copy). A symbol with no postings entry below the bound but punched ones
+// (its rows there compacted below the postings floor) is looked for in
+// each compressed segment's directory from the floor down, one binary
+// search per segment. It allocates nothing once the reader's buffers have
+// grown and the segments it reads are mapped.
 //
 // dst is checked: its check word matches its seq, its symbol is id and
 // its ts is at most the time; a row that fails is reported as damage.
@@ -158,6 +180,20 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 			return 0, false, fmt.Errorf("%w: id %d", ErrUnknownSymbol, id)
 		}
 	}
+	if l.zseg != 0 {
+		// The boundary's compressed segment first: its directory.
+		n := l.zseg - 1
+		v, err := r.view(n)
+		if err != nil {
+			return 0, false, l.gone(err)
+		}
+		if v.kind != viewCompressed {
+			return 0, false, fmt.Errorf("reader: segment %d is no longer compressed", n) // (never: a compressed view stays)
+		}
+		if seq, ok, err := l.fromDir(v, n, id, dst); err != nil || ok {
+			return seq, ok, err
+		}
+	}
 	if l.b <= l.first {
 		return 0, false, nil
 	}
@@ -167,20 +203,36 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 		// the chunk count that covers its postings): no row in it.
 		return 0, false, nil
 	}
-	chunks, err := r.post.DataChunks(r.last.chunks[:0], dir, l.nextCk)
-	r.last.chunks = chunks
+	// The symbol's postings as positions: chunk j is slot j%511+1 of
+	// directory j/511 (every directory but the last is full), and every
+	// chunk but the last holds 512 entries.
+	dirs, err := r.postDirs(dir, l.nextCk)
 	if err != nil {
 		return 0, false, err
 	}
-	if len(chunks) == 0 {
+	const slots = index.ChunkWords - 1
+	nchunks := uint64(len(dirs)-1)*slots + slotCount(r.post, dirs[len(dirs)-1], l.nextCk)
+	if nchunks == 0 {
 		return 0, false, nil
 	}
-	// Positions: every chunk but the last is full.
-	npos := uint64(len(chunks)-1)*index.ChunkWords + uint64(chunkFill(r.post, chunks[len(chunks)-1], l.vis))
+	// A directory slot naming a chunk out of range is damage: chunkAt
+	// notes it (badAt: 1 + its word) and the check after the search
+	// reports it.
+	var badAt, badChunk uint64
+	chunkAt := func(j uint64) uint64 {
+		d, i := dirs[j/slots], int(j%slots)+1
+		c := r.post.Word(d, i)
+		if c <= d || c >= l.nextCk {
+			badAt, badChunk = d*index.ChunkWords+uint64(i)+1, c
+			return d
+		}
+		return c
+	}
+	npos := (nchunks-1)*index.ChunkWords + uint64(chunkFill(r.post, chunkAt(nchunks-1), l.vis))
+	word := func(p uint64) uint64 { return r.post.Word(chunkAt(p/index.ChunkWords), int(p%index.ChunkWords)) }
 	// The first position whose entry is at or past the bound; a punched
 	// entry (0, its chunk dropped below the postings floor) counts as
 	// before every row, as in RangeSym.
-	word := func(p uint64) uint64 { return r.post.Word(chunks[p/index.ChunkWords], int(p%index.ChunkWords)) }
 	lo, hi := uint64(0), npos
 	if hi > 0 && word(hi-1)-1 < l.b { // (a punched 0 wraps to MaxUint64)
 		lo = hi // the newest entry is below the bound: the common case
@@ -193,11 +245,17 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 			hi = m
 		}
 	}
+	var e uint64
+	if lo > 0 {
+		e = word(lo - 1)
+	}
+	if badAt != 0 {
+		return 0, false, store.Corruptf(r.post.Path(), int64(badAt-1)*8, "postings directory of symbol %d: data chunk %d out of range (next chunk %d)", id, badChunk, l.nextCk)
+	}
 	if lo == 0 {
 		return 0, false, nil
 	}
 	p := lo - 1
-	e := word(p)
 	if e == 0 {
 		// Its rows below the bound end below the postings floor: in the
 		// clustered compressed segments' directories.
@@ -207,7 +265,7 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if seq < l.first {
 		return 0, false, nil // deleted by retention
 	}
-	off := int64(chunks[p/index.ChunkWords])*store.BlockSize + int64(p%index.ChunkWords)*8
+	off := int64(chunkAt(p/index.ChunkWords))*store.BlockSize + int64(p%index.ChunkWords)*8
 	if n := seq >> r.shift; n < r.ctl.CmpSegs() {
 		v, err := r.view(n)
 		if err != nil {
@@ -357,6 +415,47 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 		copy(c.hrow[int(id)*rs:], row)
 	}
 	return seq, true, nil
+}
+
+// postDirs is the chain of postings directory chunks that starts at dir
+// (below nextCk), in r.last.dirs: one word read per 511 data chunks (a
+// link is followed only once its directory is full).
+func (r *Reader) postDirs(dir, nextCk uint64) ([]uint64, error) {
+	if !r.post.CoversChunks(nextCk) {
+		return nil, store.Corruptf(r.post.Path(), int64(nextCk)*store.BlockSize, "published chunk count %d is past the end of the file", nextCk)
+	}
+	dirs := append(r.last.dirs[:0], dir)
+	for {
+		nx := r.post.Word(dir, 0)
+		if nx == 0 || nx >= nextCk {
+			break // the last one, or the next not yet published
+		}
+		// Chunks are allocated in increasing order: a link back is
+		// damage (and would loop).
+		if nx <= dir {
+			r.last.dirs = dirs
+			return nil, store.Corruptf(r.post.Path(), int64(dir)*store.BlockSize, "directory chunk %d links back to %d", dir, nx)
+		}
+		dirs = append(dirs, nx)
+		dir = nx
+	}
+	r.last.dirs = dirs
+	return dirs, nil
+}
+
+// slotCount is how many data chunks directory chunk d names below nextCk
+// (its slots fill from the first, in allocation order).
+func slotCount(p *index.Postings, d, nextCk uint64) uint64 {
+	lo, hi := 1, index.ChunkWords
+	for lo < hi {
+		m := (lo + hi) / 2
+		if c := p.Word(d, m); c != 0 && c < nextCk {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return uint64(lo - 1)
 }
 
 // chunkFill is the number of entries of postings chunk c for rows below

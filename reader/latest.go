@@ -104,7 +104,9 @@ func (r *Reader) latestBound(l *Latest, snap index.Snap) error {
 		l.b = snap.Visible
 		return nil
 	}
-	// The first row with ts > at is in (a-1, b].
+	// The first row with ts > at is in [a, b], one stride of the time
+	// index, which never crosses a segment's end: b is at most the first
+	// row of the segment after a's.
 	a, b, err := r.coarse(at+1, snap.FirstSeq, snap.Visible)
 	if err != nil {
 		return err
@@ -115,9 +117,7 @@ func (r *Reader) latestBound(l *Latest, snap index.Snap) error {
 			return err
 		}
 		if v.kind == viewCompressed && v.z.Version() == cseg.VersionClustered {
-			// Rows (a-1, b] lie in segment n (a time index stride never
-			// crosses a segment's end): every row of the segments after
-			// it has ts > at.
+			// Every row of the segments after n has ts > at.
 			l.b, l.zseg = max(snap.FirstSeq, n<<r.shift), n+1
 			return nil
 		}

@@ -444,6 +444,69 @@ func TestLatestLongPostings(t *testing.T) {
 	checkLatest(t, "compacted", openLat(t, db), g.m, rng)
 }
 
+// TestLatestV1: compressed segments of format version 1 (seq order, no
+// directory: read through the postings and Get) mixed with clustered
+// ones above and below the postings floor, and raw ones.
+func TestLatestV1(t *testing.T) {
+	seed := testutil.Seed(t, *xprocSeedFlag)
+	rng := rand.New(rand.NewPCG(seed, 12))
+	const rps = 2048
+	db, live := testutil.DB(t)
+	o := latOptions(live, -1)
+	w, err := writer.Open(db, "t", o) // toV1's table
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newLatGen(seed, rps)
+	g.write(t, w, 10*rps+700)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that compacts and closes at once leaves the postings
+	// floor where it was (the checkpointer raises it a pass after the
+	// compaction mark moves): every compacted segment keeps its
+	// postings, so some can be made version 1.
+	if w, err = writer.Open(db, "t", o); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Compact(0)
+	if err != nil || res.Segments < 4 {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := reader.Verify(db, "t", nil); err != nil || rep.Compacted != 0 {
+		t.Fatalf("verify: %+v, %v; want no rows below the postings floor yet", rep, err)
+	}
+	for n := uint64(1); n < uint64(res.Segments); n += 2 {
+		toV1(t, db, n, rps)
+	}
+	open := func() *reader.Reader {
+		r, err := reader.Open(db, "t", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	checkLatest(t, "compressed v1 and v2, raw", open(), g.m, rng)
+	// Compacted whole: the floor rises to the first version 1 segment.
+	if w, err = writer.Open(db, "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	if vs := zVersions(t, db, 11); vs[0] != 2 || vs[1] != 1 || vs[10] != 2 {
+		t.Fatalf("segment versions %v", vs)
+	}
+	if rep, err := reader.Verify(db, "t", nil); err != nil || rep.Compacted != rps {
+		t.Fatalf("verify: %+v, %v; want segment 0 below the postings floor", rep, err)
+	}
+	checkLatest(t, "compacted whole, v1 kept", open(), g.m, rng)
+}
+
 // TestLatestRunningCompaction: a writer that compacts as it goes
 // (CompactAge) and so punches postings below a rising floor, with hot
 // segments and a live one: a reader that follows it from the start (its

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,12 +61,19 @@ func newLatGen(seed uint64, rps int) *latGen {
 // write appends n rows to w and publishes.
 func (g *latGen) write(t *testing.T, w *writer.Writer, n int) {
 	t.Helper()
+	if err := g.append(w, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// append is write for any goroutine: it returns the error.
+func (g *latGen) append(w *writer.Writer, n int) error {
 	s := w.Schema()
 	symc, _ := s.Col("sym")
 	price, _ := s.Col("price")
 	size, _ := s.Col("size")
 	if _, err := w.SymbolString("never"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	row := w.NewRow()
 	for range n {
@@ -91,7 +99,7 @@ func (g *latGen) write(t *testing.T, w *writer.Writer, n int) {
 		}
 		id, err := w.SymbolString(g.active[g.rng.IntN(len(g.active))])
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		clear(row)
 		row.SetTs(g.ts)
@@ -99,7 +107,7 @@ func (g *latGen) write(t *testing.T, w *writer.Writer, n int) {
 		row.SetF64(price, float64(100_00+g.rng.IntN(500))/100)
 		row.SetI64(size, int64(100*g.rng.IntN(20)))
 		if _, err := w.Append(row); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		g.m.rows = append(g.m.rows, slices.Clone(row[:len(row)-store.CheckSize]))
 		g.m.ts = append(g.m.ts, g.ts)
@@ -107,6 +115,7 @@ func (g *latGen) write(t *testing.T, w *writer.Writer, n int) {
 	}
 	w.Publish()
 	g.m.nsym = w.Stats().Symbols
+	return nil
 }
 
 // ats are the times to ask at: before the first row, every kind of
@@ -549,6 +558,125 @@ func TestLatestRunningCompaction(t *testing.T) {
 		t.Fatalf("verify: %+v, %v; want rows below the postings floor", rep, err)
 	}
 	tablecheck.Verify(t, db, latTable, uint64(len(g.m.ts)))
+}
+
+// TestLatestWhileWriting: a reader asks for every symbol's latest row,
+// now and at random times, while the writer appends (and rolls through
+// two live slots that are recycled under the reader): each answer is a
+// row as written, of its symbol, at or before the time, and none older
+// than the symbol's last such row among the rows published before the
+// query began; a symbol without an answer had no such row then.
+func TestLatestWhileWriting(t *testing.T) {
+	seed := testutil.Seed(t, *xprocSeedFlag)
+	const rps = 2048
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, latTable, latOptions(live, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	g := newLatGen(seed, rps)
+	g.write(t, w, 100)
+	rows := 40 * rps
+	if testing.Short() {
+		rows = 10 * rps
+	}
+	var mu sync.Mutex
+	m := &latModel{}
+	snapshot := func() { // the model as the writer left it so far
+		mu.Lock()
+		*m = latModel{rows: g.m.rows[:len(g.m.rows):len(g.m.rows)], ts: g.m.ts[:len(g.m.ts):len(g.m.ts)], sym: g.m.sym[:len(g.m.sym):len(g.m.sym)], nsym: g.m.nsym}
+		mu.Unlock()
+	}
+	snapshot()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			// g.append appends to g.m under mu: the reader reads g.m's
+			// rows and copies of its slice headers under mu too.
+			mu.Lock()
+			n := len(g.m.ts)
+			var err error
+			if n < rows {
+				err = g.append(w, 64)
+			}
+			mu.Unlock()
+			if n >= rows || err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	r := openLat(t, db)
+	rng := rand.New(rand.NewPCG(seed, 13))
+	dst := make([]byte, 32)
+	var l reader.Latest
+	queries := 0
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		before := r.Count()
+		at := int64(math.MaxInt64)
+		if mu.Lock(); len(g.m.ts) > 0 && rng.IntN(2) == 0 {
+			at = g.m.ts[rng.IntN(len(g.m.ts))]
+		}
+		mu.Unlock()
+		if err := r.Latest(at, &l); err != nil {
+			t.Fatal(err)
+		}
+		var got [16]int64
+		for id := range uint32(len(got)) {
+			seq, ok, err := l.Sym(id, dst)
+			if err != nil && !strings.Contains(err.Error(), "unknown symbol") {
+				t.Fatal(err)
+			}
+			got[id] = -1
+			if ok {
+				got[id] = int64(seq)
+			}
+			if ok && !store.Valid(seq, dst) {
+				t.Fatalf("row %d fails its check", seq)
+			}
+			if ok {
+				mu.Lock()
+				want := g.m.rows[seq]
+				mu.Unlock()
+				if !slices.Equal(dst[:28], want) {
+					t.Fatalf("symbol %d at %d: row %d is not as written", id, at, seq)
+				}
+			}
+		}
+		after := r.Count()
+		snapshot()
+		for id, seq := range got {
+			// The symbol's last row at or before at among rows < before.
+			last := int64(-1)
+			for i := int64(before) - 1; i >= 0; i-- {
+				if m.sym[i] == uint32(id) && m.ts[i] <= at {
+					last = i
+					break
+				}
+			}
+			switch {
+			case seq >= 0 && (uint64(seq) >= after || m.sym[seq] != uint32(id) || m.ts[seq] > at):
+				t.Fatalf("symbol %d at %d: row %d (published before %d..%d) is not its row at or before the time", id, at, seq, before, after)
+			case seq < last:
+				t.Fatalf("symbol %d at %d: row %d, but row %d was published before the query", id, at, seq, last)
+			}
+		}
+		queries++
+	}
+	t.Logf("%d queries while %d rows were written", queries, rows)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLatest(t, "after", r, g.m, rng)
 }
 
 // TestLatestRetention: rows deleted by retention are no answer, and a

@@ -25,6 +25,7 @@ import (
 //
 //	POST /write, /api/v2/write   line protocol, all or nothing, 204 once durable
 //	GET  /query                  rows as json or csv, streamed
+//	GET  /latest                 each symbol's last row at or before a time
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
 //	GET  /health                 liveness (no token needed)
@@ -35,6 +36,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/write", h.auth("/write", h.write))
 	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
 	mux.HandleFunc("/query", h.auth("/query", h.query))
+	mux.HandleFunc("/latest", h.auth("/latest", h.latest))
 	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))

@@ -1,6 +1,6 @@
 // Package query runs queries over open table readers and writes the rows
-// out: the one implementation behind GET /query and the CLI commands that
-// print rows (query, tail, bars, asof).
+// out: the one implementation behind GET /query, GET /latest and the CLI
+// commands that print rows (query, tail, bars, asof, latest).
 //
 // A Query selects rows by time ([From, To)), optionally one symbol, up to a
 // Limit; Run walks them with the reader's zero-copy iterators (the symbol's
@@ -21,7 +21,10 @@
 // joins each row of one table with the last row of another at or before
 // it (like kdb's aj); both stream in one pass and print through the same
 // Encoder, fed computed rows (NewValuesEncoder, Values) rather than table
-// rows. RunBars and RunAsOf wire them to an Encoder.
+// rows. RunBars and RunAsOf wire them to an Encoder. Latest gives each
+// symbol's last row at or before a time (like kdb's select last by sym,
+// QuestDB's LATEST ON), one per symbol in name order, each found through
+// the symbol's index; RunLatest writes them as Run writes rows.
 //
 // ts prints as RFC 3339 in UTC with nine fractional digits (fixed width, so
 // it sorts) or, with TsNs, as integer ns; ilp always prints ns. A missing

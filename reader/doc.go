@@ -1,8 +1,9 @@
 // Package reader reads tickdb tables, in the writer's process or any other,
 // without locks: get a row by sequence number in O(1), seek by time in
 // O(log n), iterate a time range (optionally one symbol, at a cost
-// proportional to that symbol's rows) without copying, tail new rows with a
-// choice of idle strategy, and verify a table read-only.
+// proportional to that symbol's rows) without copying, find each symbol's
+// last row at or before a time through its index (Latest), tail new rows
+// with a choice of idle strategy, and verify a table read-only.
 //
 // # Concurrency
 //

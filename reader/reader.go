@@ -72,6 +72,9 @@ type Reader struct {
 	first               uint64   // last loaded first row (retention deletes below it)
 	boot                [16]byte // this machine's boot id
 	closed              bool
+
+	// last is Latest.Sym's buffers and cache (latest.go).
+	last latestState
 }
 
 type viewKind uint8

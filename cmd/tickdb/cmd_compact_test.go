@@ -65,6 +65,8 @@ func TestCompactQueriesUnchanged(t *testing.T) {
 		{"bars", "--db", db, "--table", "t", "--sym", syms[0], "--interval", "1ms", "--format", "csv"},
 		{"asof", "--db", db, "--left", "t", "--right", "t", "--sym", syms[1], "--format", "csv"},
 		{"asof", "--db", db, "--left", "t", "--right", "t", "--from", mid, "--to", end, "--format", "ilp"},
+		{"latest", "--db", db, "--table", "t", "--format", "csv", "--ts", "ns"},
+		{"latest", "--db", db, "--table", "t", "--at", mid, "--format", "json"},
 	}
 	run := func() []string {
 		var outs []string

@@ -42,7 +42,8 @@ func newServeCmd(g *globals) *cobra.Command {
 loops, no goroutine per connection) and over HTTP (POST /write and
 /api/v2/write), and feeds every table through one pinned writer goroutine.
 A table is created from its first line. HTTP also serves GET /query,
-/metrics (Prometheus), /settings (for QuestDB's clients) and /health.
+/latest, /metrics (Prometheus), /settings (for QuestDB's clients) and
+/health.
 
 Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
 it gracefully: every accepted row is made durable before it exits 0.`,

@@ -1,7 +1,7 @@
 package main
 
 // Flags and helpers shared by the commands that open tables and print rows
-// (query, bars, asof, tail): --format, --ts, time flags, and opening a table
+// (query, latest, bars, asof, tail): --format, --ts, time flags, and opening a table
 // with an error that names the tables that exist.
 
 import (

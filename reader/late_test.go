@@ -215,6 +215,26 @@ func lateCheck(t *testing.T, db, live string, m *lateModel, rng *rand.Rand) {
 			}
 		}
 	}
+	// Latest: each symbol's last row by (ts, seq) at or before a time.
+	dst := make([]byte, 32)
+	for k := range 30 {
+		at := m.ts[rng.IntN(n)] + rng.Int64N(2*lateWin) - lateWin
+		if k == 0 {
+			at = math.MaxInt64
+		}
+		for id := range m.nsym {
+			want, wok := uint64(0), false
+			for q := range n {
+				if m.sym[q] == uint32(id) && m.ts[q] <= at && (!wok || m.ts[q] >= m.ts[want]) {
+					want, wok = uint64(q), true
+				}
+			}
+			got, ok, err := r.LastSym(uint32(id), at, dst)
+			if err != nil || ok != wok || ok && (got != want || !bytes.Equal(dst, m.rows[want*32:(want+1)*32])) {
+				t.Fatalf("LastSym(%d, %d) = %d, %v, %v; want %d, %v", id, at, got, ok, err, want, wok)
+			}
+		}
+	}
 	rep, err := reader.Verify(db, "t", nil)
 	if err != nil {
 		t.Fatalf("verify: %v", err)

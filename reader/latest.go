@@ -35,6 +35,7 @@ type Latest struct {
 	first  uint64
 	vis    uint64
 	nextCk uint64
+	nlate  uint64 // the snapshot's late rows (lateSym answers when > 0)
 }
 
 // latestState is a Reader's buffers and cache for Latest.Sym (the field
@@ -50,6 +51,7 @@ type latestState struct {
 	// instead of decoding the block again.
 	hits []zhit
 	hrow []byte // hits' rows, RowSize bytes each
+	it   Iter   // lateSym's windows
 }
 
 // zhit is one symbol's cached block-last row (latestState.hits).
@@ -76,7 +78,10 @@ func (r *Reader) Latest(at int64, l *Latest) error {
 		return err
 	}
 	r.visible = snap.Visible
-	*l = Latest{r: r, at: at, first: snap.FirstSeq, vis: snap.Visible, nextCk: snap.NextChunk}
+	*l = Latest{r: r, at: at, first: snap.FirstSeq, vis: snap.Visible, nextCk: snap.NextChunk, nlate: snap.Late}
+	if snap.Late > 0 {
+		return r.lateFor(snap.Late) // lateSym needs no bound
+	}
 	return r.latestBound(l, snap)
 }
 
@@ -94,10 +99,8 @@ func (r *Reader) Latest(at int64, l *Latest) error {
 // seq" is "the last row by seq before the bound". Everything after it
 // (Latest.Sym) takes, per symbol, its last row below the bound (or, in
 // segment l.zseg-1, its last row with ts <= at: the same row under this
-// assumption; the compressed format keeps a symbol's rows in ts order).
-// Rows stored out of ts order would need the bound widened to cover them
-// and each symbol's answer taken as the (ts, seq) maximum of its rows
-// with ts <= at from there back.
+// assumption). A table with late rows (stored out of ts order) is
+// answered by lateSym instead.
 func (r *Reader) latestBound(l *Latest, snap index.Snap) error {
 	at := l.at
 	if snap.Visible <= snap.FirstSeq || at >= snap.LastTs || at == math.MaxInt64 {
@@ -122,7 +125,7 @@ func (r *Reader) latestBound(l *Latest, snap index.Snap) error {
 			return nil
 		}
 	}
-	l.b, err = r.seek(at+1, snap.FirstSeq, snap.Visible)
+	l.b, err = r.seek(at+1, snap.FirstSeq, snap.Visible, 0)
 	return err
 }
 
@@ -179,6 +182,9 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 		if int(id) >= r.syms.Len() {
 			return 0, false, fmt.Errorf("%w: id %d", ErrUnknownSymbol, id)
 		}
+	}
+	if l.nlate > 0 {
+		return l.lateSym(id, dst)
 	}
 	if l.zseg != 0 {
 		// The boundary's compressed segment first: its directory.
@@ -472,3 +478,61 @@ func chunkFill(p *index.Postings, c, vis uint64) int {
 	}
 	return lo
 }
+
+// lateSym is Sym for a table with late rows, where a symbol's last row by
+// seq below a bound need not be its last by ts: the last row of RangeSym
+// (which merges late rows in, in (ts, seq) order) over windows ending at
+// the time and doubling back from lateSpan, until one holds a row or
+// reaches back past every row the table can have.
+func (l *Latest) lateSym(id uint32, dst []byte) (uint64, bool, error) {
+	r := l.r
+	if l.vis <= l.first {
+		return 0, false, nil
+	}
+	first, err := r.Get(l.first)
+	if err != nil {
+		return 0, false, l.gone(err)
+	}
+	// No row is older than the first one's ts by more than the window.
+	floor := index.LowerTs(first.Ts(), r.ctl.LateWindow())
+	to := saturatingAdd(l.at, 1)
+	if l.at == math.MaxInt64 {
+		to = math.MaxInt64 // (a row stamped MaxInt64 is not found here)
+	}
+	it := &r.last.it
+	for span := int64(lateSpan); ; span = saturatingAdd(span, span) {
+		from := max(floor, saturatingAdd(to, -span))
+		if to-from < span { // (saturated)
+			from = floor
+		}
+		if err := r.RangeSym(from, to, id, it); err != nil {
+			return 0, false, l.gone(err)
+		}
+		var seq uint64
+		found := false
+		for it.Next() {
+			seq, found = it.Seq(), true
+			copy(dst, it.Row())
+		}
+		if err := it.Err(); err != nil {
+			return 0, false, l.gone(err)
+		}
+		if found {
+			if !store.Valid(seq, dst) {
+				if err := r.ReadRow(seq, dst); err != nil {
+					return 0, false, l.gone(err)
+				}
+				if !store.Valid(seq, dst) {
+					return 0, false, fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
+				}
+			}
+			return seq, true, nil
+		}
+		if from <= floor {
+			return 0, false, nil
+		}
+	}
+}
+
+// lateSpan is lateSym's first window: a millisecond.
+const lateSpan = int64(1_000_000)

@@ -386,3 +386,69 @@ func TestLateMergeAllocs(t *testing.T) {
 		t.Errorf("a scan with late rows allocates %v times", n)
 	}
 }
+
+// TestReaderAcrossUncompaction: a reader that read the last segment
+// compressed (compacted when its writer closed) keeps reading it, and
+// the rows after it, once a writer reopens the table and appends to that
+// segment again.
+func TestReaderAcrossUncompaction(t *testing.T) {
+	db, live := testutil.DB(t)
+	s := store.TickSchema()
+	symc, _ := s.Col("sym")
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 256 * 32, LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.SymbolString("A"); err != nil {
+		t.Fatal(err)
+	}
+	row := w.NewRow()
+	appendN := func(n int) {
+		for range n {
+			row.SetTs(int64(w.Len()) * 10)
+			row.SetSym(symc, 0)
+			if _, err := w.Append(row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Publish()
+	}
+	appendN(600) // segments 0, 1 and 88 rows of 2
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if row, err := r.Get(599); err != nil || row.Ts() != 5990 {
+		t.Fatalf("Get(599) compressed: %v", err)
+	}
+	if w, err = writer.Open(db, "t", &writer.Options{LiveDir: live}); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	row = w.NewRow()
+	appendN(300)
+	for seq := uint64(0); seq < 900; seq++ {
+		row, err := r.Get(seq)
+		if err != nil || row.Ts() != int64(seq)*10 {
+			t.Fatalf("Get(%d) after the writer reopened: %v", seq, err)
+		}
+	}
+	var it reader.Iter
+	if err := r.RangeSym(0, math.MaxInt64, 0, &it); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for it.Next() {
+		if it.Seq() != uint64(k) {
+			t.Fatalf("RangeSym row %d is seq %d", k, it.Seq())
+		}
+		k++
+	}
+	if it.Err() != nil || k != 900 {
+		t.Fatalf("RangeSym: %d rows, %v", k, it.Err())
+	}
+}

@@ -62,8 +62,10 @@ type Reader struct {
 	slots   []slotMap
 	segs    []segView // by segment number
 	retired [][]byte  // raw mappings of segments read compressed since (remapCompressed)
-	clus    []cluView // clustered hot copies, by segment number (clu.go)
-	cluHead []byte    // buffer of a clustered copy's header and directory
+	// retiredZ: compressed segments written raw again since (view).
+	retiredZ []*cseg.Segment
+	clus     []cluView // clustered hot copies, by segment number (clu.go)
+	cluHead  []byte    // buffer of a clustered copy's header and directory
 	// cluSerial counts clustered copies opened; cluSwept is the ctl
 	// change counter at the last sweep (sweepClus).
 	cluSerial, cluSwept uint64
@@ -215,6 +217,10 @@ func (r *Reader) Close() error {
 		errs = append(errs, store.Unmap(b))
 	}
 	r.retired = nil
+	for _, z := range r.retiredZ {
+		errs = append(errs, z.Close())
+	}
+	r.retiredZ = nil
 	for i := range r.clus {
 		if c := &r.clus[i]; c.state == cluOpen {
 			errs = append(errs, store.CloseFD(c.fd))
@@ -452,8 +458,18 @@ func (r *Reader) view(n uint64) (*segView, error) {
 		r.segs = append(r.segs, segView{})
 	}
 	v := &r.segs[n]
-	if v.kind == viewDurable || v.kind == viewCompressed {
+	if v.kind == viewDurable {
 		return v, nil
+	}
+	if v.kind == viewCompressed {
+		if n < r.ctl.CmpSegs() {
+			return v, nil
+		}
+		// Decompressed since: a writer reopened the table and appends to
+		// its last segment again (compacted when its writer closed). The
+		// file stays open until Close, for an iterator still on it.
+		r.retiredZ = append(r.retiredZ, v.z)
+		*v = segView{}
 	}
 	// Below the compaction mark: compressed (the last segment too, once
 	// compacted after its writer closed).

@@ -324,6 +324,21 @@ func (r *Reader) verifyPostings(s index.Snap, vis uint64, rep *VerifyReport) err
 	if r.symOff < 0 {
 		return nil
 	}
+	// A running writer's checkpointer may raise the postings floor and
+	// punch the chunks below it while this reads them: their entries then
+	// read as zeros mid-walk. A check that failed while the floor moved is
+	// run again from the new floor (a few times: the floor moves once a
+	// segment at most).
+	for try := 0; ; try++ {
+		floor := r.ctl.PostFloor()
+		err := r.verifyPostingsFrom(s, vis, rep)
+		if err == nil || try == 3 || r.ctl.PostFloor() == floor {
+			return err
+		}
+	}
+}
+
+func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport) error {
 	// Every entry must name a row of its symbol, entries must go up, and
 	// there must be one per row. Checked segment by segment: the rows'
 	// symbols are read in order into syms (a compressed segment is then

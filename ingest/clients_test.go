@@ -218,8 +218,8 @@ func TestRealClients(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			if n := rejected(srv, "", "string_field"); n != 1 {
-				t.Errorf("string_field rejections: %v, want 1", n)
+			if n := rejected(srv, "quotes", "string_field"); n != 1 {
+				t.Errorf("string_field rejections of table quotes: %v, want 1", n)
 			}
 		})
 	}
@@ -278,8 +278,8 @@ func TestRealClients(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(rows, "\n") {
 			t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(rows, "\n"))
 		}
-		if n := rejected(srv, "", "string_field"); n != 1 {
-			t.Errorf("string_field rejections: %v, want 1", n)
+		if n := rejected(srv, "ticks", "string_field"); n != 1 {
+			t.Errorf("string_field rejections of table ticks: %v, want 1", n)
 		}
 	})
 }

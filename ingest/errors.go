@@ -14,7 +14,7 @@ var ErrBadLine = errors.New("ingest: bad line")
 // set stays small and fixed; the details go into LineError.Msg.
 type Reason uint8
 
-// The rejection reasons. The parser emits Syntax through Duplicate; the
+// The rejection reasons. The parser emits Syntax through NoField; the
 // listener and the table layer emit the others.
 const (
 	ReasonSyntax        Reason = iota + 1 // malformed line: missing '=', empty name, stray text
@@ -24,6 +24,7 @@ const (
 	ReasonValue                           // a field value that is no number, boolean or string
 	ReasonTimestamp                       // a malformed or out-of-range timestamp
 	ReasonDuplicate                       // a tag or field key given twice in one line
+	ReasonNoField                         // a line with no field (tags alone, or nothing after the measurement)
 	ReasonTooLong                         // a line longer than the listener's limit
 	ReasonName                            // a table or column name the store cannot take
 	ReasonUnknownColumn                   // a tag or field the table does not have
@@ -50,6 +51,8 @@ func (r Reason) String() string {
 		return "timestamp"
 	case ReasonDuplicate:
 		return "duplicate"
+	case ReasonNoField:
+		return "no_field"
 	case ReasonTooLong:
 		return "too_long"
 	case ReasonName:

@@ -126,7 +126,13 @@ var class = [256]uint8{
 // unless a backslash escapes it). A blank line, a line of only spaces and tabs, or a comment line (first
 // non-blank byte '#') gives ok=false and no error. A good line fills *l,
 // reusing its Tags and Fields, and gives ok=true. A bad line gives a
-// *LineError with Col set and Line left 0, and leaves *l unspecified.
+// *LineError with Col set and Line left 0, and leaves *l unspecified but
+// for l.Measurement: the line's measurement when it parsed before the
+// fault (so that a rejection can name its table), else nil.
+//
+// A line needs at least one field: a line of a measurement and tags
+// alone, with or without a timestamp, is a bad line (ReasonNoField), as
+// in InfluxDB.
 //
 // Escapes: in the measurement, tag keys, tag values and field keys a
 // backslash before ',', ' ', '=', '\\', CR or LF stands for that byte; a
@@ -151,6 +157,7 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 	}
 	p.scratch = p.scratch[:0]
 	p.seen, p.maybeDup = 0, false
+	l.Measurement = nil
 	l.Tags = l.Tags[:0]
 	l.Fields = l.Fields[:0]
 	l.Ts, l.HasTs = 0, false
@@ -178,10 +185,7 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 		i++
 	}
 	if i == n {
-		if len(l.Tags) == 0 {
-			return false, badAt(i, ReasonSyntax, "no tags or fields after the measurement")
-		}
-		return p.done(line, l)
+		return false, noField(i, len(l.Tags) > 0)
 	}
 	if i, err = p.parseFields(line, i, l); err != nil {
 		return false, err
@@ -264,10 +268,7 @@ func (p *Parser) parseTags(line []byte, i int, l *Line) (int, error) {
 }
 
 // parseFields parses the "key=value" pairs that start at line[i] into l
-// and returns the index after them: the end of the line or a space. One
-// token without '=' after the tags and no field is a symbol-only row's
-// timestamp, as the QuestDB clients write it (and QuestDB's server reads
-// it); then it returns the token's index, with no fields.
+// and returns the index after them: the end of the line or a space.
 func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 	n := len(line)
 	seen, dup := p.seen, p.maybeDup
@@ -285,7 +286,10 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		}
 		if ke == n || line[ke] != '=' {
 			if len(l.Fields) == 0 && len(l.Tags) > 0 && (line[ks] == '-' || line[ks]-'0' <= 9) {
-				return ks, nil // the Bloom state is the tags', as stored
+				// A symbol-only row with its timestamp, as the QuestDB
+				// clients write one: still no field.
+				return 0, badAt(ks, ReasonNoField, fmt.Sprintf("no field after the tags (%s would be the timestamp): "+
+					"a line needs at least one field, such as price=1.5, before its timestamp; tags alone make no row", snippet(line[ks:ke])))
 			}
 			return 0, badAt(ke, ReasonSyntax, fmt.Sprintf("field key %s has no '=' and value", snippet(line[ks:ke])))
 		}
@@ -324,6 +328,18 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		}
 		i = ve + 1
 	}
+}
+
+// noField is the rejection of a line that ends (at index i) before its
+// first field, with or without tags. The line protocol needs at least one
+// field, and InfluxDB rejects such a line: a row of tags alone, stamped
+// with the server's clock, would also make every later line of a feed
+// with older timestamps a late row.
+func noField(i int, tags bool) *LineError {
+	if tags {
+		return badAt(i, ReasonNoField, "no field after the tags: a line needs at least one field, such as price=1.5; tags alone make no row")
+	}
+	return badAt(i, ReasonNoField, "no field after the measurement: a line needs at least one field, such as price=1.5, after a space")
 }
 
 // nextTag and nextField extend l.Tags and l.Fields by one element and

@@ -118,10 +118,6 @@ func TestParseGood(t *testing.T) {
 				[]Field{lpF("price", 189.25), lpI("size", 100), lpB("buy", true)}, ts, true)},
 		{"no timestamp", "m f=1", 0, lpLine("m", nil, []Field{lpF("f", 1)}, 0, false)},
 		{"no tags", "cpu usage=0.5 10", 0, lpLine("cpu", nil, []Field{lpF("usage", 0.5)}, 10, true)},
-		{"tags only (symbol-only row)", "m,a=b", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 0, false)},
-		{"tags only, trailing spaces", "m,a=b   ", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 0, false)},
-		{"tags only with timestamp (QuestDB clients)", "m,a=b 123", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 123, true)},
-		{"tags only with negative timestamp", "m,a=b -5", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, -5, true)},
 		{"extra spaces between sections", "m,a=b   f=1   7   ", 0,
 			lpLine("m", []Tag{lpTag("a", "b")}, []Field{lpF("f", 1)}, 7, true)},
 		{"leading blanks", " \t m f=1", 0, lpLine("m", nil, []Field{lpF("f", 1)}, 0, false)},
@@ -169,8 +165,6 @@ func TestParseGood(t *testing.T) {
 			lpLine("m", []Tag{lpTag("path", `back\slash`)}, []Field{lpF("f", 1)}, 0, false)},
 		{"escaped CR and LF (QuestDB clients)", "m,a=x\\\ny\\\rz f=1", 0,
 			lpLine("m", []Tag{lpTag("a", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false)},
-		{"escaped trailing CR is kept", "m,a=x\\\r", 0, lpLine("m", []Tag{lpTag("a", "x\r")}, nil, 0, false)},
-		{"escaped backslash then trailing CR is dropped", "m,a=x\\\\\r", 0, lpLine("m", []Tag{lpTag("a", `x\`)}, nil, 0, false)},
 		{"tab is an ordinary byte in values", "m,a=x\ty f=1", 0, lpLine("m", []Tag{lpTag("a", "x\ty")}, []Field{lpF("f", 1)}, 0, false)},
 		{"UTF-8", "таблица,имя=значение f=1", 0, lpLine("таблица", []Tag{lpTag("имя", "значение")}, []Field{lpF("f", 1)}, 0, false)},
 		{"same key in two lines is no duplicate", "m,a=1,b=2 c=1,d=2", 0,
@@ -215,9 +209,16 @@ func TestParseBad(t *testing.T) {
 	}{
 		{"empty measurement", ",a=b f=1", 0, ReasonSyntax, 1, "empty measurement"},
 		{"empty measurement after blanks", "  ,a=b f=1", 0, ReasonSyntax, 3, "empty measurement"},
-		{"measurement only", "m", 0, ReasonSyntax, 2, "no tags or fields"},
-		{"measurement and spaces", "m   ", 0, ReasonSyntax, 5, "no tags or fields"},
-		{"tab is no separator", "m\tf=1", 0, ReasonSyntax, 6, "no tags or fields"},
+		{"measurement only", "m", 0, ReasonNoField, 2, "no field after the measurement"},
+		{"measurement and spaces", "m   ", 0, ReasonNoField, 5, "no field after the measurement"},
+		{"tab is no separator", "m\tf=1", 0, ReasonNoField, 6, "no field after the measurement"},
+		// A line of tags alone is no row, with or without a timestamp
+		// (the QuestDB clients write it with one).
+		{"tags only", "t,sym=S1", 0, ReasonNoField, 9, "no field after the tags: a line needs at least one field"},
+		{"tags only, trailing spaces", "m,a=b   ", 0, ReasonNoField, 9, "no field after the tags"},
+		{"tags only with timestamp", "t,sym=S1 1700000000000000000", 0, ReasonNoField, 10, `no field after the tags ("1700000000000000000" would be the timestamp)`},
+		{"tags only with negative timestamp", "m,a=b -5", 0, ReasonNoField, 7, "no field after the tags"},
+		{"tags only, escaped trailing CR", "m,a=x\\\r", 0, ReasonNoField, 8, "no field after the tags"},
 		{"empty tag key", "m,=b f=1", 0, ReasonSyntax, 3, "empty tag key"},
 		{"tag key without =", "m,a f=1", 0, ReasonSyntax, 4, `tag key "a" has no '='`},
 		{"tag key at end", "m,a", 0, ReasonSyntax, 4, "has no '='"},
@@ -293,7 +294,7 @@ func TestParseBad(t *testing.T) {
 		{"timestamp overflow", "m f=1 9223372036854775808", 0, ReasonTimestamp, 7, "overflows i64"},
 		{"timestamp overflow after precision", "m f=1 9223372037", 1e9, ReasonTimestamp, 7, "times precision 1000000000 overflows"},
 		{"negative timestamp overflow after precision", "m f=1 -9223372037", 1e9, ReasonTimestamp, 7, "overflows"},
-		{"bad timestamp after tags", "m,a=b 12x", 0, ReasonTimestamp, 7, "malformed timestamp"},
+		{"bad timestamp after tags", "m,a=b 12x", 0, ReasonNoField, 7, `no field after the tags ("12x" would be the timestamp)`},
 		{"text after timestamp", "m f=1 123 x", 0, ReasonSyntax, 11, `unexpected text "x" after the timestamp`},
 		{"second timestamp", "m f=1 123 456", 0, ReasonSyntax, 11, "after the timestamp"},
 	}
@@ -408,13 +409,13 @@ func TestParseAllocsZero(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	lines := map[string]string{
-		"tick":     "trades,sym=AAPL,venue=XNAS price=189.25,size=100i,buy=t 1700000000123456789",
-		"escapes":  `trades,sym=New\ York,venue=a\,b,note=x\=y,path=back\\slash price=1.5,size\ lots=2i 1700000000000000000`,
-		"floats":   "q,sym=AAPL bid=189.25,ask=189.27,bsz=1.5e3,asz=0.000125,mid=-1234.5678,spr=1e-7,x=0.12345678901234567891,y=1e300,n=NaN,i=-Infinity",
-		"ints":     "m a=-9223372036854775808i,b=9223372036854775807u,c=t,d=FALSE",
-		"tagsonly": "m,a=b,c=d 123",
-		"wide":     "m " + lpWideFields(60, -1) + " 5",
-		"us":       "m f=1 1700000000123456",
+		"tick":    "trades,sym=AAPL,venue=XNAS price=189.25,size=100i,buy=t 1700000000123456789",
+		"escapes": `trades,sym=New\ York,venue=a\,b,note=x\=y,path=back\\slash price=1.5,size\ lots=2i 1700000000000000000`,
+		"floats":  "q,sym=AAPL bid=189.25,ask=189.27,bsz=1.5e3,asz=0.000125,mid=-1234.5678,spr=1e-7,x=0.12345678901234567891,y=1e300,n=NaN,i=-Infinity",
+		"ints":    "m a=-9223372036854775808i,b=9223372036854775807u,c=t,d=FALSE",
+		"symbols": "m,a=b,c=d,e=f,g=h x=t 123",
+		"wide":    "m " + lpWideFields(60, -1) + " 5",
+		"us":      "m f=1 1700000000123456",
 	}
 	for name, in := range lines {
 		t.Run(name, func(t *testing.T) {
@@ -485,9 +486,8 @@ func TestAppendLine(t *testing.T) {
 			"m a=100,b=1.5e-07,c=1e+06,d=-0,e=1e+21,f=NaN,g=Infinity,h=-Infinity\n"},
 		{"ints and bools", lpLine("m", nil, []Field{lpI("a", -5), lpU("b", 7), lpB("d", false)}, -3, true),
 			"m a=-5i,b=7u,d=f -3\n"},
-		{"escapes like the QuestDB clients", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, nil, 0, false),
-			"my\\ table\\=x,city\\ name=New\\ York,p=a\\,b,e=x\\=y,b=back\\\\slash,n=x\\\ny\\\rz\n"},
-		{"tags only with timestamp", lpLine("m", []Tag{lpTag("a", "b")}, nil, 123, true), "m,a=b 123\n"},
+		{"escapes like the QuestDB clients", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false),
+			"my\\ table\\=x,city\\ name=New\\ York,p=a\\,b,e=x\\=y,b=back\\\\slash,n=x\\\ny\\\rz f=1\n"},
 	}
 	t.Run("negative uint is written as an int", func(t *testing.T) {
 		l := lpLine("m", nil, []Field{lpU("c", -1)}, 0, false)
@@ -754,8 +754,8 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 	files := map[string][]lpGolden{
 		"questdb-go-client.ilp": {
 			{want: lpLine("trades", symbols, tick, ts, true)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "AAPL")}, nil, 0, false)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "MSFT")}, nil, 1700000000000000001, true)},
+			{reject: ReasonNoField}, // symbols alone
+			{reject: ReasonNoField},
 			{want: lpLine("q", []Tag{lpTag("venue name", "x y")}, []Field{lpF("bid px=", 1.25)}, 0, false)},
 			{want: lpLine("f", nil, specials, 1700000000000000000, true)},
 			{want: lpLine("i", nil, ints, 0, false)},
@@ -763,7 +763,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 		},
 		"questdb-rust-client.ilp": {
 			{want: lpLine("trades", symbols, tick, ts, true)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "AAPL")}, nil, 0, false)},
+			{reject: ReasonNoField},
 			{want: lpLine("q", []Tag{lpTag("venue name", "x y")}, []Field{lpF("bid px=", 1.25)}, 0, false)},
 			{want: lpLine("f", nil, specials, 1700000000000000000, true)},
 			{want: lpLine("i", nil, ints, 0, false)},
@@ -830,17 +830,30 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 // (result.line of "escaped chars in symbol", "escaped chars mixed with
 // UTF-8 in symbol" and "escaped chars in string column"). A listener only
 // hands such a line to Parse whole if it does not split at a line feed
-// that a backslash escapes.
+// that a backslash escapes. The two symbol cases are rows of symbols
+// alone, which tickdb rejects (no field); with a field added, their
+// escapes read as the client meant them.
 func TestLineQuestDBInteropLineFeeds(t *testing.T) {
-	got := lpMustParse(t, "test_table,name\\ 1\\=2=value\\ 1\\,2\\=3\\\n4\\\r5\"6\\\\7")
-	want := lpLine("test_table", []Tag{lpTag("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, nil, 0, false)
-	if !lpEqual(&got, &want) {
-		t.Errorf("got %s\nwant %s", lpString(&got), lpString(&want))
-	}
-	got = lpMustParse(t, "таблица,имя\\ раз\\=два=значение\\ раз\\,два\\=три\\\nчетыре\\\rпять\"шесть\\\\семь")
-	want = lpLine("таблица", []Tag{lpTag("имя раз=два", "значение раз,два=три\nчетыре\rпять\"шесть\\семь")}, nil, 0, false)
-	if !lpEqual(&got, &want) {
-		t.Errorf("got %s\nwant %s", lpString(&got), lpString(&want))
+	for _, c := range []struct {
+		in   string
+		want Line
+	}{
+		{"test_table,name\\ 1\\=2=value\\ 1\\,2\\=3\\\n4\\\r5\"6\\\\7",
+			lpLine("test_table", []Tag{lpTag("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, []Field{lpI("f", 1)}, 0, false)},
+		{"таблица,имя\\ раз\\=два=значение\\ раз\\,два\\=три\\\nчетыре\\\rпять\"шесть\\\\семь",
+			lpLine("таблица", []Tag{lpTag("имя раз=два", "значение раз,два=три\nчетыре\rпять\"шесть\\семь")}, []Field{lpI("f", 1)}, 0, false)},
+	} {
+		var p Parser
+		var l Line
+		_, err := p.Parse([]byte(c.in), &l)
+		var le *LineError
+		if !errors.As(err, &le) || le.Reason != ReasonNoField || le.Col != len(c.in)+1 {
+			t.Errorf("Parse(%q) = %v; want ReasonNoField at byte %d", c.in, err, len(c.in)+1)
+		}
+		got := lpMustParse(t, c.in+" f=1i")
+		if !lpEqual(&got, &c.want) {
+			t.Errorf("got %s\nwant %s", lpString(&got), lpString(&c.want))
+		}
 	}
 	var p Parser
 	var l Line
@@ -848,5 +861,23 @@ func TestLineQuestDBInteropLineFeeds(t *testing.T) {
 	var le *LineError
 	if !errors.As(err, &le) || le.Reason != ReasonString || le.Col != 23 {
 		t.Errorf("string column: %v; want ReasonString at byte 23", err)
+	}
+}
+
+// A bad line keeps its measurement in the Line when it parsed, so that the
+// rejection can name the table; nil when it did not.
+func TestParseBadKeepsMeasurement(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"t,sym=S1", "t"},
+		{`my\ t,sym=S1 5`, "my t"},
+		{"t f=abc", "t"},
+		{",a=b f=1", ""},
+		{`t\`, ""},
+	} {
+		var p Parser
+		l := Line{Measurement: []byte("stale")}
+		if _, err := p.Parse([]byte(c.in), &l); err == nil || string(l.Measurement) != c.want {
+			t.Errorf("Parse(%q) = %v, measurement %q; want an error and %q", c.in, err, l.Measurement, c.want)
+		}
 	}
 }

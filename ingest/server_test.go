@@ -237,7 +237,7 @@ func TestListenerBadLinesSkipped(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		table, reason string
-	}{{"", "string_field"}, {"t", "unknown_column"}, {"", "too_long"}, {"t", "out_of_order"}, {"", "value"}, {"t", "type_mismatch"}} {
+	}{{"t", "string_field"}, {"t", "unknown_column"}, {"", "too_long"}, {"t", "out_of_order"}, {"t", "value"}, {"t", "type_mismatch"}} {
 		if v := rejected(srv, tc.table, tc.reason); v != 1 {
 			t.Errorf("rejected{table=%q,reason=%s} = %v, want 1", tc.table, tc.reason, v)
 		}

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // Kind is a field value's type; it decides the column type a new table gets
@@ -105,21 +107,21 @@ type Parser struct {
 
 // Byte classes for the scanners below. One table lookup per byte decides
 // whether the byte can end the current token, which keeps the hot loops
-// free of multi-way comparisons.
+// free of multi-way comparisons. Which bytes a backslash escapes is the
+// lineproto package's rule (lineproto.NameEscape), shared with the encoder.
 const (
 	stopMeas  = 1 << iota // ends a measurement or needs a look: , space \ CR LF
 	stopKey               // ends a tag key, tag value or field key: the above and =
 	stopValue             // ends an unquoted field value: , space CR LF
-	escapable             // may follow a backslash as an escape: , space = \ CR LF
 )
 
 var class = [256]uint8{
-	',':  stopMeas | stopKey | stopValue | escapable,
-	' ':  stopMeas | stopKey | stopValue | escapable,
-	'=':  stopKey | escapable,
-	'\\': stopMeas | stopKey | escapable,
-	'\r': stopMeas | stopKey | stopValue | escapable,
-	'\n': stopMeas | stopKey | stopValue | escapable,
+	',':  stopMeas | stopKey | stopValue,
+	' ':  stopMeas | stopKey | stopValue,
+	'=':  stopKey,
+	'\\': stopMeas | stopKey,
+	'\r': stopMeas | stopKey | stopValue,
+	'\n': stopMeas | stopKey | stopValue,
 }
 
 // Parse parses one line (without its '\n'; a trailing '\r' is dropped
@@ -134,11 +136,14 @@ var class = [256]uint8{
 // alone, with or without a timestamp, is a bad line (ReasonNoField), as
 // in InfluxDB.
 //
-// Escapes: in the measurement, tag keys, tag values and field keys a
-// backslash before ',', ' ', '=', '\\', CR or LF stands for that byte; a
-// backslash before any other byte is kept, both bytes. This reads the
-// output of both InfluxDB's encoder (which never escapes a backslash) and
-// the QuestDB clients (which always do); see lineproto_format.go.
+// Escapes (the lineproto package's rule): in the measurement, tag keys,
+// tag values and field keys a backslash before ',', ' ', '=' or '\\'
+// stands for that byte, \n and \r for LF and CR (what lineproto.Encoder
+// writes for a line break), and a backslash before a raw CR or LF for the
+// break (what the QuestDB clients write); a backslash before any other
+// byte is kept, both bytes. This reads the output of both InfluxDB's
+// encoder (which never escapes a backslash) and the QuestDB clients (which
+// always do); see lineproto_format.go.
 func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 	n := len(line)
 	if n > 0 && line[n-1] == '\r' && !escapedAt(line, n-1) {
@@ -413,13 +418,13 @@ func plainEnd(line []byte, i int, stop uint8) int {
 // index of the first unescaped byte whose class is in stop, or len(line).
 // A backslash that ends the line is returned as the end, for nameEnd to
 // report. esc says whether the name holds an escape to undo, that is a
-// backslash before a byte of class escapable.
+// backslash before a byte that lineproto.NameEscape accepts.
 func scanEscaped(line []byte, i int, stop uint8) (end int, esc bool) {
 	for {
 		if i+1 == len(line) {
 			return i, esc // a trailing backslash: nameEnd reports it
 		}
-		if class[line[i+1]]&escapable != 0 {
+		if _, ok := lineproto.NameEscape(line[i+1]); ok {
 			esc = true
 			i += 2
 		} else {
@@ -442,7 +447,7 @@ func nameEnd(line []byte, end int) error {
 	case '\\':
 		return badAt(end, ReasonEscape, "backslash at the end of the line escapes nothing")
 	case '\r', '\n':
-		return badAt(end, ReasonSyntax, "line break inside a line (escape it as a backslash followed by the break)")
+		return badAt(end, ReasonSyntax, `line break inside a line (write it as \n or \r)`)
 	}
 	return nil
 }
@@ -459,18 +464,12 @@ func escapedAt(line []byte, i int) bool {
 	return (i-j)%2 == 1
 }
 
-// unescape copies b into the scratch buffer without its escapes. The result
-// is capped so that a caller's append cannot run into the next token.
+// unescape copies the name b into the scratch buffer without its escapes.
+// The result is capped so that a caller's append cannot run into the next
+// token.
 func (p *Parser) unescape(b []byte) []byte {
 	start := len(p.scratch)
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c == '\\' && i+1 < len(b) && class[b[i+1]]&escapable != 0 {
-			i++
-			c = b[i]
-		}
-		p.scratch = append(p.scratch, c)
-	}
+	p.scratch = lineproto.AppendUnescapedName(p.scratch, b)
 	return p.scratch[start:len(p.scratch):len(p.scratch)]
 }
 

@@ -66,9 +66,9 @@ func FuzzParse(f *testing.F) {
 		if len(l.Measurement) == 0 || len(l.Fields) == 0 {
 			t.Fatalf("Parse(%q) accepted %s", in, lpString(&l))
 		}
-		out := AppendLine(nil, &l)
-		if len(out) == 0 || out[len(out)-1] != '\n' {
-			t.Fatalf("AppendLine(%s) = %q; want a line ending in \\n", lpString(&l), out)
+		out, err := AppendLine(nil, &l)
+		if err != nil || len(out) == 0 || out[len(out)-1] != '\n' {
+			t.Fatalf("AppendLine(%s) = %q, %v; want a line ending in \\n", lpString(&l), out, err)
 		}
 		var p2 Parser
 		var l2 Line
@@ -79,7 +79,7 @@ func FuzzParse(f *testing.F) {
 		if !lpEqual(&l, &l2) {
 			t.Fatalf("Parse(%q) = %s\nAppendLine = %q\nwhich parses to %s", in, lpString(&l), out, lpString(&l2))
 		}
-		if out2 := AppendLine(nil, &l2); !bytes.Equal(out, out2) {
+		if out2, _ := AppendLine(nil, &l2); !bytes.Equal(out, out2) {
 			t.Fatalf("formatting twice differs: %q then %q", out, out2)
 		}
 	})

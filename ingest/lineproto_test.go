@@ -93,6 +93,16 @@ func lpString(l *Line) string {
 	return b.String() + "}"
 }
 
+// lpAppend is AppendLine of a line it must take.
+func lpAppend(t *testing.T, dst []byte, l *Line) []byte {
+	t.Helper()
+	out, err := AppendLine(dst, l)
+	if err != nil {
+		t.Fatalf("AppendLine(%s): %v", lpString(l), err)
+	}
+	return out
+}
+
 // lpMustParse parses one good line with a fresh parser.
 func lpMustParse(t *testing.T, in string) Line {
 	t.Helper()
@@ -159,8 +169,10 @@ func TestParseGood(t *testing.T) {
 			lpLine("m", []Tag{lpTag("tag key,=x", "New York"), lpTag("b", "a,b"), lpTag("c", "x=y"), lpTag("d", `back\slash`)},
 				[]Field{lpF("f", 1)}, 0, false)},
 		{"field key escapes", `m field\ key\,\=\\=1i`, 0, lpLine("m", nil, []Field{lpI(`field key,=\`, 1)}, 0, false)},
-		{"backslash before other bytes is kept", `m\a,t\x=v\y f\n=1`, 0,
-			lpLine(`m\a`, []Tag{lpTag(`t\x`, `v\y`)}, []Field{lpF(`f\n`, 1)}, 0, false)},
+		{"backslash before other bytes is kept", `m\a,t\x=v\y f\q=1`, 0,
+			lpLine(`m\a`, []Tag{lpTag(`t\x`, `v\y`)}, []Field{lpF(`f\q`, 1)}, 0, false)},
+		{"\\n and \\r are LF and CR (lineproto's line break)", `m\n,a\r=x\ny\rz f\n=1`, 0,
+			lpLine("m\n", []Tag{lpTag("a\r", "x\ny\rz")}, []Field{lpF("f\n", 1)}, 0, false)},
 		{"InfluxDB-style raw backslash", `m,path=back\slash f=1`, 0,
 			lpLine("m", []Tag{lpTag("path", `back\slash`)}, []Field{lpF("f", 1)}, 0, false)},
 		{"escaped CR and LF (QuestDB clients)", "m,a=x\\\ny\\\rz f=1", 0,
@@ -432,7 +444,7 @@ func TestParseAllocsZero(t *testing.T) {
 				t.Fatalf("Parse(%q) allocates %v times per line; want 0", in, n)
 			}
 			dst := make([]byte, 0, 4*len(line)+64)
-			if n := testing.AllocsPerRun(200, func() { dst = AppendLine(dst[:0], &l) }); n != 0 {
+			if n := testing.AllocsPerRun(200, func() { dst, _ = AppendLine(dst[:0], &l) }); n != 0 {
 				t.Fatalf("AppendLine allocates %v times per line into a big enough buffer; want 0", n)
 			}
 		})
@@ -481,23 +493,34 @@ func TestAppendLine(t *testing.T) {
 	}{
 		{"typical", lpLine("trades", []Tag{lpTag("sym", "AAPL")}, []Field{lpF("price", 189.25), lpI("size", 100), lpB("buy", true)}, 1700000000123456789, true),
 			"trades,sym=AAPL price=189.25,size=100i,buy=t 1700000000123456789\n"},
-		{"floats", lpLine("m", nil, []Field{lpF("a", 100), lpF("b", 1.5e-7), lpF("c", 1e6), lpF("d", math.Copysign(0, -1)), lpF("e", 1e21),
-			lpF("f", math.NaN()), lpF("g", math.Inf(1)), lpF("h", math.Inf(-1))}, 0, false),
-			"m a=100,b=1.5e-07,c=1e+06,d=-0,e=1e+21,f=NaN,g=Infinity,h=-Infinity\n"},
+		{"floats", lpLine("m", nil, []Field{lpF("a", 100), lpF("b", 1.5e-5), lpF("c", 1e6), lpF("d", math.Copysign(0, -1)), lpF("e", 1e21),
+			lpF("f", math.NaN()), lpF("g", math.Inf(1)), lpF("h", math.Inf(-1)), lpF("i", 1e-7)}, 0, false),
+			"m a=100,b=0.000015,c=1000000,d=-0,e=1e+21,f=NaN,g=Infinity,h=-Infinity,i=1e-07\n"},
 		{"ints and bools", lpLine("m", nil, []Field{lpI("a", -5), lpU("b", 7), lpB("d", false)}, -3, true),
 			"m a=-5i,b=7u,d=f -3\n"},
-		{"escapes like the QuestDB clients", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false),
-			"my\\ table\\=x,city\\ name=New\\ York,p=a\\,b,e=x\\=y,b=back\\\\slash,n=x\\\ny\\\rz f=1\n"},
+		{"escapes, line breaks as \\n and \\r", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false),
+			`my\ table\=x,city\ name=New\ York,p=a\,b,e=x\=y,b=back\\slash,n=x\ny\rz f=1` + "\n"},
 	}
 	t.Run("negative uint is written as an int", func(t *testing.T) {
 		l := lpLine("m", nil, []Field{lpU("c", -1)}, 0, false)
-		if got := string(AppendLine(nil, &l)); got != "m c=-1i\n" {
+		if got := string(lpAppend(t, nil, &l)); got != "m c=-1i\n" {
 			t.Fatalf("AppendLine = %q; want %q", got, "m c=-1i\n")
+		}
+	})
+	t.Run("a line Parse would not give back is an error", func(t *testing.T) {
+		for _, l := range []Line{
+			lpLine("m", []Tag{lpTag("a", "b")}, nil, 5, true),
+			lpLine("", nil, []Field{lpF("f", 1)}, 0, false),
+			lpLine("m", []Tag{lpTag("a", "")}, []Field{lpF("f", 1)}, 0, false),
+		} {
+			if got, err := AppendLine([]byte("kept"), &l); err == nil || string(got) != "kept" {
+				t.Errorf("AppendLine(%s) = %q, %v; want %q and an error", lpString(&l), got, err, "kept")
+			}
 		}
 	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := AppendLine([]byte("prefix|"), &c.l)
+			got := lpAppend(t, []byte("prefix|"), &c.l)
 			if string(got) != "prefix|"+c.want {
 				t.Fatalf("AppendLine = %q; want %q", got, "prefix|"+c.want)
 			}
@@ -604,7 +627,7 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 			// InfluxDB reads our output back, where the names need no
 			// backslash and the measurement has no '=' (see the escaping
 			// notes in lineproto_format.go).
-			ours := AppendLine(nil, &got)
+			ours := lpAppend(t, nil, &got)
 			if bytes.ContainsRune(ours, '\\') && (strings.Contains(c.m, "=") || lpHasBackslash(&got)) {
 				return
 			}
@@ -812,7 +835,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 				}
 				// What we write back reads the same (tail
 				// --format ilp into QuestDB relies on it).
-				again := lpMustParse(t, strings.TrimSuffix(string(AppendLine(nil, &l)), "\n"))
+				again := lpMustParse(t, strings.TrimSuffix(string(lpAppend(t, nil, &l)), "\n"))
 				if !lpEqual(&again, &w.want) {
 					t.Errorf("line %d: AppendLine round trip gives %s", i+1, lpString(&again))
 				}

@@ -388,17 +388,19 @@ func TestListenerBackpressure(t *testing.T) {
 }
 
 // A line break escaped with a backslash (as QuestDB's clients write one in
-// a symbol) does not end the line, over TCP and HTTP alike.
+// a symbol) does not end the line, over TCP and HTTP alike; \n and \r
+// (as lineproto.Encoder, and so tail --format ilp, writes one) stand for
+// LF and CR.
 func TestEscapedLineBreak(t *testing.T) {
 	srv, db := testServer(t, nil)
 	c := dial(t, srv)
 	io.WriteString(c, "nl,sym=a\\\nb v=1 1\nnl,sym=c v=2 2\n")
 	tableRows(t, db, "nl", 2, 10*time.Second) // before the HTTP row, whose ts is later
-	if code, resp, _ := httpDo(t, srv, "POST", "/write", "nl,sym=d\\\ne v=3 3\n"); code != 204 {
+	if code, resp, _ := httpDo(t, srv, "POST", "/write", "nl,sym=d\\\ne v=3 3\nnl,sym=f\\ng\\rh v=4 4\n"); code != 204 {
 		t.Fatalf("%d %s", code, resp)
 	}
-	got := tableRows(t, db, "nl", 3, 10*time.Second)
-	want := []string{"1 sym=a\nb v=1", "2 sym=c v=2", "3 sym=d\ne v=3"}
+	got := tableRows(t, db, "nl", 4, 10*time.Second)
+	want := []string{"1 sym=a\nb v=1", "2 sym=c v=2", "3 sym=d\ne v=3", "4 sym=f\ng\rh v=4"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("rows %q, want %q", got, want)
 	}

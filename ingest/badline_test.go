@@ -42,6 +42,7 @@ func badLines() []badLine {
 		{"malformed timestamp", func(int64) string { return "t,sym=A v=1 12x" }, "timestamp", "t", "malformed timestamp"},
 		{"unknown column", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1,w=2 %d", ts+1) }, "unknown_column", "t", `"w": table t has no such column`},
 		{"type mismatch", func(ts int64) string { return fmt.Sprintf("t,sym=A v=t %d", ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a boolean value"},
+		{"string into the f64 column", func(ts int64) string { return fmt.Sprintf(`t,sym=A v="1.5" %d`, ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a string value"},
 		{"late row", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1 %d", ts-1) }, "out_of_order", "t", "before"},
 		{"symbol too long", func(ts int64) string { return fmt.Sprintf("t,sym=%s v=1 %d", strings.Repeat("x", 5000), ts+1) }, "value", "t", "a symbol is at most"},
 		{"bad table name", func(ts int64) string { return fmt.Sprintf("a/b,sym=A v=1 %d", ts+1) }, "name", "", "a/b"},

@@ -19,9 +19,8 @@ type Reason uint8
 const (
 	ReasonSyntax        Reason = iota + 1 // malformed line: missing '=', empty name, stray text
 	ReasonEscape                          // a backslash at the very end of the line, escaping nothing
-	ReasonString                          // a quoted string field: tickdb has no string columns
 	ReasonNumber                          // a malformed or out-of-range number
-	ReasonValue                           // a field value that is no number, boolean or string
+	ReasonValue                           // a field value that is no number, boolean or string, or a symbol over the length limit
 	ReasonTimestamp                       // a malformed or out-of-range timestamp
 	ReasonDuplicate                       // a tag or field key given twice in one line
 	ReasonNoField                         // a line with no field (tags alone, or nothing after the measurement)
@@ -41,8 +40,6 @@ func (r Reason) String() string {
 		return "syntax"
 	case ReasonEscape:
 		return "escape"
-	case ReasonString:
-		return "string_field"
 	case ReasonNumber:
 		return "number"
 	case ReasonValue:

@@ -20,10 +20,11 @@ type Kind uint8
 // unsigned column), but the kind is kept apart so that a line formatted
 // again says 123u where the client said 123u.
 const (
-	KindFloat Kind = iota + 1 // 1.5, 100, -1.5e-7, NaN, Infinity (no suffix): f64 column
-	KindInt                   // 123i: i64 column
-	KindUint                  // 123u, which must fit in int64: i64 column
-	KindBool                  // t T true True TRUE f F false False FALSE: bool column
+	KindFloat  Kind = iota + 1 // 1.5, 100, -1.5e-7, NaN, Infinity (no suffix): f64 column
+	KindInt                    // 123i: i64 column
+	KindUint                   // 123u, which must fit in int64: i64 column
+	KindBool                   // t T true True TRUE f F false False FALSE: bool column
+	KindString                 // "quoted": sym column, like a tag
 )
 
 // String returns the line-protocol name of the kind, as used in messages.
@@ -37,6 +38,8 @@ func (k Kind) String() string {
 		return "unsigned"
 	case KindBool:
 		return "boolean"
+	case KindString:
+		return "string"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -45,12 +48,15 @@ func (k Kind) String() string {
 type Tag struct{ Key, Value []byte }
 
 // Field is one field of a line. Only the member that Kind names is set.
+// A string field's value (S, unquoted and unescaped) is stored like a
+// tag's: in a sym column, through the table's dictionary.
 type Field struct {
 	Key  []byte
 	Kind Kind
 	F    float64 // KindFloat
 	I    int64   // KindInt and KindUint
 	B    bool    // KindBool
+	S    []byte  // KindString
 }
 
 // Line is one parsed line. Its byte slices point into the input line or into
@@ -299,9 +305,6 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 			return 0, badAt(ke, ReasonSyntax, fmt.Sprintf("field key %s has no '=' and value", snippet(line[ks:ke])))
 		}
 		vs := ke + 1
-		if vs < n && line[vs] == '"' {
-			return 0, stringField(line, ks, ke, vs)
-		}
 		key := line[ks:ke]
 		if kesc {
 			key = p.unescape(key)
@@ -310,9 +313,14 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		dup = dup || seen&bit != 0
 		seen |= bit
 		f := nextField(l)
-		f.Key, f.Kind, f.F, f.I, f.B = key, 0, 0, 0, false
-		ve := quickValue(line, vs, f)
-		if ve < 0 {
+		f.Key, f.Kind, f.F, f.I, f.B, f.S = key, 0, 0, 0, false, nil
+		var ve int
+		if vs < n && line[vs] == '"' {
+			var err error
+			if ve, err = p.quoted(line, ks, ke, vs, f); err != nil {
+				return 0, err
+			}
+		} else if ve = quickValue(line, vs, f); ve < 0 {
 			ve = vs
 			for ve < n && class[line[ve]]&stopValue == 0 {
 				ve++
@@ -473,25 +481,43 @@ func (p *Parser) unescape(b []byte) []byte {
 	return p.scratch[start:len(p.scratch):len(p.scratch)]
 }
 
-// stringField builds the rejection of a quoted string value that starts at
-// vs. It finds the closing quote (skipping \" and \\) so that the message
-// and column are about the whole value even when it holds spaces, commas
-// or '=' that would otherwise read as separators.
-func stringField(line []byte, ks, ke, vs int) error {
-	key := snippet(line[ks:ke])
-	j := vs + 1
-	for j < len(line) && line[j] != '"' {
-		if line[j] == '\\' {
-			j++
+// quoted parses the string value that starts with the quote at line[vs]
+// into f (unescaped by lineproto's string rule) and returns the index
+// after its closing quote, which must end the value. ks and ke bound the
+// field's key, for messages. A backslash always takes the byte after it
+// along (\" does not close the string), and a raw line break is a bad
+// line: the listener splits lines there, so a client must escape it.
+func (p *Parser) quoted(line []byte, ks, ke, vs int, f *Field) (int, error) {
+	n := len(line)
+	j, esc := vs+1, false
+	for j < n && line[j] != '"' {
+		switch line[j] {
+		case '\\':
+			if j+1 < n {
+				_, ok := lineproto.StringEscape(line[j+1])
+				esc = esc || ok
+			}
+			j += 2
+			continue
+		case '\r', '\n':
+			return 0, badAt(j, ReasonSyntax, fmt.Sprintf(`line break inside the string value of field %s (write it as \n or \r)`, snippet(line[ks:ke])))
 		}
 		j++
 	}
-	if j >= len(line) {
-		return badAt(vs, ReasonString, fmt.Sprintf("field %s is a string with no closing quote; "+
-			"tickdb stores no string columns: send the value as a tag instead (tags become sym columns)", key))
+	if j >= n {
+		return 0, badAt(vs, ReasonSyntax, fmt.Sprintf("the string value of field %s has no closing quote", snippet(line[ks:ke])))
 	}
-	return badAt(vs, ReasonString, fmt.Sprintf("field %s is a string (%s); tickdb stores no string columns: "+
-		"send the value as a tag instead (tags become sym columns)", key, snippet(line[vs:j+1])))
+	v := line[vs+1 : j]
+	if esc {
+		start := len(p.scratch)
+		p.scratch = lineproto.AppendUnescapedString(p.scratch, v)
+		v = p.scratch[start:len(p.scratch):len(p.scratch)]
+	}
+	f.Kind, f.S = KindString, v
+	if j++; !valueEnds(line, j) {
+		return 0, badAt(j, ReasonSyntax, fmt.Sprintf("unexpected text %s after the string value of field %s", snippet(line[j:]), snippet(line[ks:ke])))
+	}
+	return j, nil
 }
 
 // parseTs parses the timestamp that starts at line[i] into l, scaled to
@@ -639,8 +665,16 @@ func keyStart(line []byte, k int) int {
 	for line[i] == ' ' {
 		i++
 	}
-	for ; k > 0; k-- { // fields: key, '=', unquoted value, ','
+	for ; k > 0; k-- { // fields: key, '=', value, ','
 		i = next(i, stopKey) + 1
+		if line[i] == '"' { // a string: up to its closing quote
+			for i++; line[i] != '"'; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		}
 		for class[line[i]]&stopValue == 0 {
 			i++
 		}

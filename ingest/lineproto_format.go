@@ -53,7 +53,8 @@ import (
 // NaN as a missing value, as tickdb's f64 columns do, leaves that field out
 // of l instead). Ints are written as 123i, uints as 123u (a negative
 // KindUint value, which Parse never makes, as an int), booleans as t and
-// f, and the timestamp, in nanoseconds, only when HasTs.
+// f, strings quoted (with \", \\, \n and \r), and the timestamp, in
+// nanoseconds, only when HasTs.
 //
 // A Line that Parse would not give back (no field, an empty measurement,
 // key or tag value, a measurement starting with '#' or a tab) is an error
@@ -80,6 +81,8 @@ func AppendLine(dst []byte, l *Line) ([]byte, error) {
 			}
 		case KindBool:
 			e.Bool(f.Key, f.B)
+		case KindString:
+			e.Str(f.Key, f.S)
 		}
 	}
 	if l.HasTs {

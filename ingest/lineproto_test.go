@@ -26,6 +26,7 @@ func lpF(k string, f float64) Field {
 func lpI(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindInt, I: i} }
 func lpU(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindUint, I: i} }
 func lpB(k string, b bool) Field  { return Field{Key: []byte(k), Kind: KindBool, B: b} }
+func lpS(k, v string) Field       { return Field{Key: []byte(k), Kind: KindString, S: []byte(v)} }
 
 // lpLine builds an expected Line. Any int64 is a timestamp, so hasTs says
 // whether there is one.
@@ -63,6 +64,10 @@ func lpEqual(a, b *Line) bool {
 			if x.B != y.B {
 				return false
 			}
+		case KindString:
+			if !bytes.Equal(x.S, y.S) {
+				return false
+			}
 		}
 	}
 	return true
@@ -83,6 +88,8 @@ func lpString(l *Line) string {
 			fmt.Fprintf(&b, " %q=%d%s", f.Key, f.I, f.Kind)
 		case KindBool:
 			fmt.Fprintf(&b, " %q=%v", f.Key, f.B)
+		case KindString:
+			fmt.Fprintf(&b, " %q=string %q", f.Key, f.S)
 		default:
 			fmt.Fprintf(&b, " %q=?kind%d", f.Key, f.Kind)
 		}
@@ -179,6 +186,15 @@ func TestParseGood(t *testing.T) {
 			lpLine("m", []Tag{lpTag("a", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false)},
 		{"tab is an ordinary byte in values", "m,a=x\ty f=1", 0, lpLine("m", []Tag{lpTag("a", "x\ty")}, []Field{lpF("f", 1)}, 0, false)},
 		{"UTF-8", "таблица,имя=значение f=1", 0, lpLine("таблица", []Tag{lpTag("имя", "значение")}, []Field{lpF("f", 1)}, 0, false)},
+		// String fields: stored as symbols.
+		{"string fields", `m,a=b note="hello, world = x",g=1,e="" 5`, 0,
+			lpLine("m", []Tag{lpTag("a", "b")}, []Field{lpS("note", "hello, world = x"), lpF("g", 1), lpS("e", "")}, 5, true)},
+		{"string escapes", `m s="say \"hi\", a\\b\nc\rd\te\x",t="\\"`, 0,
+			lpLine("m", nil, []Field{lpS("s", "say \"hi\", a\\b\nc\rd\te\\x"), lpS("t", `\`)}, 0, false)},
+		{"string with an escaped raw break (QuestDB clients)", "m s=\"a\\\nb\\\rc\" 7", 0,
+			lpLine("m", nil, []Field{lpS("s", "a\nb\rc")}, 7, true)},
+		{"string field alone after tags", `t,sym=S1 note="halted" 9`, 0,
+			lpLine("t", []Tag{lpTag("sym", "S1")}, []Field{lpS("note", "halted")}, 9, true)},
 		{"same key in two lines is no duplicate", "m,a=1,b=2 c=1,d=2", 0,
 			lpLine("m", []Tag{lpTag("a", "1"), lpTag("b", "2")}, []Field{lpF("c", 1), lpF("d", 2)}, 0, false)},
 	}
@@ -255,11 +271,12 @@ func TestParseBad(t *testing.T) {
 		{"raw LF in a tag value", "m,a=b\nc f=1", 0, ReasonSyntax, 6, "line break"},
 		{"raw CR in the measurement", "m\rx f=1", 0, ReasonSyntax, 2, "line break"},
 
-		{"string field", `m f="hello, world = x",g=1`, 0, ReasonString, 5, `field "f" is a string ("\"hello, world = x\"")`},
-		{"string field says to use a tag", `m,a=b note="x y" 5`, 0, ReasonString, 12, "send the value as a tag instead (tags become sym columns)"},
-		{"string field with escaped quote", `m f="a\"b c",g=1`, 0, ReasonString, 5, `("\"a\\\"b c\"")`},
-		{"string field unterminated", `m f="abc`, 0, ReasonString, 5, "no closing quote"},
-		{"empty string field", `m f=""`, 0, ReasonString, 5, "tickdb stores no string columns"},
+		{"string field unterminated", `m f="abc`, 0, ReasonSyntax, 5, `the string value of field "f" has no closing quote`},
+		{"string field ending in an escaped quote", `m f="ab\"`, 0, ReasonSyntax, 5, "no closing quote"},
+		{"text after a string", `m f="ab"c,g=1`, 0, ReasonSyntax, 9, `unexpected text "c,g=1" after the string value of field "f"`},
+		{"raw LF in a string", "m f=\"a\nb\"", 0, ReasonSyntax, 7, "line break inside the string value"},
+		{"raw CR in a string", "m f=\"a\rb\" 5", 0, ReasonSyntax, 7, "line break inside the string value"},
+		{"duplicate after a string with separators", `m a="x, y=1 z",a=1`, 0, ReasonDuplicate, 16, `field key "a" repeats`},
 
 		{"not a value", "m f=abc", 0, ReasonValue, 5, `value "abc" is not a number`},
 		{"yes is no boolean", "m f=yes", 0, ReasonValue, 5, "not a number"},
@@ -409,7 +426,7 @@ func TestLineReasonAndKindNames(t *testing.T) {
 	if Reason(0).String() != "unknown" || numReasons.String() != "unknown" {
 		t.Error("out-of-range reasons must say unknown")
 	}
-	for k, want := range map[Kind]string{KindFloat: "float", KindInt: "integer", KindUint: "unsigned", KindBool: "boolean"} {
+	for k, want := range map[Kind]string{KindFloat: "float", KindInt: "integer", KindUint: "unsigned", KindBool: "boolean", KindString: "string"} {
 		if k.String() != want {
 			t.Errorf("Kind(%d).String() = %q; want %q", k, k.String(), want)
 		}
@@ -426,6 +443,7 @@ func TestParseAllocsZero(t *testing.T) {
 		"floats":  "q,sym=AAPL bid=189.25,ask=189.27,bsz=1.5e3,asz=0.000125,mid=-1234.5678,spr=1e-7,x=0.12345678901234567891,y=1e300,n=NaN,i=-Infinity",
 		"ints":    "m a=-9223372036854775808i,b=9223372036854775807u,c=t,d=FALSE",
 		"symbols": "m,a=b,c=d,e=f,g=h x=t 123",
+		"strings": `m,a=b note="halted",why="say \"hi\"\nnow",x=1 123`,
 		"wide":    "m " + lpWideFields(60, -1) + " 5",
 		"us":      "m f=1 1700000000123456",
 	}
@@ -542,7 +560,7 @@ type lpInfluxCase struct {
 
 type lpInfluxField struct {
 	key string
-	v   any // float64, int64, uint64 or bool
+	v   any // float64, int64, uint64, bool or string
 }
 
 // TestLineInfluxEncoderRoundTrip writes lines with the real InfluxDB
@@ -581,6 +599,12 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 			fields: []lpInfluxField{{"min", int64(math.MinInt64)}, {"max", int64(math.MaxInt64)}, {"umax", uint64(math.MaxInt64)}, {"zero", uint64(0)}},
 			ts:     -1,
 		},
+		"strings": {
+			m:      "s",
+			tags:   [][2]string{{"sym", "A"}},
+			fields: []lpInfluxField{{"note", "say \"hi\", x=1 y"}, {"lines", "a\nb\rc\td\\e"}, {"empty", ""}, {"price", 1.5}},
+			ts:     5,
+		},
 		"UTF-8": {
 			m:      "таблица",
 			tags:   [][2]string{{"имя", "значение раз,два=три"}},
@@ -607,6 +631,8 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 					want.Fields = append(want.Fields, lpU(f.key, int64(v)))
 				case bool:
 					want.Fields = append(want.Fields, lpB(f.key, v))
+				case string:
+					want.Fields = append(want.Fields, lpS(f.key, v))
 				}
 			}
 			var at time.Time
@@ -732,6 +758,8 @@ func lpInfluxDecode(t *testing.T, b []byte) Line {
 			f.Kind, f.I = KindUint, int64(v.UintV())
 		case lineprotocol.Bool:
 			f.Kind, f.B = KindBool, v.BoolV()
+		case lineprotocol.String:
+			f.Kind, f.S = KindString, []byte(v.StringV())
 		default:
 			t.Fatalf("InfluxDB decoder read a %v field from %q", v.Kind(), b)
 		}
@@ -782,7 +810,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 			{want: lpLine("q", []Tag{lpTag("venue name", "x y")}, []Field{lpF("bid px=", 1.25)}, 0, false)},
 			{want: lpLine("f", nil, specials, 1700000000000000000, true)},
 			{want: lpLine("i", nil, ints, 0, false)},
-			{reject: ReasonString},
+			{want: lpLine("trades", []Tag{lpTag("sym", "AAPL")}, []Field{lpS("note", "hello, world"), lpF("price", 1.5)}, 0, false)},
 		},
 		"questdb-rust-client.ilp": {
 			{want: lpLine("trades", symbols, tick, ts, true)},
@@ -792,7 +820,8 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 			{want: lpLine("i", nil, ints, 0, false)},
 		},
 		"questdb-client-interop.ilp": {
-			{reject: ReasonString},
+			{want: lpLine("test_table", []Tag{lpTag("sym_col", "sym_val")},
+				[]Field{lpS("str_col", "foo bar baz"), lpI("long_col", 42), lpF("double_col", 42.5), lpB("bool_col", true)}, 0, false)},
 			{want: doubles(true)},
 			{want: doubles(true)},
 			{want: doubles(false)},
@@ -878,12 +907,10 @@ func TestLineQuestDBInteropLineFeeds(t *testing.T) {
 			t.Errorf("got %s\nwant %s", lpString(&got), lpString(&c.want))
 		}
 	}
-	var p Parser
-	var l Line
-	_, err := p.Parse([]byte("test_table name\\ 1\\=2=\"value 1,2=3\\\n4\\\r5\\\"6\\\\7\""), &l)
-	var le *LineError
-	if !errors.As(err, &le) || le.Reason != ReasonString || le.Col != 23 {
-		t.Errorf("string column: %v; want ReasonString at byte 23", err)
+	got := lpMustParse(t, "test_table name\\ 1\\=2=\"value 1,2=3\\\n4\\\r5\\\"6\\\\7\"")
+	want := lpLine("test_table", nil, []Field{lpS("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, 0, false)
+	if !lpEqual(&got, &want) {
+		t.Errorf("string column: got %s\nwant %s", lpString(&got), lpString(&want))
 	}
 }
 

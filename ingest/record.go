@@ -14,9 +14,10 @@ import (
 //	<4b len> <4b conn> <8b line> <8b ts> <1b hasTs> <1b rejected> <2b ntags> <2b nfields> <1b reason> <1b pad>
 //	<4b mlen> measurement
 //	ntags   × (<4b klen> key <4b vlen> value)
-//	nfields × (<4b klen> key <1b kind> <8b value>)
+//	nfields × (<4b klen> key <1b kind> <8b value> [value bytes])
 //
-// len counts the whole record. Names are already unescaped. The writer
+// A string field's 8-byte value is its length, and its bytes follow. len
+// counts the whole record. Names are already unescaped. The writer
 // side decodes a record back into a Line whose slices point into the batch.
 //
 // A rejected record (rejected = 1) stands for a line the event loop could
@@ -35,6 +36,9 @@ func recordSize(l *Line) int {
 	}
 	for i := range l.Fields {
 		n += 4 + len(l.Fields[i].Key) + 9
+		if l.Fields[i].Kind == KindString {
+			n += len(l.Fields[i].S)
+		}
 	}
 	return n
 }
@@ -76,10 +80,15 @@ func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 			if f.B {
 				v = 1
 			}
+		case KindString:
+			v = uint64(len(f.S))
 		}
 		b[p] = byte(f.Kind)
 		le.PutUint64(b[p+1:], v)
 		p += 9
+		if f.Kind == KindString {
+			p += copy(b[p:], f.S)
+		}
 	}
 	return dst
 }
@@ -153,6 +162,9 @@ func decodeRecord(b []byte, l *Line, m *recordMeta) int {
 			f.I = int64(v)
 		case KindBool:
 			f.B = v != 0
+		case KindString:
+			f.S = b[p : p+int(v) : p+int(v)]
+			p += int(v)
 		}
 		l.Fields = append(l.Fields, f)
 	}

@@ -4,9 +4,9 @@
 // (AppendName, AppendQuoted, and NameEscape, StringEscape and the
 // AppendUnescaped functions that the parser in ingest uses), the number
 // formats, and Encoder, the one writer of lines (query's ilp output, and so
-// `tickdb query`, `tail`, `bars` and `asof --format ilp`, and
-// ingest.AppendLine). It sits below query and ingest, which both import it,
-// and imports nothing of tickdb.
+// `tickdb query`, `tail`, `bars` and `asof --format ilp`;
+// ingest.AppendLine; the load generator of the benchmarks). It sits below
+// query and ingest, which both import it, and imports nothing of tickdb.
 //
 // # The escaping rule
 //

@@ -166,6 +166,29 @@ func TestEncoderInfluxDBAccepts(t *testing.T) {
 	}
 }
 
+// A symbol ending in a backslash is the one InfluxDB cannot read back
+// (its own encoder refuses to write one): its decoder rejects the line.
+func TestEncoderInfluxDBRejectsTrailingBackslash(t *testing.T) {
+	var e Encoder[string]
+	e.Begin(nil, "trades")
+	e.Tag("sym", `ends\`)
+	e.Float("price", 1.5)
+	b, err := e.End(1)
+	if err != nil || string(b) != `trades,sym=ends\\ price=1.5 1`+"\n" {
+		t.Fatalf("End = %q, %v", b, err)
+	}
+	dec := lineprotocol.NewDecoderWithBytes(b)
+	dec.Next()
+	if _, err := dec.Measurement(); err != nil {
+		t.Fatal(err)
+	}
+	if k, v, err := dec.NextTag(); err == nil {
+		if _, _, err = dec.NextTag(); err == nil {
+			t.Fatalf("%q: InfluxDB read tag %q=%q and no error; the docs say it rejects the line", b, k, v)
+		}
+	}
+}
+
 func TestEncoderAllocsZero(t *testing.T) {
 	if testutil.Race {
 		t.Skip("allocation counts are not meaningful under the race detector")

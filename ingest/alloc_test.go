@@ -16,7 +16,10 @@ func TestIngestPathAllocs(t *testing.T) {
 	if testutil.Race {
 		t.Skip("the race detector allocates")
 	}
-	data := loadgen.Ticks("ticks", 4096, 50, 1, true)
+	data, err := loadgen.Ticks("ticks", 4096, 50, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := (&Options{}).withDefaults()
 	lp := &loop{srv: &Server{opts: o, m: newMetrics()}, m: newMetrics(), ring: newRing(2, 1<<20)}
 	c := &conn{}
@@ -47,8 +50,11 @@ func TestIngestPathAllocs(t *testing.T) {
 		s.applyBatch(b)
 		s.publish()
 	}
-	apply()                                             // creates the table and its 50 symbols
-	data2 := loadgen.Ticks("ticks", 4096, 50, 2, false) // server-stamped: always in order
+	apply()                                                  // creates the table and its 50 symbols
+	data2, err := loadgen.Ticks("ticks", 4096, 50, 2, false) // server-stamped: always in order
+	if err != nil {
+		t.Fatal(err)
+	}
 	lp.cur.reset()
 	lp.lines(c, data2, false)
 	apply()

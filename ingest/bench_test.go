@@ -37,7 +37,10 @@ func BenchmarkIngestTCP(b *testing.B) {
 
 func benchIngest(b *testing.B, conns int, withTs bool) {
 	srv, db := testServer(b, &Options{})
-	data := loadgen.Ticks("ticks", b.N, 500, 1, withTs)
+	data, err := loadgen.Ticks("ticks", b.N, 500, 1, withTs)
+	if err != nil {
+		b.Fatal(err)
+	}
 	parts := loadgen.Split(data, conns)
 	b.SetBytes(int64(len(data) / b.N))
 	b.ReportAllocs()

@@ -6,7 +6,7 @@
 //
 // A table is created from the first line that names it: ts, then the tags
 // as sym columns, then the fields (float → f64, integer → i64, boolean →
-// bool), in the line's order. Its columns are then fixed: a later line may
+// bool, string → sym, stored like a tag), in the line's order. Its columns are then fixed: a later line may
 // omit any (stored as NaN, 0, false or the empty symbol) but a tag or field
 // the table lacks, or a value of another type, makes the line bad. A line
 // without a timestamp gets the writer's clock, never earlier than the
@@ -35,5 +35,7 @@
 // Bad lines are skipped, counted and logged (at most 10 lines a second),
 // never stored in part. Over TCP nothing tells the client; over HTTP the
 // request fails whole with 400. A table's name must be a valid table name
-// ([A-Za-z0-9_.-]); symbols are at most 4 KiB; string fields are refused.
+// ([A-Za-z0-9_.-]); symbols (tag values and string fields) are at most
+// 4 KiB; a line needs at least one field. A line break inside a string
+// value must be escaped: lines are split at a raw one.
 package ingest

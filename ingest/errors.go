@@ -14,16 +14,16 @@ var ErrBadLine = errors.New("ingest: bad line")
 // set stays small and fixed; the details go into LineError.Msg.
 type Reason uint8
 
-// The rejection reasons. The parser emits Syntax through Duplicate; the
+// The rejection reasons. The parser emits Syntax through NoField; the
 // listener and the table layer emit the others.
 const (
 	ReasonSyntax        Reason = iota + 1 // malformed line: missing '=', empty name, stray text
 	ReasonEscape                          // a backslash at the very end of the line, escaping nothing
-	ReasonString                          // a quoted string field: tickdb has no string columns
 	ReasonNumber                          // a malformed or out-of-range number
-	ReasonValue                           // a field value that is no number, boolean or string
+	ReasonValue                           // a field value that is no number, boolean or string, or a symbol over the length limit
 	ReasonTimestamp                       // a malformed or out-of-range timestamp
 	ReasonDuplicate                       // a tag or field key given twice in one line
+	ReasonNoField                         // a line with no field (tags alone, or nothing after the measurement)
 	ReasonTooLong                         // a line longer than the listener's limit
 	ReasonName                            // a table or column name the store cannot take
 	ReasonUnknownColumn                   // a tag or field the table does not have
@@ -40,8 +40,6 @@ func (r Reason) String() string {
 		return "syntax"
 	case ReasonEscape:
 		return "escape"
-	case ReasonString:
-		return "string_field"
 	case ReasonNumber:
 		return "number"
 	case ReasonValue:
@@ -50,6 +48,8 @@ func (r Reason) String() string {
 		return "timestamp"
 	case ReasonDuplicate:
 		return "duplicate"
+	case ReasonNoField:
+		return "no_field"
 	case ReasonTooLong:
 		return "too_long"
 	case ReasonName:

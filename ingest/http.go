@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/subtle"
@@ -182,9 +183,10 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusRequestEntityTooLarge, "request too large", fmt.Sprintf("body is over the %d-byte limit", h.s.opts.MaxBody), 0)
 		return
 	}
-	t, lerr := h.encode(data, prec)
+	t, meas, lerr := h.encode(data, prec)
 	if lerr != nil {
-		h.s.m.rejected("", lerr.Reason.String())
+		h.s.m.rejected(h.s.sink.knownLabel(meas), lerr.Reason.String())
+		h.s.m.logBad(h.s.log, "ingest: request rejected", "remote", r.RemoteAddr, "table", string(meas), "err", lerr)
 		h.writeError(w, http.StatusBadRequest, "invalid", "failed to parse line protocol: "+lerr.Error(), lerr.Line)
 		return
 	}
@@ -210,8 +212,9 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// encode parses every line of a request body into records.
-func (h *httpAPI) encode(data []byte, prec int64) (*txn, *LineError) {
+// encode parses every line of a request body into records. On a bad line
+// it returns the line's measurement too, when it parsed (nil otherwise).
+func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *LineError) {
 	p, _ := h.parsers.Get().(*Parser)
 	if p == nil {
 		p = &Parser{}
@@ -230,7 +233,7 @@ func (h *httpAPI) encode(data []byte, prec int64) (*txn, *LineError) {
 			data = nil
 		}
 		if len(line) > h.s.opts.LineLimit {
-			return nil, &LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: ReasonTooLong,
+			return nil, nil, &LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: ReasonTooLong,
 				Msg: fmt.Sprintf("line is longer than the %d-byte limit", h.s.opts.LineLimit)}
 		}
 		ok, err := p.Parse(line, &l)
@@ -240,14 +243,14 @@ func (h *httpAPI) encode(data []byte, prec int64) (*txn, *LineError) {
 				le = &LineError{Reason: ReasonSyntax, Msg: err.Error()}
 			}
 			le.Line = lineNo
-			return nil, le
+			return nil, bytes.Clone(l.Measurement), le // the parser (and its scratch) goes back to the pool
 		}
 		if ok {
 			t.buf = appendRecord(t.buf, &l, 0, uint64(lineNo))
 			t.lines++
 		}
 	}
-	return t, nil
+	return t, nil, nil
 }
 
 // settings answers as QuestDB's server does, offering only text line

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // Kind is a field value's type; it decides the column type a new table gets
@@ -18,10 +20,11 @@ type Kind uint8
 // unsigned column), but the kind is kept apart so that a line formatted
 // again says 123u where the client said 123u.
 const (
-	KindFloat Kind = iota + 1 // 1.5, 100, -1.5e-7, NaN, Infinity (no suffix): f64 column
-	KindInt                   // 123i: i64 column
-	KindUint                  // 123u, which must fit in int64: i64 column
-	KindBool                  // t T true True TRUE f F false False FALSE: bool column
+	KindFloat  Kind = iota + 1 // 1.5, 100, -1.5e-7, NaN, Infinity (no suffix): f64 column
+	KindInt                    // 123i: i64 column
+	KindUint                   // 123u, which must fit in int64: i64 column
+	KindBool                   // t T true True TRUE f F false False FALSE: bool column
+	KindString                 // "quoted": sym column, like a tag
 )
 
 // String returns the line-protocol name of the kind, as used in messages.
@@ -35,6 +38,8 @@ func (k Kind) String() string {
 		return "unsigned"
 	case KindBool:
 		return "boolean"
+	case KindString:
+		return "string"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -43,12 +48,15 @@ func (k Kind) String() string {
 type Tag struct{ Key, Value []byte }
 
 // Field is one field of a line. Only the member that Kind names is set.
+// A string field's value (S, unquoted and unescaped) is stored like a
+// tag's: in a sym column, through the table's dictionary.
 type Field struct {
 	Key  []byte
 	Kind Kind
 	F    float64 // KindFloat
 	I    int64   // KindInt and KindUint
 	B    bool    // KindBool
+	S    []byte  // KindString
 }
 
 // Line is one parsed line. Its byte slices point into the input line or into
@@ -105,34 +113,43 @@ type Parser struct {
 
 // Byte classes for the scanners below. One table lookup per byte decides
 // whether the byte can end the current token, which keeps the hot loops
-// free of multi-way comparisons.
+// free of multi-way comparisons. Which bytes a backslash escapes is the
+// lineproto package's rule (lineproto.NameEscape), shared with the encoder.
 const (
 	stopMeas  = 1 << iota // ends a measurement or needs a look: , space \ CR LF
 	stopKey               // ends a tag key, tag value or field key: the above and =
 	stopValue             // ends an unquoted field value: , space CR LF
-	escapable             // may follow a backslash as an escape: , space = \ CR LF
 )
 
 var class = [256]uint8{
-	',':  stopMeas | stopKey | stopValue | escapable,
-	' ':  stopMeas | stopKey | stopValue | escapable,
-	'=':  stopKey | escapable,
-	'\\': stopMeas | stopKey | escapable,
-	'\r': stopMeas | stopKey | stopValue | escapable,
-	'\n': stopMeas | stopKey | stopValue | escapable,
+	',':  stopMeas | stopKey | stopValue,
+	' ':  stopMeas | stopKey | stopValue,
+	'=':  stopKey,
+	'\\': stopMeas | stopKey,
+	'\r': stopMeas | stopKey | stopValue,
+	'\n': stopMeas | stopKey | stopValue,
 }
 
 // Parse parses one line (without its '\n'; a trailing '\r' is dropped
 // unless a backslash escapes it). A blank line, a line of only spaces and tabs, or a comment line (first
 // non-blank byte '#') gives ok=false and no error. A good line fills *l,
 // reusing its Tags and Fields, and gives ok=true. A bad line gives a
-// *LineError with Col set and Line left 0, and leaves *l unspecified.
+// *LineError with Col set and Line left 0, and leaves *l unspecified but
+// for l.Measurement: the line's measurement when it parsed before the
+// fault (so that a rejection can name its table), else nil.
 //
-// Escapes: in the measurement, tag keys, tag values and field keys a
-// backslash before ',', ' ', '=', '\\', CR or LF stands for that byte; a
-// backslash before any other byte is kept, both bytes. This reads the
-// output of both InfluxDB's encoder (which never escapes a backslash) and
-// the QuestDB clients (which always do); see lineproto_format.go.
+// A line needs at least one field: a line of a measurement and tags
+// alone, with or without a timestamp, is a bad line (ReasonNoField), as
+// in InfluxDB.
+//
+// Escapes (the lineproto package's rule): in the measurement, tag keys,
+// tag values and field keys a backslash before ',', ' ', '=' or '\\'
+// stands for that byte, \n and \r for LF and CR (what lineproto.Encoder
+// writes for a line break), and a backslash before a raw CR or LF for the
+// break (what the QuestDB clients write); a backslash before any other
+// byte is kept, both bytes. This reads the output of both InfluxDB's
+// encoder (which never escapes a backslash) and the QuestDB clients (which
+// always do); see lineproto_format.go.
 func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 	n := len(line)
 	if n > 0 && line[n-1] == '\r' && !escapedAt(line, n-1) {
@@ -151,6 +168,7 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 	}
 	p.scratch = p.scratch[:0]
 	p.seen, p.maybeDup = 0, false
+	l.Measurement = nil
 	l.Tags = l.Tags[:0]
 	l.Fields = l.Fields[:0]
 	l.Ts, l.HasTs = 0, false
@@ -178,10 +196,7 @@ func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 		i++
 	}
 	if i == n {
-		if len(l.Tags) == 0 {
-			return false, badAt(i, ReasonSyntax, "no tags or fields after the measurement")
-		}
-		return p.done(line, l)
+		return false, noField(i, len(l.Tags) > 0)
 	}
 	if i, err = p.parseFields(line, i, l); err != nil {
 		return false, err
@@ -264,10 +279,7 @@ func (p *Parser) parseTags(line []byte, i int, l *Line) (int, error) {
 }
 
 // parseFields parses the "key=value" pairs that start at line[i] into l
-// and returns the index after them: the end of the line or a space. One
-// token without '=' after the tags and no field is a symbol-only row's
-// timestamp, as the QuestDB clients write it (and QuestDB's server reads
-// it); then it returns the token's index, with no fields.
+// and returns the index after them: the end of the line or a space.
 func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 	n := len(line)
 	seen, dup := p.seen, p.maybeDup
@@ -285,14 +297,14 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		}
 		if ke == n || line[ke] != '=' {
 			if len(l.Fields) == 0 && len(l.Tags) > 0 && (line[ks] == '-' || line[ks]-'0' <= 9) {
-				return ks, nil // the Bloom state is the tags', as stored
+				// A symbol-only row with its timestamp, as the QuestDB
+				// clients write one: still no field.
+				return 0, badAt(ks, ReasonNoField, fmt.Sprintf("no field after the tags (%s would be the timestamp): "+
+					"a line needs at least one field, such as price=1.5, before its timestamp; tags alone make no row", snippet(line[ks:ke])))
 			}
 			return 0, badAt(ke, ReasonSyntax, fmt.Sprintf("field key %s has no '=' and value", snippet(line[ks:ke])))
 		}
 		vs := ke + 1
-		if vs < n && line[vs] == '"' {
-			return 0, stringField(line, ks, ke, vs)
-		}
 		key := line[ks:ke]
 		if kesc {
 			key = p.unescape(key)
@@ -301,9 +313,14 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		dup = dup || seen&bit != 0
 		seen |= bit
 		f := nextField(l)
-		f.Key, f.Kind, f.F, f.I, f.B = key, 0, 0, 0, false
-		ve := quickValue(line, vs, f)
-		if ve < 0 {
+		f.Key, f.Kind, f.F, f.I, f.B, f.S = key, 0, 0, 0, false, nil
+		var ve int
+		if vs < n && line[vs] == '"' {
+			var err error
+			if ve, err = p.quoted(line, ks, ke, vs, f); err != nil {
+				return 0, err
+			}
+		} else if ve = quickValue(line, vs, f); ve < 0 {
 			ve = vs
 			for ve < n && class[line[ve]]&stopValue == 0 {
 				ve++
@@ -324,6 +341,18 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		}
 		i = ve + 1
 	}
+}
+
+// noField is the rejection of a line that ends (at index i) before its
+// first field, with or without tags. The line protocol needs at least one
+// field, and InfluxDB rejects such a line: a row of tags alone, stamped
+// with the server's clock, would also make every later line of a feed
+// with older timestamps a late row.
+func noField(i int, tags bool) *LineError {
+	if tags {
+		return badAt(i, ReasonNoField, "no field after the tags: a line needs at least one field, such as price=1.5; tags alone make no row")
+	}
+	return badAt(i, ReasonNoField, "no field after the measurement: a line needs at least one field, such as price=1.5, after a space")
 }
 
 // nextTag and nextField extend l.Tags and l.Fields by one element and
@@ -397,13 +426,13 @@ func plainEnd(line []byte, i int, stop uint8) int {
 // index of the first unescaped byte whose class is in stop, or len(line).
 // A backslash that ends the line is returned as the end, for nameEnd to
 // report. esc says whether the name holds an escape to undo, that is a
-// backslash before a byte of class escapable.
+// backslash before a byte that lineproto.NameEscape accepts.
 func scanEscaped(line []byte, i int, stop uint8) (end int, esc bool) {
 	for {
 		if i+1 == len(line) {
 			return i, esc // a trailing backslash: nameEnd reports it
 		}
-		if class[line[i+1]]&escapable != 0 {
+		if _, ok := lineproto.NameEscape(line[i+1]); ok {
 			esc = true
 			i += 2
 		} else {
@@ -426,7 +455,7 @@ func nameEnd(line []byte, end int) error {
 	case '\\':
 		return badAt(end, ReasonEscape, "backslash at the end of the line escapes nothing")
 	case '\r', '\n':
-		return badAt(end, ReasonSyntax, "line break inside a line (escape it as a backslash followed by the break)")
+		return badAt(end, ReasonSyntax, `line break inside a line (write it as \n or \r)`)
 	}
 	return nil
 }
@@ -443,40 +472,52 @@ func escapedAt(line []byte, i int) bool {
 	return (i-j)%2 == 1
 }
 
-// unescape copies b into the scratch buffer without its escapes. The result
-// is capped so that a caller's append cannot run into the next token.
+// unescape copies the name b into the scratch buffer without its escapes.
+// The result is capped so that a caller's append cannot run into the next
+// token.
 func (p *Parser) unescape(b []byte) []byte {
 	start := len(p.scratch)
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c == '\\' && i+1 < len(b) && class[b[i+1]]&escapable != 0 {
-			i++
-			c = b[i]
-		}
-		p.scratch = append(p.scratch, c)
-	}
+	p.scratch = lineproto.AppendUnescapedName(p.scratch, b)
 	return p.scratch[start:len(p.scratch):len(p.scratch)]
 }
 
-// stringField builds the rejection of a quoted string value that starts at
-// vs. It finds the closing quote (skipping \" and \\) so that the message
-// and column are about the whole value even when it holds spaces, commas
-// or '=' that would otherwise read as separators.
-func stringField(line []byte, ks, ke, vs int) error {
-	key := snippet(line[ks:ke])
-	j := vs + 1
-	for j < len(line) && line[j] != '"' {
-		if line[j] == '\\' {
-			j++
+// quoted parses the string value that starts with the quote at line[vs]
+// into f (unescaped by lineproto's string rule) and returns the index
+// after its closing quote, which must end the value. ks and ke bound the
+// field's key, for messages. A backslash always takes the byte after it
+// along (\" does not close the string), and a raw line break is a bad
+// line: the listener splits lines there, so a client must escape it.
+func (p *Parser) quoted(line []byte, ks, ke, vs int, f *Field) (int, error) {
+	n := len(line)
+	j, esc := vs+1, false
+	for j < n && line[j] != '"' {
+		switch line[j] {
+		case '\\':
+			if j+1 < n {
+				_, ok := lineproto.StringEscape(line[j+1])
+				esc = esc || ok
+			}
+			j += 2
+			continue
+		case '\r', '\n':
+			return 0, badAt(j, ReasonSyntax, fmt.Sprintf(`line break inside the string value of field %s (write it as \n or \r)`, snippet(line[ks:ke])))
 		}
 		j++
 	}
-	if j >= len(line) {
-		return badAt(vs, ReasonString, fmt.Sprintf("field %s is a string with no closing quote; "+
-			"tickdb stores no string columns: send the value as a tag instead (tags become sym columns)", key))
+	if j >= n {
+		return 0, badAt(vs, ReasonSyntax, fmt.Sprintf("the string value of field %s has no closing quote", snippet(line[ks:ke])))
 	}
-	return badAt(vs, ReasonString, fmt.Sprintf("field %s is a string (%s); tickdb stores no string columns: "+
-		"send the value as a tag instead (tags become sym columns)", key, snippet(line[vs:j+1])))
+	v := line[vs+1 : j]
+	if esc {
+		start := len(p.scratch)
+		p.scratch = lineproto.AppendUnescapedString(p.scratch, v)
+		v = p.scratch[start:len(p.scratch):len(p.scratch)]
+	}
+	f.Kind, f.S = KindString, v
+	if j++; !valueEnds(line, j) {
+		return 0, badAt(j, ReasonSyntax, fmt.Sprintf("unexpected text %s after the string value of field %s", snippet(line[j:]), snippet(line[ks:ke])))
+	}
+	return j, nil
 }
 
 // parseTs parses the timestamp that starts at line[i] into l, scaled to
@@ -624,8 +665,16 @@ func keyStart(line []byte, k int) int {
 	for line[i] == ' ' {
 		i++
 	}
-	for ; k > 0; k-- { // fields: key, '=', unquoted value, ','
+	for ; k > 0; k-- { // fields: key, '=', value, ','
 		i = next(i, stopKey) + 1
+		if line[i] == '"' { // a string: up to its closing quote
+			for i++; line[i] != '"'; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		}
 		for class[line[i]]&stopValue == 0 {
 			i++
 		}

@@ -53,11 +53,14 @@ func BenchmarkAppendLine(b *testing.B) {
 			if ok, err := p.Parse([]byte(c.line), &l); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
-			dst := AppendLine(nil, &l)
+			dst, err := AppendLine(nil, &l)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.SetBytes(int64(len(dst)))
 			b.ReportAllocs()
 			for b.Loop() {
-				dst = AppendLine(dst[:0], &l)
+				dst, _ = AppendLine(dst[:0], &l)
 			}
 			lpReportRate(b)
 		})

@@ -26,6 +26,7 @@ func lpF(k string, f float64) Field {
 func lpI(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindInt, I: i} }
 func lpU(k string, i int64) Field { return Field{Key: []byte(k), Kind: KindUint, I: i} }
 func lpB(k string, b bool) Field  { return Field{Key: []byte(k), Kind: KindBool, B: b} }
+func lpS(k, v string) Field       { return Field{Key: []byte(k), Kind: KindString, S: []byte(v)} }
 
 // lpLine builds an expected Line. Any int64 is a timestamp, so hasTs says
 // whether there is one.
@@ -63,6 +64,10 @@ func lpEqual(a, b *Line) bool {
 			if x.B != y.B {
 				return false
 			}
+		case KindString:
+			if !bytes.Equal(x.S, y.S) {
+				return false
+			}
 		}
 	}
 	return true
@@ -83,6 +88,8 @@ func lpString(l *Line) string {
 			fmt.Fprintf(&b, " %q=%d%s", f.Key, f.I, f.Kind)
 		case KindBool:
 			fmt.Fprintf(&b, " %q=%v", f.Key, f.B)
+		case KindString:
+			fmt.Fprintf(&b, " %q=string %q", f.Key, f.S)
 		default:
 			fmt.Fprintf(&b, " %q=?kind%d", f.Key, f.Kind)
 		}
@@ -91,6 +98,16 @@ func lpString(l *Line) string {
 		fmt.Fprintf(&b, " ts=%d", l.Ts)
 	}
 	return b.String() + "}"
+}
+
+// lpAppend is AppendLine of a line it must take.
+func lpAppend(t *testing.T, dst []byte, l *Line) []byte {
+	t.Helper()
+	out, err := AppendLine(dst, l)
+	if err != nil {
+		t.Fatalf("AppendLine(%s): %v", lpString(l), err)
+	}
+	return out
 }
 
 // lpMustParse parses one good line with a fresh parser.
@@ -118,10 +135,6 @@ func TestParseGood(t *testing.T) {
 				[]Field{lpF("price", 189.25), lpI("size", 100), lpB("buy", true)}, ts, true)},
 		{"no timestamp", "m f=1", 0, lpLine("m", nil, []Field{lpF("f", 1)}, 0, false)},
 		{"no tags", "cpu usage=0.5 10", 0, lpLine("cpu", nil, []Field{lpF("usage", 0.5)}, 10, true)},
-		{"tags only (symbol-only row)", "m,a=b", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 0, false)},
-		{"tags only, trailing spaces", "m,a=b   ", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 0, false)},
-		{"tags only with timestamp (QuestDB clients)", "m,a=b 123", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, 123, true)},
-		{"tags only with negative timestamp", "m,a=b -5", 0, lpLine("m", []Tag{lpTag("a", "b")}, nil, -5, true)},
 		{"extra spaces between sections", "m,a=b   f=1   7   ", 0,
 			lpLine("m", []Tag{lpTag("a", "b")}, []Field{lpF("f", 1)}, 7, true)},
 		{"leading blanks", " \t m f=1", 0, lpLine("m", nil, []Field{lpF("f", 1)}, 0, false)},
@@ -163,16 +176,25 @@ func TestParseGood(t *testing.T) {
 			lpLine("m", []Tag{lpTag("tag key,=x", "New York"), lpTag("b", "a,b"), lpTag("c", "x=y"), lpTag("d", `back\slash`)},
 				[]Field{lpF("f", 1)}, 0, false)},
 		{"field key escapes", `m field\ key\,\=\\=1i`, 0, lpLine("m", nil, []Field{lpI(`field key,=\`, 1)}, 0, false)},
-		{"backslash before other bytes is kept", `m\a,t\x=v\y f\n=1`, 0,
-			lpLine(`m\a`, []Tag{lpTag(`t\x`, `v\y`)}, []Field{lpF(`f\n`, 1)}, 0, false)},
+		{"backslash before other bytes is kept", `m\a,t\x=v\y f\q=1`, 0,
+			lpLine(`m\a`, []Tag{lpTag(`t\x`, `v\y`)}, []Field{lpF(`f\q`, 1)}, 0, false)},
+		{"\\n and \\r are LF and CR (lineproto's line break)", `m\n,a\r=x\ny\rz f\n=1`, 0,
+			lpLine("m\n", []Tag{lpTag("a\r", "x\ny\rz")}, []Field{lpF("f\n", 1)}, 0, false)},
 		{"InfluxDB-style raw backslash", `m,path=back\slash f=1`, 0,
 			lpLine("m", []Tag{lpTag("path", `back\slash`)}, []Field{lpF("f", 1)}, 0, false)},
 		{"escaped CR and LF (QuestDB clients)", "m,a=x\\\ny\\\rz f=1", 0,
 			lpLine("m", []Tag{lpTag("a", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false)},
-		{"escaped trailing CR is kept", "m,a=x\\\r", 0, lpLine("m", []Tag{lpTag("a", "x\r")}, nil, 0, false)},
-		{"escaped backslash then trailing CR is dropped", "m,a=x\\\\\r", 0, lpLine("m", []Tag{lpTag("a", `x\`)}, nil, 0, false)},
 		{"tab is an ordinary byte in values", "m,a=x\ty f=1", 0, lpLine("m", []Tag{lpTag("a", "x\ty")}, []Field{lpF("f", 1)}, 0, false)},
 		{"UTF-8", "таблица,имя=значение f=1", 0, lpLine("таблица", []Tag{lpTag("имя", "значение")}, []Field{lpF("f", 1)}, 0, false)},
+		// String fields: stored as symbols.
+		{"string fields", `m,a=b note="hello, world = x",g=1,e="" 5`, 0,
+			lpLine("m", []Tag{lpTag("a", "b")}, []Field{lpS("note", "hello, world = x"), lpF("g", 1), lpS("e", "")}, 5, true)},
+		{"string escapes", `m s="say \"hi\", a\\b\nc\rd\te\x",t="\\"`, 0,
+			lpLine("m", nil, []Field{lpS("s", "say \"hi\", a\\b\nc\rd\te\\x"), lpS("t", `\`)}, 0, false)},
+		{"string with an escaped raw break (QuestDB clients)", "m s=\"a\\\nb\\\rc\" 7", 0,
+			lpLine("m", nil, []Field{lpS("s", "a\nb\rc")}, 7, true)},
+		{"string field alone after tags", `t,sym=S1 note="halted" 9`, 0,
+			lpLine("t", []Tag{lpTag("sym", "S1")}, []Field{lpS("note", "halted")}, 9, true)},
 		{"same key in two lines is no duplicate", "m,a=1,b=2 c=1,d=2", 0,
 			lpLine("m", []Tag{lpTag("a", "1"), lpTag("b", "2")}, []Field{lpF("c", 1), lpF("d", 2)}, 0, false)},
 	}
@@ -215,9 +237,16 @@ func TestParseBad(t *testing.T) {
 	}{
 		{"empty measurement", ",a=b f=1", 0, ReasonSyntax, 1, "empty measurement"},
 		{"empty measurement after blanks", "  ,a=b f=1", 0, ReasonSyntax, 3, "empty measurement"},
-		{"measurement only", "m", 0, ReasonSyntax, 2, "no tags or fields"},
-		{"measurement and spaces", "m   ", 0, ReasonSyntax, 5, "no tags or fields"},
-		{"tab is no separator", "m\tf=1", 0, ReasonSyntax, 6, "no tags or fields"},
+		{"measurement only", "m", 0, ReasonNoField, 2, "no field after the measurement"},
+		{"measurement and spaces", "m   ", 0, ReasonNoField, 5, "no field after the measurement"},
+		{"tab is no separator", "m\tf=1", 0, ReasonNoField, 6, "no field after the measurement"},
+		// A line of tags alone is no row, with or without a timestamp
+		// (the QuestDB clients write it with one).
+		{"tags only", "t,sym=S1", 0, ReasonNoField, 9, "no field after the tags: a line needs at least one field"},
+		{"tags only, trailing spaces", "m,a=b   ", 0, ReasonNoField, 9, "no field after the tags"},
+		{"tags only with timestamp", "t,sym=S1 1700000000000000000", 0, ReasonNoField, 10, `no field after the tags ("1700000000000000000" would be the timestamp)`},
+		{"tags only with negative timestamp", "m,a=b -5", 0, ReasonNoField, 7, "no field after the tags"},
+		{"tags only, escaped trailing CR", "m,a=x\\\r", 0, ReasonNoField, 8, "no field after the tags"},
 		{"empty tag key", "m,=b f=1", 0, ReasonSyntax, 3, "empty tag key"},
 		{"tag key without =", "m,a f=1", 0, ReasonSyntax, 4, `tag key "a" has no '='`},
 		{"tag key at end", "m,a", 0, ReasonSyntax, 4, "has no '='"},
@@ -242,11 +271,12 @@ func TestParseBad(t *testing.T) {
 		{"raw LF in a tag value", "m,a=b\nc f=1", 0, ReasonSyntax, 6, "line break"},
 		{"raw CR in the measurement", "m\rx f=1", 0, ReasonSyntax, 2, "line break"},
 
-		{"string field", `m f="hello, world = x",g=1`, 0, ReasonString, 5, `field "f" is a string ("\"hello, world = x\"")`},
-		{"string field says to use a tag", `m,a=b note="x y" 5`, 0, ReasonString, 12, "send the value as a tag instead (tags become sym columns)"},
-		{"string field with escaped quote", `m f="a\"b c",g=1`, 0, ReasonString, 5, `("\"a\\\"b c\"")`},
-		{"string field unterminated", `m f="abc`, 0, ReasonString, 5, "no closing quote"},
-		{"empty string field", `m f=""`, 0, ReasonString, 5, "tickdb stores no string columns"},
+		{"string field unterminated", `m f="abc`, 0, ReasonSyntax, 5, `the string value of field "f" has no closing quote`},
+		{"string field ending in an escaped quote", `m f="ab\"`, 0, ReasonSyntax, 5, "no closing quote"},
+		{"text after a string", `m f="ab"c,g=1`, 0, ReasonSyntax, 9, `unexpected text "c,g=1" after the string value of field "f"`},
+		{"raw LF in a string", "m f=\"a\nb\"", 0, ReasonSyntax, 7, "line break inside the string value"},
+		{"raw CR in a string", "m f=\"a\rb\" 5", 0, ReasonSyntax, 7, "line break inside the string value"},
+		{"duplicate after a string with separators", `m a="x, y=1 z",a=1`, 0, ReasonDuplicate, 16, `field key "a" repeats`},
 
 		{"not a value", "m f=abc", 0, ReasonValue, 5, `value "abc" is not a number`},
 		{"yes is no boolean", "m f=yes", 0, ReasonValue, 5, "not a number"},
@@ -293,7 +323,7 @@ func TestParseBad(t *testing.T) {
 		{"timestamp overflow", "m f=1 9223372036854775808", 0, ReasonTimestamp, 7, "overflows i64"},
 		{"timestamp overflow after precision", "m f=1 9223372037", 1e9, ReasonTimestamp, 7, "times precision 1000000000 overflows"},
 		{"negative timestamp overflow after precision", "m f=1 -9223372037", 1e9, ReasonTimestamp, 7, "overflows"},
-		{"bad timestamp after tags", "m,a=b 12x", 0, ReasonTimestamp, 7, "malformed timestamp"},
+		{"bad timestamp after tags", "m,a=b 12x", 0, ReasonNoField, 7, `no field after the tags ("12x" would be the timestamp)`},
 		{"text after timestamp", "m f=1 123 x", 0, ReasonSyntax, 11, `unexpected text "x" after the timestamp`},
 		{"second timestamp", "m f=1 123 456", 0, ReasonSyntax, 11, "after the timestamp"},
 	}
@@ -396,7 +426,7 @@ func TestLineReasonAndKindNames(t *testing.T) {
 	if Reason(0).String() != "unknown" || numReasons.String() != "unknown" {
 		t.Error("out-of-range reasons must say unknown")
 	}
-	for k, want := range map[Kind]string{KindFloat: "float", KindInt: "integer", KindUint: "unsigned", KindBool: "boolean"} {
+	for k, want := range map[Kind]string{KindFloat: "float", KindInt: "integer", KindUint: "unsigned", KindBool: "boolean", KindString: "string"} {
 		if k.String() != want {
 			t.Errorf("Kind(%d).String() = %q; want %q", k, k.String(), want)
 		}
@@ -408,13 +438,14 @@ func TestParseAllocsZero(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	lines := map[string]string{
-		"tick":     "trades,sym=AAPL,venue=XNAS price=189.25,size=100i,buy=t 1700000000123456789",
-		"escapes":  `trades,sym=New\ York,venue=a\,b,note=x\=y,path=back\\slash price=1.5,size\ lots=2i 1700000000000000000`,
-		"floats":   "q,sym=AAPL bid=189.25,ask=189.27,bsz=1.5e3,asz=0.000125,mid=-1234.5678,spr=1e-7,x=0.12345678901234567891,y=1e300,n=NaN,i=-Infinity",
-		"ints":     "m a=-9223372036854775808i,b=9223372036854775807u,c=t,d=FALSE",
-		"tagsonly": "m,a=b,c=d 123",
-		"wide":     "m " + lpWideFields(60, -1) + " 5",
-		"us":       "m f=1 1700000000123456",
+		"tick":    "trades,sym=AAPL,venue=XNAS price=189.25,size=100i,buy=t 1700000000123456789",
+		"escapes": `trades,sym=New\ York,venue=a\,b,note=x\=y,path=back\\slash price=1.5,size\ lots=2i 1700000000000000000`,
+		"floats":  "q,sym=AAPL bid=189.25,ask=189.27,bsz=1.5e3,asz=0.000125,mid=-1234.5678,spr=1e-7,x=0.12345678901234567891,y=1e300,n=NaN,i=-Infinity",
+		"ints":    "m a=-9223372036854775808i,b=9223372036854775807u,c=t,d=FALSE",
+		"symbols": "m,a=b,c=d,e=f,g=h x=t 123",
+		"strings": `m,a=b note="halted",why="say \"hi\"\nnow",x=1 123`,
+		"wide":    "m " + lpWideFields(60, -1) + " 5",
+		"us":      "m f=1 1700000000123456",
 	}
 	for name, in := range lines {
 		t.Run(name, func(t *testing.T) {
@@ -431,7 +462,7 @@ func TestParseAllocsZero(t *testing.T) {
 				t.Fatalf("Parse(%q) allocates %v times per line; want 0", in, n)
 			}
 			dst := make([]byte, 0, 4*len(line)+64)
-			if n := testing.AllocsPerRun(200, func() { dst = AppendLine(dst[:0], &l) }); n != 0 {
+			if n := testing.AllocsPerRun(200, func() { dst, _ = AppendLine(dst[:0], &l) }); n != 0 {
 				t.Fatalf("AppendLine allocates %v times per line into a big enough buffer; want 0", n)
 			}
 		})
@@ -480,24 +511,34 @@ func TestAppendLine(t *testing.T) {
 	}{
 		{"typical", lpLine("trades", []Tag{lpTag("sym", "AAPL")}, []Field{lpF("price", 189.25), lpI("size", 100), lpB("buy", true)}, 1700000000123456789, true),
 			"trades,sym=AAPL price=189.25,size=100i,buy=t 1700000000123456789\n"},
-		{"floats", lpLine("m", nil, []Field{lpF("a", 100), lpF("b", 1.5e-7), lpF("c", 1e6), lpF("d", math.Copysign(0, -1)), lpF("e", 1e21),
-			lpF("f", math.NaN()), lpF("g", math.Inf(1)), lpF("h", math.Inf(-1))}, 0, false),
-			"m a=100,b=1.5e-07,c=1e+06,d=-0,e=1e+21,f=NaN,g=Infinity,h=-Infinity\n"},
+		{"floats", lpLine("m", nil, []Field{lpF("a", 100), lpF("b", 1.5e-5), lpF("c", 1e6), lpF("d", math.Copysign(0, -1)), lpF("e", 1e21),
+			lpF("f", math.NaN()), lpF("g", math.Inf(1)), lpF("h", math.Inf(-1)), lpF("i", 1e-7)}, 0, false),
+			"m a=100,b=0.000015,c=1000000,d=-0,e=1e+21,f=NaN,g=Infinity,h=-Infinity,i=1e-07\n"},
 		{"ints and bools", lpLine("m", nil, []Field{lpI("a", -5), lpU("b", 7), lpB("d", false)}, -3, true),
 			"m a=-5i,b=7u,d=f -3\n"},
-		{"escapes like the QuestDB clients", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, nil, 0, false),
-			"my\\ table\\=x,city\\ name=New\\ York,p=a\\,b,e=x\\=y,b=back\\\\slash,n=x\\\ny\\\rz\n"},
-		{"tags only with timestamp", lpLine("m", []Tag{lpTag("a", "b")}, nil, 123, true), "m,a=b 123\n"},
+		{"escapes, line breaks as \\n and \\r", lpLine("my table=x", []Tag{lpTag("city name", "New York"), lpTag("p", "a,b"), lpTag("e", "x=y"), lpTag("b", `back\slash`), lpTag("n", "x\ny\rz")}, []Field{lpF("f", 1)}, 0, false),
+			`my\ table\=x,city\ name=New\ York,p=a\,b,e=x\=y,b=back\\slash,n=x\ny\rz f=1` + "\n"},
 	}
 	t.Run("negative uint is written as an int", func(t *testing.T) {
 		l := lpLine("m", nil, []Field{lpU("c", -1)}, 0, false)
-		if got := string(AppendLine(nil, &l)); got != "m c=-1i\n" {
+		if got := string(lpAppend(t, nil, &l)); got != "m c=-1i\n" {
 			t.Fatalf("AppendLine = %q; want %q", got, "m c=-1i\n")
+		}
+	})
+	t.Run("a line Parse would not give back is an error", func(t *testing.T) {
+		for _, l := range []Line{
+			lpLine("m", []Tag{lpTag("a", "b")}, nil, 5, true),
+			lpLine("", nil, []Field{lpF("f", 1)}, 0, false),
+			lpLine("m", []Tag{lpTag("a", "")}, []Field{lpF("f", 1)}, 0, false),
+		} {
+			if got, err := AppendLine([]byte("kept"), &l); err == nil || string(got) != "kept" {
+				t.Errorf("AppendLine(%s) = %q, %v; want %q and an error", lpString(&l), got, err, "kept")
+			}
 		}
 	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := AppendLine([]byte("prefix|"), &c.l)
+			got := lpAppend(t, []byte("prefix|"), &c.l)
 			if string(got) != "prefix|"+c.want {
 				t.Fatalf("AppendLine = %q; want %q", got, "prefix|"+c.want)
 			}
@@ -519,7 +560,7 @@ type lpInfluxCase struct {
 
 type lpInfluxField struct {
 	key string
-	v   any // float64, int64, uint64 or bool
+	v   any // float64, int64, uint64, bool or string
 }
 
 // TestLineInfluxEncoderRoundTrip writes lines with the real InfluxDB
@@ -558,6 +599,12 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 			fields: []lpInfluxField{{"min", int64(math.MinInt64)}, {"max", int64(math.MaxInt64)}, {"umax", uint64(math.MaxInt64)}, {"zero", uint64(0)}},
 			ts:     -1,
 		},
+		"strings": {
+			m:      "s",
+			tags:   [][2]string{{"sym", "A"}},
+			fields: []lpInfluxField{{"note", "say \"hi\", x=1 y"}, {"lines", "a\nb\rc\td\\e"}, {"empty", ""}, {"price", 1.5}},
+			ts:     5,
+		},
 		"UTF-8": {
 			m:      "таблица",
 			tags:   [][2]string{{"имя", "значение раз,два=три"}},
@@ -584,6 +631,8 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 					want.Fields = append(want.Fields, lpU(f.key, int64(v)))
 				case bool:
 					want.Fields = append(want.Fields, lpB(f.key, v))
+				case string:
+					want.Fields = append(want.Fields, lpS(f.key, v))
 				}
 			}
 			var at time.Time
@@ -604,7 +653,7 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 			// InfluxDB reads our output back, where the names need no
 			// backslash and the measurement has no '=' (see the escaping
 			// notes in lineproto_format.go).
-			ours := AppendLine(nil, &got)
+			ours := lpAppend(t, nil, &got)
 			if bytes.ContainsRune(ours, '\\') && (strings.Contains(c.m, "=") || lpHasBackslash(&got)) {
 				return
 			}
@@ -709,6 +758,8 @@ func lpInfluxDecode(t *testing.T, b []byte) Line {
 			f.Kind, f.I = KindUint, int64(v.UintV())
 		case lineprotocol.Bool:
 			f.Kind, f.B = KindBool, v.BoolV()
+		case lineprotocol.String:
+			f.Kind, f.S = KindString, []byte(v.StringV())
 		default:
 			t.Fatalf("InfluxDB decoder read a %v field from %q", v.Kind(), b)
 		}
@@ -754,22 +805,23 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 	files := map[string][]lpGolden{
 		"questdb-go-client.ilp": {
 			{want: lpLine("trades", symbols, tick, ts, true)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "AAPL")}, nil, 0, false)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "MSFT")}, nil, 1700000000000000001, true)},
+			{reject: ReasonNoField}, // symbols alone
+			{reject: ReasonNoField},
 			{want: lpLine("q", []Tag{lpTag("venue name", "x y")}, []Field{lpF("bid px=", 1.25)}, 0, false)},
 			{want: lpLine("f", nil, specials, 1700000000000000000, true)},
 			{want: lpLine("i", nil, ints, 0, false)},
-			{reject: ReasonString},
+			{want: lpLine("trades", []Tag{lpTag("sym", "AAPL")}, []Field{lpS("note", "hello, world"), lpF("price", 1.5)}, 0, false)},
 		},
 		"questdb-rust-client.ilp": {
 			{want: lpLine("trades", symbols, tick, ts, true)},
-			{want: lpLine("my table=x", []Tag{lpTag("sym", "AAPL")}, nil, 0, false)},
+			{reject: ReasonNoField},
 			{want: lpLine("q", []Tag{lpTag("venue name", "x y")}, []Field{lpF("bid px=", 1.25)}, 0, false)},
 			{want: lpLine("f", nil, specials, 1700000000000000000, true)},
 			{want: lpLine("i", nil, ints, 0, false)},
 		},
 		"questdb-client-interop.ilp": {
-			{reject: ReasonString},
+			{want: lpLine("test_table", []Tag{lpTag("sym_col", "sym_val")},
+				[]Field{lpS("str_col", "foo bar baz"), lpI("long_col", 42), lpF("double_col", 42.5), lpB("bool_col", true)}, 0, false)},
 			{want: doubles(true)},
 			{want: doubles(true)},
 			{want: doubles(false)},
@@ -812,7 +864,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 				}
 				// What we write back reads the same (tail
 				// --format ilp into QuestDB relies on it).
-				again := lpMustParse(t, strings.TrimSuffix(string(AppendLine(nil, &l)), "\n"))
+				again := lpMustParse(t, strings.TrimSuffix(string(lpAppend(t, nil, &l)), "\n"))
 				if !lpEqual(&again, &w.want) {
 					t.Errorf("line %d: AppendLine round trip gives %s", i+1, lpString(&again))
 				}
@@ -830,23 +882,52 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 // (result.line of "escaped chars in symbol", "escaped chars mixed with
 // UTF-8 in symbol" and "escaped chars in string column"). A listener only
 // hands such a line to Parse whole if it does not split at a line feed
-// that a backslash escapes.
+// that a backslash escapes. The two symbol cases are rows of symbols
+// alone, which tickdb rejects (no field); with a field added, their
+// escapes read as the client meant them.
 func TestLineQuestDBInteropLineFeeds(t *testing.T) {
-	got := lpMustParse(t, "test_table,name\\ 1\\=2=value\\ 1\\,2\\=3\\\n4\\\r5\"6\\\\7")
-	want := lpLine("test_table", []Tag{lpTag("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, nil, 0, false)
-	if !lpEqual(&got, &want) {
-		t.Errorf("got %s\nwant %s", lpString(&got), lpString(&want))
+	for _, c := range []struct {
+		in   string
+		want Line
+	}{
+		{"test_table,name\\ 1\\=2=value\\ 1\\,2\\=3\\\n4\\\r5\"6\\\\7",
+			lpLine("test_table", []Tag{lpTag("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, []Field{lpI("f", 1)}, 0, false)},
+		{"таблица,имя\\ раз\\=два=значение\\ раз\\,два\\=три\\\nчетыре\\\rпять\"шесть\\\\семь",
+			lpLine("таблица", []Tag{lpTag("имя раз=два", "значение раз,два=три\nчетыре\rпять\"шесть\\семь")}, []Field{lpI("f", 1)}, 0, false)},
+	} {
+		var p Parser
+		var l Line
+		_, err := p.Parse([]byte(c.in), &l)
+		var le *LineError
+		if !errors.As(err, &le) || le.Reason != ReasonNoField || le.Col != len(c.in)+1 {
+			t.Errorf("Parse(%q) = %v; want ReasonNoField at byte %d", c.in, err, len(c.in)+1)
+		}
+		got := lpMustParse(t, c.in+" f=1i")
+		if !lpEqual(&got, &c.want) {
+			t.Errorf("got %s\nwant %s", lpString(&got), lpString(&c.want))
+		}
 	}
-	got = lpMustParse(t, "таблица,имя\\ раз\\=два=значение\\ раз\\,два\\=три\\\nчетыре\\\rпять\"шесть\\\\семь")
-	want = lpLine("таблица", []Tag{lpTag("имя раз=два", "значение раз,два=три\nчетыре\rпять\"шесть\\семь")}, nil, 0, false)
+	got := lpMustParse(t, "test_table name\\ 1\\=2=\"value 1,2=3\\\n4\\\r5\\\"6\\\\7\"")
+	want := lpLine("test_table", nil, []Field{lpS("name 1=2", "value 1,2=3\n4\r5\"6\\7")}, 0, false)
 	if !lpEqual(&got, &want) {
-		t.Errorf("got %s\nwant %s", lpString(&got), lpString(&want))
+		t.Errorf("string column: got %s\nwant %s", lpString(&got), lpString(&want))
 	}
-	var p Parser
-	var l Line
-	_, err := p.Parse([]byte("test_table name\\ 1\\=2=\"value 1,2=3\\\n4\\\r5\\\"6\\\\7\""), &l)
-	var le *LineError
-	if !errors.As(err, &le) || le.Reason != ReasonString || le.Col != 23 {
-		t.Errorf("string column: %v; want ReasonString at byte 23", err)
+}
+
+// A bad line keeps its measurement in the Line when it parsed, so that the
+// rejection can name the table; nil when it did not.
+func TestParseBadKeepsMeasurement(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"t,sym=S1", "t"},
+		{`my\ t,sym=S1 5`, "my t"},
+		{"t f=abc", "t"},
+		{",a=b f=1", ""},
+		{`t\`, ""},
+	} {
+		var p Parser
+		l := Line{Measurement: []byte("stale")}
+		if _, err := p.Parse([]byte(c.in), &l); err == nil || string(l.Measurement) != c.want {
+			t.Errorf("Parse(%q) = %v, measurement %q; want an error and %q", c.in, err, l.Measurement, c.want)
+		}
 	}
 }

@@ -388,25 +388,40 @@ func (lp *loop) one(c *conn, line []byte) {
 	c.lineNo++
 	ok, err := lp.parser.Parse(line, &lp.line)
 	if err != nil {
+		// The measurement, when it parsed, names the table: in the log
+		// always, in the metric when the table exists, which the writer
+		// knows once it has applied the lines before this one.
+		meas := lp.line.Measurement
 		if le, isLine := asLineErr(err); isLine {
 			le.Line = int(c.lineNo)
-			lp.m.rejected("", le.Reason.String())
+			if lp.reserve(recHeader + 4 + len(meas)) {
+				lp.cur.buf = appendRejectRecord(lp.cur.buf, meas, le.Reason, c.id, c.lineNo)
+				lp.cur.recs++
+			} else {
+				lp.m.rejected(lp.srv.sink.knownLabel(meas), le.Reason.String())
+			}
 		}
-		lp.m.logBad(lp.log, "ingest: line rejected", "conn", c.id, "remote", c.remote, "err", err)
+		lp.m.logBad(lp.log, "ingest: line rejected", "conn", c.id, "remote", c.remote, "table", string(meas), "err", err)
 		return
 	}
 	if !ok {
 		return
 	}
-	need := recordSize(&lp.line)
-	if lp.cur != nil && len(lp.cur.buf)+need > cap(lp.cur.buf) && lp.cur.recs > 0 {
-		lp.flush()
-	}
-	if !lp.room() {
+	if !lp.reserve(recordSize(&lp.line)) {
 		return // stopping: not accepted, and not counted as accepted
 	}
 	lp.cur.buf = appendRecord(lp.cur.buf, &lp.line, c.id, c.lineNo)
 	lp.cur.recs++
+}
+
+// reserve makes sure lp.cur is a claimed batch with room for need more
+// bytes (or holding nothing yet), handing on the current one when it is
+// full. It returns false only if the server stops while waiting.
+func (lp *loop) reserve(need int) bool {
+	if lp.cur != nil && len(lp.cur.buf)+need > cap(lp.cur.buf) && lp.cur.recs > 0 {
+		lp.flush()
+	}
+	return lp.room()
 }
 
 // room makes sure lp.cur is a claimed batch, waiting for the writer while

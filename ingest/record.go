@@ -11,13 +11,21 @@ import (
 // request) to the writer, encoded into a batch buffer so the hand-off
 // copies bytes, not pointers, and allocates nothing:
 //
-//	<4b len> <4b conn> <8b line> <8b ts> <1b hasTs> <1b pad> <2b ntags> <2b nfields> <2b pad>
+//	<4b len> <4b conn> <8b line> <8b ts> <1b hasTs> <1b rejected> <2b ntags> <2b nfields> <1b reason> <1b pad>
 //	<4b mlen> measurement
 //	ntags   × (<4b klen> key <4b vlen> value)
-//	nfields × (<4b klen> key <1b kind> <8b value>)
+//	nfields × (<4b klen> key <1b kind> <8b value> [value bytes])
 //
-// len counts the whole record. Names are already unescaped. The writer
+// A string field's 8-byte value is its length, and its bytes follow. len
+// counts the whole record. Names are already unescaped. The writer
 // side decodes a record back into a Line whose slices point into the batch.
+//
+// A rejected record (rejected = 1) stands for a line the event loop could
+// not parse: it has no tags or fields, only the reason and the
+// measurement when it parsed. The writer counts it in order with the lines
+// around it, so that its metric names the table when the table exists,
+// also when the line that creates the table came just before it in the
+// same batch.
 const recHeader = 32
 
 // recordSize is the encoded size of l.
@@ -28,6 +36,9 @@ func recordSize(l *Line) int {
 	}
 	for i := range l.Fields {
 		n += 4 + len(l.Fields[i].Key) + 9
+		if l.Fields[i].Kind == KindString {
+			n += len(l.Fields[i].S)
+		}
 	}
 	return n
 }
@@ -69,13 +80,39 @@ func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 			if f.B {
 				v = 1
 			}
+		case KindString:
+			v = uint64(len(f.S))
 		}
 		b[p] = byte(f.Kind)
 		le.PutUint64(b[p+1:], v)
 		p += 9
+		if f.Kind == KindString {
+			p += copy(b[p:], f.S)
+		}
 	}
 	return dst
 }
+
+// appendRejectRecord encodes a line that did not parse, with its
+// measurement (nil when it did not parse either) and reason, onto dst.
+func appendRejectRecord(dst []byte, meas []byte, r Reason, conn uint32, lineNo uint64) []byte {
+	n := recHeader + 4 + len(meas)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	b := dst[start:]
+	clear(b[:recHeader])
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], uint32(n))
+	le.PutUint32(b[4:], conn)
+	le.PutUint64(b[8:], lineNo)
+	b[25], b[30] = 1, byte(r)
+	put32(b, recHeader, meas)
+	return dst
+}
+
+// recordRejected reports whether the record at the start of b is a
+// rejected line, and its reason.
+func recordRejected(b []byte) (Reason, bool) { return Reason(b[30]), b[25] != 0 }
 
 // put32 stores len(v) and v at b[p:] and returns the offset past them.
 func put32(b []byte, p int, v []byte) int {
@@ -125,6 +162,9 @@ func decodeRecord(b []byte, l *Line, m *recordMeta) int {
 			f.I = int64(v)
 		case KindBool:
 			f.B = v != 0
+		case KindString:
+			f.S = b[p : p+int(v) : p+int(v)]
+			p += int(v)
 		}
 		l.Fields = append(l.Fields, f)
 	}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -16,6 +17,9 @@ func TestRecordRoundTrip(t *testing.T) {
 				{Key: []byte("u"), Kind: KindUint, I: math.MaxInt64}, {Key: []byte("ok"), Kind: KindBool, B: true}},
 			Ts: -5, HasTs: true},
 		{Measurement: []byte("only_tags"), Tags: []Tag{{Key: []byte("a"), Value: []byte("b")}}, Ts: 1 << 62, HasTs: true},
+		{Measurement: []byte("strings"), Tags: []Tag{{Key: []byte("sym"), Value: []byte("A")}},
+			Fields: []Field{{Key: []byte("note"), Kind: KindString, S: []byte("say \"hi\"\n")}, {Key: []byte("px"), Kind: KindFloat, F: 2},
+				{Key: []byte("empty"), Kind: KindString, S: []byte{}}, {Key: []byte("b"), Kind: KindBool}}},
 	}
 	var buf []byte
 	for i := range lines {
@@ -45,6 +49,9 @@ func TestRecordRoundTrip(t *testing.T) {
 		if m.conn != uint32(i+7) || m.lineNo != uint64(i+100) {
 			t.Fatalf("record %d: meta %+v", i, m)
 		}
+		if _, rej := recordRejected(buf[p:]); rej {
+			t.Fatalf("record %d reads as a rejected line", i)
+		}
 		if ts, has := recordTs(buf[p:]); ts != want.Ts || has != want.HasTs {
 			t.Fatalf("record %d: recordTs %d %v", i, ts, has)
 		}
@@ -71,5 +78,24 @@ func TestLineEnd(t *testing.T) {
 		if got := lineEnd([]byte(tc.in)); got != tc.want {
 			t.Errorf("lineEnd(%q) = %d, want %d", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A rejected record carries its measurement and reason, and is told apart
+// from the records around it.
+func TestRejectRecord(t *testing.T) {
+	good := Line{Measurement: []byte("t"), Fields: []Field{{Key: []byte("v"), Kind: KindFloat, F: 1}}}
+	buf := appendRecord(nil, &good, 1, 1)
+	buf = appendRejectRecord(buf, []byte("t"), ReasonNoField, 1, 2)
+	buf = appendRejectRecord(buf, nil, ReasonSyntax, 1, 3)
+	buf = appendRecord(buf, &good, 1, 4)
+	var got []string
+	for p := 0; p < len(buf); p += recordLen(buf[p:]) {
+		r, rej := recordRejected(buf[p:])
+		got = append(got, fmt.Sprintf("%v %s %q", rej, r, recordMeasurement(buf[p:])))
+	}
+	want := []string{`false unknown "t"`, `true no_field "t"`, `true syntax ""`, `false unknown "t"`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %q, want %q", got, want)
 	}
 }

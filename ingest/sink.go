@@ -213,12 +213,15 @@ func (s *sink) applyBatch(b *batch) {
 	t0 := time.Now()
 	s.now = t0.UnixNano()
 	for p := 0; p < len(b.buf); {
-		n := recordLen(b.buf[p:])
-		if !s.applyFast(b.buf[p : p+n]) {
-			decodeRecord(b.buf[p:], &s.line, &s.meta)
+		rec := b.buf[p : p+recordLen(b.buf[p:])]
+		if r, bad := recordRejected(rec); bad {
+			// Logged by the loop; counted here, after the lines before it.
+			s.m.rejected(s.label(recordMeasurement(rec)), r.String())
+		} else if !s.applyFast(rec) {
+			decodeRecord(rec, &s.line, &s.meta)
 			s.applyLine(&s.line, &s.meta)
 		}
-		p += n
+		p += len(rec)
 	}
 	s.m.applySec.Observe(time.Since(t0).Seconds())
 	s.m.batchRows.Observe(float64(b.recs))
@@ -310,12 +313,32 @@ func (s *sink) reject(tableName []byte, m *recordMeta, err error) {
 }
 
 // label is a table's name for the metrics, or "" when no such table is
-// open: bad input must not grow the set of labels.
+// open: bad input must not grow the set of labels. Only the writer
+// goroutine may call it; the others call knownLabel.
 func (s *sink) label(name []byte) string {
 	if t, ok := s.tables[string(name)]; ok {
 		return t.name
 	}
 	return ""
+}
+
+// knownLabel is label for the HTTP handlers (and an event loop that
+// stops), which count the lines they cannot parse themselves: it looks
+// name up among the tables of the last stats copy (every open table is in
+// it from its opening on), under statsMu. It runs for bad lines only. (An
+// HTTP request's lines are all applied before it is answered, so a table
+// an earlier request created is known.)
+func (s *sink) knownLabel(name []byte) string {
+	if len(name) == 0 {
+		return ""
+	}
+	s.statsMu.Lock()
+	_, ok := s.stats[string(name)]
+	s.statsMu.Unlock()
+	if !ok {
+		return ""
+	}
+	return string(name)
 }
 
 // publish makes every table's new rows visible and moves the counters.
@@ -429,6 +452,7 @@ func (s *sink) apply(t *txn) {
 	if table, err := s.check(t); err != nil {
 		if le, ok := asLineErr(err); ok {
 			s.m.rejected(s.label(table), le.Reason.String())
+			s.m.logBad(s.log, "ingest: request rejected", "table", string(table), "err", err)
 		}
 		res.err = err
 		t.res <- res

@@ -15,7 +15,10 @@ import (
 // BenchmarkStageLoop is an event loop's work per line: split, parse and
 // encode a record into a batch.
 func BenchmarkStageLoop(b *testing.B) {
-	data := loadgen.Ticks("ticks", 100_000, 500, 1, true)
+	data, err := loadgen.Ticks("ticks", 100_000, 500, 1, true)
+	if err != nil {
+		b.Fatal(err)
+	}
 	o := (&Options{}).withDefaults()
 	lp := &loop{srv: &Server{opts: o, m: newMetrics()}, m: newMetrics(), ring: newRing(2, 1<<20)}
 	c := &conn{}
@@ -46,7 +49,10 @@ func BenchmarkStageSink(b *testing.B) {
 	o := (&Options{DB: db, LiveRoot: live}).withDefaults()
 	var wg sync.WaitGroup
 	s := newSink(o, newMetrics(), nil, &wg)
-	data := loadgen.Ticks("ticks", 1<<20, 500, 1, false)
+	data, err := loadgen.Ticks("ticks", 1<<20, 500, 1, false)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var p Parser
 	var l Line
 	var batches []*batch

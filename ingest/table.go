@@ -40,7 +40,7 @@ func newLayout(name string, s *store.Schema) *layout {
 // schemaFor is the schema a table gets from its first line: ts, then the
 // tags as sym columns, then the fields, each in the line's order. Float
 // fields make f64 columns; integer and unsigned fields make i64 columns;
-// booleans make bool columns.
+// booleans make bool columns; strings make sym columns, like tags.
 func schemaFor(l *Line) (*store.Schema, *LineError) {
 	cols := make([]store.Column, 0, 1+len(l.Tags)+len(l.Fields))
 	cols = append(cols, store.Column{Name: "ts", Type: store.TypeTs})
@@ -54,12 +54,19 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 			typ = store.TypeI64
 		case KindBool:
 			typ = store.TypeBool
+		case KindString:
+			typ = store.TypeSym
 		}
 		cols = append(cols, store.Column{Name: string(f.Key), Type: typ})
 	}
 	for _, t := range l.Tags {
 		if len(t.Value) > store.MaxSymLen {
-			return nil, symTooLong(t.Key, len(t.Value))
+			return nil, symTooLong("tag", t.Key, len(t.Value))
+		}
+	}
+	for _, f := range l.Fields {
+		if f.Kind == KindString && len(f.S) > store.MaxSymLen {
+			return nil, symTooLong("string field", f.Key, len(f.S))
 		}
 	}
 	for _, c := range cols[1:] {
@@ -110,7 +117,11 @@ func (lo *layout) resolve(l *Line, idx []int) *LineError {
 	for i := range l.Fields {
 		c, ok := lo.cols[string(l.Fields[i].Key)]
 		if !ok {
-			return lo.unknown("field", l.Fields[i].Key)
+			what := "field"
+			if l.Fields[i].Kind == KindString {
+				what = "string field"
+			}
+			return lo.unknown(what, l.Fields[i].Key)
 		}
 		idx[len(l.Tags)+i] = c
 	}
@@ -140,31 +151,24 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
 		if n := len(l.Tags[i].Value); n > store.MaxSymLen {
-			return symTooLong(l.Tags[i].Key, n)
+			return symTooLong("tag", l.Tags[i].Key, n)
 		}
 	}
 	for i := range l.Fields {
 		f := &l.Fields[i]
 		c := idx[len(l.Tags)+i]
-		typ := lo.at[c].Type
-		ok := false
-		switch f.Kind {
-		case KindFloat:
-			ok = typ == store.TypeF64
-		case KindInt, KindUint:
-			ok = typ == store.TypeI64 || typ == store.TypeF64
-		case KindBool:
-			ok = typ == store.TypeBool
-		}
-		if !ok {
+		if !kindFits(f.Kind, lo.at[c].Type) {
 			return lo.mismatch(f, c)
+		}
+		if f.Kind == KindString && len(f.S) > store.MaxSymLen {
+			return symTooLong("string field", f.Key, len(f.S))
 		}
 	}
 	return nil
 }
 
-func symTooLong(key []byte, n int) *LineError {
-	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("tag %q: value is %d bytes, a symbol is at most %d", key, n, store.MaxSymLen)}
+func symTooLong(what string, key []byte, n int) *LineError {
+	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, store.MaxSymLen)}
 }
 
 func (lo *layout) mismatch(f *Field, c int) *LineError {
@@ -174,7 +178,7 @@ func (lo *layout) mismatch(f *Field, c int) *LineError {
 	case typ == store.TypeTs:
 		hint = "; give the time as the line's last element"
 	case typ == store.TypeSym:
-		hint = " (send it as a tag)"
+		hint = " (send it as a tag or a quoted string)"
 	case typ == store.TypeI64 && f.Kind == KindFloat:
 		hint = " (write integers with an i suffix: 100i)"
 	case typ == store.TypeF64:
@@ -238,6 +242,12 @@ func (t *table) fill(l *Line) error {
 		c := t.idx[len(l.Tags)+i]
 		col := t.at[c]
 		switch {
+		case f.Kind == KindString:
+			id, err := t.w.Symbol(f.S)
+			if err != nil {
+				return err
+			}
+			t.row.SetSym(col, id)
 		case f.Kind == KindBool:
 			t.row.SetBool(col, f.B)
 		case f.Kind == KindFloat:
@@ -320,10 +330,18 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 	for i := ntags; i < ntags+nfields; i++ {
 		var k []byte
 		k, p = take32(rec, p)
-		if !bytes.Equal(k, t.lastKeys[i]) || !kindFits(Kind(rec[p]), t.at[t.lastIdx[i]].Type) {
+		kind := Kind(rec[p])
+		if !bytes.Equal(k, t.lastKeys[i]) || !kindFits(kind, t.at[t.lastIdx[i]].Type) {
 			return false, nil
 		}
 		p += 9
+		if kind == KindString {
+			n := int(le.Uint64(rec[p-8:]))
+			if n > store.MaxSymLen {
+				return false, nil // the general path says why
+			}
+			p += n
+		}
 	}
 	// Second pass: the values.
 	var set uint64
@@ -347,6 +365,13 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 		c := t.lastIdx[i]
 		col := t.at[c]
 		switch {
+		case kind == KindString:
+			id, err := t.w.Symbol(rec[p : p+int(v)])
+			if err != nil {
+				return true, err
+			}
+			p += int(v)
+			t.row.SetSym(col, id)
 		case kind == KindBool:
 			t.row.SetBool(col, v != 0)
 		case kind == KindFloat || col.Type == store.TypeI64:
@@ -368,6 +393,8 @@ func kindFits(k Kind, c store.ColType) bool {
 		return c == store.TypeI64 || c == store.TypeF64
 	case KindBool:
 		return c == store.TypeBool
+	case KindString:
+		return c == store.TypeSym
 	}
 	return false
 }

@@ -139,36 +139,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// Line-protocol escapes (InfluxDB line protocol): the bytes that must be
-// preceded by a backslash in a measurement, and in a tag key, tag value or
-// field key. A backslash itself is always doubled, so that a name ending in
-// one cannot escape the separator after it. (ingest has its own parser;
-// query does not import it.)
-const (
-	ilpMeasurementSpecial = ", "
-	ilpKeySpecial         = ",= "
-)
-
-// appendEscaped appends s with a backslash before every byte of special
-// and before every backslash.
-func appendEscaped(dst []byte, s, special string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '\\' {
-			dst = append(dst, '\\')
-		} else {
-			for j := 0; j < len(special); j++ {
-				if c == special[j] {
-					dst = append(dst, '\\')
-					break
-				}
-			}
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
 // appendTableText appends s for the table format, readable on one line:
 // as it is unless it holds a control character or invalid UTF-8, then Go
 // quoted. It returns the width in runes of what it appended.

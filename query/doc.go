@@ -64,14 +64,18 @@
 //     or 32 KiB of rows, so a caller can still drop it after an early error.
 //   - json: integers above 2^53 lose precision in JavaScript readers; ±Inf
 //     print as null, like NaN (JSON has no spelling for them).
-//   - ilp: ±Inf fields are omitted like NaN (the line protocol has no
-//     spelling for them either); a row whose fields are all missing still
-//     gets a line, with its tags and timestamp but no field, which
-//     InfluxDB rejects (tickdb's own parser takes it), and one with no tag
-//     either is skipped (it has no line-protocol form); an empty symbol
-//     has no tag (a tag value cannot be empty); a symbol holding a line
-//     break cannot be written and is an error; a backslash in a name is
-//     written as "\\".
+//   - ilp: lines are written by lineproto.Encoder, the one writer of line
+//     protocol in tickdb, with its escaping rule: a backslash before ',',
+//     ' ', '=' and '\\' in names and symbols, and a line break as \n or \r,
+//     so every symbol tickdb stores reads back exactly through tickdb's
+//     parser (InfluxDB reads \n, \r and \\ as written). ±Inf fields are
+//     omitted like NaN (InfluxDB has no spelling for them). A line needs a
+//     field (tickdb and InfluxDB reject tags alone), so a row whose fields
+//     are all missing gets its first f64 column as NaN (InfluxDB rejects
+//     that line: it has no row without a field), or, in a table of sym
+//     columns alone, its last sym column as a string field, which tickdb
+//     stores back in that sym column; a row with neither is skipped. An
+//     empty symbol has no tag (a tag value cannot be empty).
 //   - csv lines end in LF, not RFC 4180's CRLF; a symbol is quoted when it
 //     holds a comma, quote or line break, starts or ends with a blank, or
 //     is empty.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -68,13 +69,19 @@ type Encoder struct {
 	tsName string        // column 0's name
 	tsKey  []byte        // json: `{"ts":`
 	cols   []colEnc      // the columns after column 0, in order
-	meas   []byte        // ilp: the escaped measurement (table name)
-	dicts  []dict
-	times  timeCache
-	arena  []byte    // the encoded symbol names dicts point into
-	vrow   store.Row // Values: the row's words, 8 bytes per column
-	buf    []byte
-	rows   int64
+	meas   []byte        // ilp: the measurement (table name)
+	lp     lineproto.Encoder[[]byte]
+	// ilp: the column a row with no field of its own gets one from: the
+	// first f64 column (written as NaN, a missing value), or else the last
+	// sym column (written as a string field rather than a tag); -1 for
+	// none. See ilpRow.
+	ilpNaN, ilpStr int
+	dicts          []dict
+	times          timeCache
+	arena          []byte    // the encoded symbol names dicts point into
+	vrow           store.Row // Values: the row's words, 8 bytes per column
+	buf            []byte
+	rows           int64
 	// written counts the bytes handed to the writer.
 	written int64
 	started bool
@@ -88,7 +95,7 @@ type colEnc struct {
 	col  store.Col
 	dict int // TypeSym: index into dicts
 	// key is what goes before the value: csv nothing, json `,"name":`,
-	// ilp `,name=` for a tag and `name=` for a field.
+	// ilp the name (lineproto escapes it).
 	key []byte
 	// width is the table format's column width; negative is left-aligned.
 	width int
@@ -174,11 +181,7 @@ func newEncoder(w io.Writer, f Format, tsf TsFormat, cols []Column, table string
 			ce.key = appendJSONString([]byte{','}, c.Name)
 			ce.key = append(ce.key, ':')
 		case FormatILP:
-			if c.Type == store.TypeSym {
-				ce.key = append(ce.key, ',')
-			}
-			ce.key = appendEscaped(ce.key, c.Name, ilpKeySpecial)
-			ce.key = append(ce.key, '=')
+			ce.key = []byte(c.Name)
 		case FormatTable:
 			_, nw := appendTableText(nil, c.Name)
 			switch c.Type {
@@ -199,8 +202,17 @@ func newEncoder(w io.Writer, f Format, tsf TsFormat, cols []Column, table string
 			}
 		}
 	}
+	e.ilpNaN, e.ilpStr = -1, -1
 	if f == FormatILP {
-		e.meas = appendEscaped(nil, table, ilpMeasurementSpecial)
+		e.meas = []byte(table)
+		for i, c := range cols[1:] {
+			switch {
+			case c.Type == store.TypeF64 && e.ilpNaN < 0:
+				e.ilpNaN = i
+			case c.Type == store.TypeSym:
+				e.ilpStr = i
+			}
+		}
 	}
 	return e
 }
@@ -450,21 +462,38 @@ func (e *Encoder) jsonTs(b []byte, ts int64) []byte {
 	return append(b, '"')
 }
 
-// ilpRow: measurement, the sym columns as tags (an empty symbol, which a
-// tag cannot carry, is left out), the other columns as fields (f64 as a
-// float, i64 and ts columns after the first with "i", bool as t/f; NaN
-// and the infinities, which the line protocol cannot carry, and missing
-// values are left out), and ts in ns. A row whose fields are all left out
-// still gets its line, with its tags and no field set; one with no tag
-// either has no line ("m 123" would read as a field set "123"): it is
-// skipped.
+// ilpRow: one line by lineproto.Encoder, the one writer of line
+// protocol: the measurement, the sym columns as tags (an empty symbol,
+// which a tag cannot carry, is left out), the other columns as fields
+// (f64 as a float, i64 and ts columns after the first with "i", bool as
+// t/f; NaN and the infinities, which InfluxDB cannot take, and missing
+// values are left out), and ts in ns.
+//
+// The line protocol needs a field, and tickdb rejects a line of tags
+// alone, so a row with no field of its own (every f64 NaN or missing,
+// no other value) gets one: its first f64 column as NaN, which tickdb and
+// QuestDB read as the missing value it is (InfluxDB, which has no row
+// without a field, rejects the line), or, in a table of sym columns
+// alone, its last sym column as a string field instead of a tag, which
+// tickdb stores in that same sym column. A row with neither (only a time
+// and missing values) has no line and is skipped.
 func (e *Encoder) ilpRow(b []byte, r store.Row, null []bool) ([]byte, error) {
-	start := len(b)
-	b = append(b, e.meas...)
-	tagged := false
+	nanCol, strCol := -1, -1
+	if !e.ilpHasField(r, null) {
+		switch {
+		case e.ilpNaN >= 0:
+			nanCol = e.ilpNaN
+		case e.ilpStr >= 0:
+			strCol = e.ilpStr
+		default:
+			return b, nil
+		}
+	}
+	lp := &e.lp
+	lp.Begin(b, e.meas)
 	for i := range e.cols {
 		c := &e.cols[i]
-		if c.col.Type != store.TypeSym || missing(null, i) {
+		if c.col.Type != store.TypeSym || i == strCol || missing(null, i) {
 			continue
 		}
 		s, _, err := e.sym(c.dict, r.Sym(c.col))
@@ -472,13 +501,45 @@ func (e *Encoder) ilpRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 			return b, err
 		}
 		if len(s) > 0 {
-			b = append(b, c.key...)
-			b = append(b, s...)
-			tagged = true
+			lp.Tag(c.key, s)
 		}
 	}
-	b = append(b, ' ')
-	nf := 0
+	for i := range e.cols {
+		c := &e.cols[i]
+		if missing(null, i) {
+			continue
+		}
+		switch c.col.Type {
+		case store.TypeF64:
+			if v := r.F64(c.col); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				lp.Float(c.key, v)
+			}
+		case store.TypeI64, store.TypeTs:
+			lp.Int(c.key, r.I64(c.col))
+		case store.TypeBool:
+			lp.Bool(c.key, r.Bool(c.col))
+		}
+	}
+	switch {
+	case nanCol >= 0:
+		lp.Float(e.cols[nanCol].key, math.NaN())
+	case strCol >= 0:
+		c := &e.cols[strCol]
+		var s []byte
+		if !missing(null, strCol) {
+			var err error
+			if s, _, err = e.sym(c.dict, r.Sym(c.col)); err != nil {
+				return b, err
+			}
+		}
+		lp.Str(c.key, s)
+	}
+	return lp.End(r.Ts())
+}
+
+// ilpHasField reports whether ilpRow writes a field of row r's own: a
+// value in a column other than sym, and other than a NaN or infinite f64.
+func (e *Encoder) ilpHasField(r store.Row, null []bool) bool {
 	for i := range e.cols {
 		c := &e.cols[i]
 		if missing(null, i) {
@@ -486,42 +547,15 @@ func (e *Encoder) ilpRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 		}
 		switch c.col.Type {
 		case store.TypeSym:
-			continue
 		case store.TypeF64:
-			v := r.F64(c.col)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
+			if v := r.F64(c.col); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return true
 			}
-			b = e.ilpKey(b, c, nf)
-			b = appendFloat(b, v)
-		case store.TypeI64, store.TypeTs:
-			b = e.ilpKey(b, c, nf)
-			b = strconv.AppendInt(b, r.I64(c.col), 10)
-			b = append(b, 'i')
-		case store.TypeBool:
-			b = e.ilpKey(b, c, nf)
-			if r.Bool(c.col) {
-				b = append(b, 't')
-			} else {
-				b = append(b, 'f')
-			}
+		default:
+			return true
 		}
-		nf++
 	}
-	if nf > 0 {
-		b = append(b, ' ')
-	} else if !tagged {
-		return b[:start], nil
-	}
-	b = strconv.AppendInt(b, r.Ts(), 10)
-	return append(b, '\n'), nil
-}
-
-func (e *Encoder) ilpKey(b []byte, c *colEnc, nf int) []byte {
-	if nf > 0 {
-		b = append(b, ',')
-	}
-	return append(b, c.key...)
+	return false
 }
 
 // tableRow: fixed-width columns two spaces apart, numbers right-aligned,
@@ -636,12 +670,7 @@ func (e *Encoder) addSym(d int, id uint32) ([]byte, int, error) {
 	case FormatJSON:
 		e.arena = appendJSONString(e.arena, name)
 	case FormatILP:
-		for i := 0; i < len(name); i++ {
-			if name[i] == '\n' || name[i] == '\r' {
-				return nil, 0, fmt.Errorf("query: symbol %q cannot be a line-protocol tag value: it holds a line break", name)
-			}
-		}
-		e.arena = appendEscaped(e.arena, name, ilpKeySpecial)
+		e.arena = append(e.arena, name...) // lineproto escapes it per line
 	default:
 		e.arena, w = appendTableText(e.arena, name)
 	}

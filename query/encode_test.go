@@ -149,14 +149,22 @@ func splitUnescaped(s string, sep byte) []string {
 	return append(out, s[start:])
 }
 
-// unescape drops each escaping backslash.
+// unescape drops each escaping backslash; \n and \r are LF and CR.
 func unescape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
 			i++
+			c = s[i]
+			switch c {
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			}
 		}
-		b.WriteByte(s[i])
+		b.WriteByte(c)
 	}
 	return b.String()
 }
@@ -221,10 +229,9 @@ func TestILPParses(t *testing.T) {
 	}
 }
 
-// A row whose fields are all missing still gets its tags and timestamp,
-// unless it has no tag either (no line-protocol form: "m 7" reads as a
-// field set "7"); an empty symbol gets no tag; escapes in the measurement
-// and keys.
+// A row whose fields are all missing gets its first f64 column as NaN,
+// since a line needs a field (tickdb rejects tags alone); an empty symbol
+// gets no tag; escapes in the measurement and keys.
 func TestILPMissing(t *testing.T) {
 	s := store.MustSchema(
 		store.Column{Name: "ts", Type: store.TypeTs},
@@ -246,8 +253,9 @@ func TestILPMissing(t *testing.T) {
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := `my\ table\,x,sym=X 5
+	want := `my\ table\,x,sym=X bid\ px=NaN 5
 my\ table\,x a\=b\,c=2 6
+my\ table\,x bid\ px=NaN 7
 `
 	if buf.String() != want {
 		t.Errorf("output:\n%s\nwant:\n%s", buf.String(), want)
@@ -258,25 +266,52 @@ my\ table\,x a\=b\,c=2 6
 	}
 }
 
-// A symbol with a line break cannot be a tag: an error, and nothing of
-// the row in the output.
+// A table of sym columns alone (one made from tags and string fields):
+// each row's last sym column is a string field, so that the line has one;
+// an empty symbol there is an empty string.
+func TestILPSymbolsOnly(t *testing.T) {
+	s := store.MustSchema(
+		store.Column{Name: "ts", Type: store.TypeTs},
+		store.Column{Name: "sym", Type: store.TypeSym},
+		store.Column{Name: "note", Type: store.TypeSym},
+	)
+	tb := newTable(t, s)
+	tb.add(t, 10, "A", "halted")
+	tb.add(t, 11, "B", "")
+	tb.add(t, 12, "", `say "hi"`+"\n")
+	tb.publish()
+	got, n := run(t, tb.reader(t), query.Query{}, query.FormatILP, query.TsNs)
+	want := `ticks,sym=A note="halted" 10
+ticks,sym=B note="" 11
+ticks note="say \"hi\"\n" 12
+`
+	if n != 3 || got != want {
+		t.Errorf("%d rows:\n%s\nwant:\n%s", n, got, want)
+	}
+}
+
+// A symbol with a line break is written with it as \n (or \r), which
+// tickdb's parser reads back as the break and InfluxDB accepts.
 func TestILPLineBreak(t *testing.T) {
 	tb := newTable(t, store.TickSchema())
 	tb.add(t, 1, "OK", 1.0, 1)
-	tb.add(t, 2, "A\nB", 1.0, 1)
+	tb.add(t, 2, "A\nB\r", 1.0, 1)
 	tb.publish()
 	r := tb.reader(t)
 	var buf bytes.Buffer
 	enc := query.NewEncoder(&buf, query.FormatILP, query.TsNs, r.Schema(), "ticks", r.Symbol)
 	n, err := query.Run(context.Background(), r, query.Query{}, enc)
-	if err == nil || !strings.Contains(err.Error(), "line break") || n != 1 {
-		t.Fatalf("Run = %d, %v; want 1 row and a line-break error", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("Run = %d, %v; want 2 rows", n, err)
 	}
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if want := "ticks,sym=OK price=1,size=1i 1\n"; buf.String() != want {
+	if want := "ticks,sym=OK price=1,size=1i 1\nticks,sym=A\\nB\\r price=1,size=1i 2\n"; buf.String() != want {
 		t.Errorf("output %q, want %q", buf.String(), want)
+	}
+	if l := parseILP(t, strings.Split(buf.String(), "\n")[1]); l.tags["sym"] != "A\nB\r" {
+		t.Errorf("parsed back sym %q", l.tags["sym"])
 	}
 }
 
@@ -551,7 +586,7 @@ func TestValuesEncoder(t *testing.T) {
 {"ts":"2023-11-14T22:13:20.000003000Z","sym":"BRK A","q_ts":"2023-11-14T22:13:20.000002999Z","venue":"XNAS","px":null,"n":7,"ok":false}
 `},
 		{query.FormatILP, query.TsRFC3339, `m,sym=AAPL,venue=X\,Y q_ts=1700000000000000000i,px=1.5,n=-9223372036854775808i,ok=t 1700000000000001500
-m,sym=BRK\ A 1700000000000002000
+m,sym=BRK\ A px=NaN 1700000000000002000
 m,sym=BRK\ A,venue=XNAS q_ts=1700000000000002999i,n=7i,ok=f 1700000000000003000
 `},
 		{query.FormatTable, query.TsRFC3339, `ts                              sym           q_ts                            venue                     px             n  ok

@@ -389,7 +389,7 @@ func (r *ilpRecords) parse(data []byte, atEOF bool, l *ingest.Line, arena *[]byt
 	return n, r.line, true, nil
 }
 
-// keep copies l's names and symbols to arena.
+// keep copies l's names and symbols (string values included) to arena.
 func keep(l *ingest.Line, arena *[]byte) {
 	l.Measurement = save(arena, l.Measurement)
 	for i := range l.Tags {
@@ -398,6 +398,9 @@ func keep(l *ingest.Line, arena *[]byte) {
 	}
 	for i := range l.Fields {
 		l.Fields[i].Key = save(arena, l.Fields[i].Key)
+		if l.Fields[i].Kind == ingest.KindString {
+			l.Fields[i].S = save(arena, l.Fields[i].S)
+		}
 	}
 }
 

@@ -125,12 +125,14 @@ func TestIngestILP(t *testing.T) {
 		"trades,sym=My\\ Co\\,Ltd price=1e-3,size=7i 2000\r\n"+
 		"quotes,sym=AAPL,venue=X bid=189.4,ask=189.6,firm=t 1500\n"+
 		"trades,sym=AAPL size=5i 3000\n"+
+		"events,sym=A note=\"say \\\"hi\\\", x=1\" 100\n"+ // string fields: symbols
+		"events,sym=B note=\"two\\nlines\" 200\n"+
 		"trades,sym=MSFT price=410.25 3000")
 	code, out, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f)
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
-	if !summaryRE.MatchString(errs) || !strings.Contains(errs, "5 rows stored from 1 file") || !strings.HasSuffix(errs, ": quotes 1, trades 4\n") {
+	if !summaryRE.MatchString(errs) || !strings.Contains(errs, "7 rows stored from 1 file") || !strings.HasSuffix(errs, ": events 2, quotes 1, trades 4\n") {
 		t.Errorf("summary %q", errs)
 	}
 	wantRows(t, db, "trades",
@@ -139,6 +141,10 @@ func TestIngestILP(t *testing.T) {
 		`3000 sym="AAPL" price=NaN size=5i`,
 		`3000 sym="MSFT" price=410.25 size=0i`)
 	wantRows(t, db, "quotes", `1500 sym="AAPL" venue="X" bid=189.4 ask=189.6 firm=true`)
+	wantRows(t, db, "events", `100 sym="A" note="say \"hi\", x=1"`, `200 sym="B" note="two\nlines"`)
+	if s := ingestSchema(t, db, "events"); s != "ts:ts,sym:sym,note:sym" {
+		t.Errorf("events schema %s", s)
+	}
 
 	// A line without a timestamp gets the time it is stored; --table puts
 	// every line into one table whatever its measurement.
@@ -173,10 +179,11 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 		"trades,sym=B price=2 20\n"+ // 1: good
 		"fresh,sym=A v=1 1\n"+ // 2: good, would create a table
 		"trades,sym=B price=2,venue=1 30\n"+ // 3: no such column
-		"trades,sym=B price=\"x\" 40\n"+ // 4: a string field
+		"trades,sym=B price=\"x\" 40\n"+ // 4: a string (a symbol) for the f64 column
 		"trades,sym=B price=3 5\n"+ // 5: before the last row
 		"trades,sym=B price=1..5 50\n"+ // 6: malformed number
-		"trades,sym=B price=4 60\n") // 7: good
+		"trades,sym=B price=4 60\n"+ // 7: good
+		"trades,sym=B 70\n") // 8: tags alone
 	code, out, errs := ingestRun(t, "", "--db", db, "--live-dir", live, bad)
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
@@ -184,10 +191,11 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	want := []string{
 		bad + `: line 3: field "venue": table trades has no such column`,
-		bad + `: line 4, byte 20: field "price" is a string`,
+		bad + `: line 4: field "price": column "price" of table trades is f64, got a string value`,
 		bad + `: line 5: timestamp 5 is before the table's last row (20)`,
 		bad + `: line 6, byte 20: field "price": malformed number "1..5"`,
-		`tickdb: ` + bad + `: 4 bad lines; nothing stored from it (--skip-bad stores the good lines)`,
+		bad + `: line 8, byte 14: no field after the tags ("70" would be the timestamp)`,
+		`tickdb: ` + bad + `: 5 bad lines; nothing stored from it (--skip-bad stores the good lines)`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("stderr:\n%s", errs)
@@ -217,7 +225,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	g := ingestFile(t, "later.ilp", "trades,sym=C price=9 90\n")
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, bad, g)
 	if code != 1 || !strings.Contains(errs, "tickdb ingest: 1 row stored from 1 file") ||
-		!strings.Contains(errs, "tickdb: 1 of 2 files stored nothing: "+bad+": 4 bad lines") {
+		!strings.Contains(errs, "tickdb: 1 of 2 files stored nothing: "+bad+": 5 bad lines") {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
 	wantRows(t, db, "trades", `10 sym="A" price=1`, `90 sym="C" price=9`)

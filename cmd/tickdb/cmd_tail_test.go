@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -425,4 +430,174 @@ func TestTailAcrossServeKill(t *testing.T) {
 		}
 	}
 	tail.stop(t, syscall.SIGTERM)
+}
+
+// replicaSym is a symbol as a client writes it on the wire and the value
+// it stands for.
+type replicaSym struct{ wire, value string }
+
+// TestTailILPReplica is the live replica end to end: lines sent to one
+// "tickdb serve", read back by "tickdb tail --format ilp" in another
+// process, and sent on as they are to a second "tickdb serve", give the
+// second table the same rows, value for value, for symbols and string
+// fields holding spaces, commas, equals signs, quotes, backslashes, tabs
+// and line breaks (written by the clients both ways: \n, and a backslash
+// before the raw break), and for missing values.
+func TestTailILPReplica(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	syms := []replicaSym{
+		{`plain`, "plain"},
+		{`New\ York\,\ NY`, "New York, NY"},
+		{`a\=b\ c`, "a=b c"},
+		{`say"hi"`, `say"hi"`},
+		{`back\\slash`, `back\slash`},
+		{`ends\\`, `ends\`},
+		{"two\\\nlines", "two\nlines"}, // a QuestDB client's escaped raw LF
+		{`cr\rlf\n`, "cr\rlf\n"},
+		{`C:\\new`, `C:\new`},
+		{"tab\there", "tab\there"},
+		{`Zürich\ €`, "Zürich €"},
+		{`a\,b\=c\ d\\e"f\n`, "a,b=c d\\e\"f\n"},
+	}
+	notes := []replicaSym{
+		{`"halted"`, "halted"},
+		{`"say \"hi\", x=1 y"`, `say "hi", x=1 y`},
+		{`"multi\nline\r"`, "multi\nline\r"},
+		{`""`, ""},
+		{"\"raw\\\nbreak\"", "raw\nbreak"},
+		{`"back\\slash\\"`, `back\slash\`},
+	}
+	db1, live1 := testutil.DB(t)
+	db2, live2 := testutil.DB(t)
+	src := startServe(t, "--db", db1, "--live-dir", live1)
+	dst := startServe(t, "--db", db2, "--live-dir", live2)
+	tail := startCLI(t, "tail", "--db", db1, "--table", "rep", "--from-start", "--format", "ilp")
+
+	const n = 300
+	base := time.Now().Add(-24 * time.Hour).UnixNano() // a historical feed
+	var in strings.Builder
+	for k := range n {
+		fmt.Fprintf(&in, "rep,sym=%s", syms[k%len(syms)].wire)
+		if k%4 != 1 || k == 0 {
+			fmt.Fprintf(&in, ",venue=%s", syms[(k*5+3)%len(syms)].wire)
+		}
+		sep := " "
+		if k%7 != 2 || k == 0 {
+			fmt.Fprintf(&in, " price=%d.%d", k, k%10)
+			sep = ","
+		}
+		fmt.Fprintf(&in, "%ssize=%di,ok=%t", sep, k-n/2, k%3 == 0)
+		if k%5 != 4 || k == 0 {
+			fmt.Fprintf(&in, ",note=%s", notes[k%len(notes)].wire)
+		}
+		fmt.Fprintf(&in, " %d\n", base+int64(k)*1000)
+	}
+	c, err := net.DialTimeout("tcp", src.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, in.String()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitCount(t, src, db1, "rep", n)
+
+	// The tail's lines go to the second server as they are.
+	fwd, err := net.DialTimeout("tcp", dst.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(fwd)
+	for k := range n {
+		line := tail.line(t, tailBound, fmt.Sprintf("line %d", k))
+		if strings.ContainsAny(line, "\r") {
+			t.Fatalf("line %d holds a raw CR: %q", k, line)
+		}
+		if syms[k%len(syms)].value == "two\nlines" && !strings.HasPrefix(line, `rep,sym=two\nlines`) {
+			t.Errorf("line %d: %q; want the line break written as \\n", k, line)
+		}
+		if k < len(syms) {
+			t.Logf("tail: %s", line)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fwd.Close()
+	waitCount(t, dst, db2, "rep", n)
+	tail.stop(t, syscall.SIGTERM)
+
+	want, got := replicaRows(t, db1, "rep"), replicaRows(t, db2, "rep")
+	if len(want) != n || len(got) != n {
+		t.Fatalf("%d rows in the source, %d in the replica; want %d each", len(want), len(got), n)
+	}
+	for k := range want {
+		if got[k] != want[k] {
+			t.Errorf("row %d:\nreplica %s\n source %s", k, got[k], want[k])
+		}
+	}
+	// The source rows are what was sent (so the check above is not of two
+	// equally wrong tables).
+	if s := syms[1%len(syms)].value; !strings.Contains(want[1], fmt.Sprintf("sym:sym=%q", s)) || !strings.Contains(want[2], fmt.Sprintf("note:sym=%q", notes[2].value)) ||
+		!strings.Contains(want[2], "price:f64=NaN") || !strings.Contains(want[1], `venue:sym=""`) {
+		t.Errorf("source rows do not hold what was sent:\n%s\n%s", want[1], want[2])
+	}
+	for _, p := range []*serveProc{src, dst} {
+		if log := p.logText(); strings.Contains(log, "line rejected") {
+			t.Errorf("a server rejected a line:\n%s", log)
+		}
+	}
+}
+
+// replicaRows reads a table's rows as "ts name:type=value ..." with the
+// columns in name order (a replica made from line protocol puts the tags
+// first, so its column order may differ from the source's) and symbols Go
+// quoted.
+func replicaRows(t *testing.T, db, table string) []string {
+	t.Helper()
+	r, err := reader.Open(db, table, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := r.Schema()
+	order := make([]int, 0, len(s.Cols)-1)
+	for i := 1; i < len(s.Cols); i++ {
+		order = append(order, i)
+	}
+	sort.Slice(order, func(a, b int) bool { return s.Cols[order[a]].Name < s.Cols[order[b]].Name })
+	var it reader.Iter
+	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for it.Next() {
+		row := it.Row()
+		var b strings.Builder
+		fmt.Fprint(&b, row.Ts())
+		for _, i := range order {
+			c := s.ColAt(i)
+			fmt.Fprintf(&b, " %s:%v=", s.Cols[i].Name, c.Type)
+			switch c.Type {
+			case store.TypeSym:
+				name, err := r.Symbol(row.Sym(c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "%q", name)
+			case store.TypeF64:
+				fmt.Fprint(&b, row.F64(c))
+			case store.TypeI64:
+				fmt.Fprint(&b, row.I64(c))
+			case store.TypeBool:
+				fmt.Fprint(&b, row.Bool(c))
+			}
+		}
+		rows = append(rows, b.String())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

@@ -8,38 +8,40 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // Ticks returns n lines "<table>,sym=<S> price=<p>,size=<q>i[ <ts>]\n" for
-// nsym symbols drawn by internal/gen (skewed like a real market); with
-// withTs the lines carry gen's non-decreasing timestamps, otherwise the
-// server stamps them.
-func Ticks(table string, n, nsym int, seed int64, withTs bool) []byte {
+// nsym symbols drawn by internal/gen (skewed like a real market), written
+// by lineproto.Encoder like every line tickdb writes; with withTs the
+// lines carry gen's non-decreasing timestamps, otherwise the server stamps
+// them. The error is lineproto's, for a table name it cannot write.
+func Ticks(table string, n, nsym int, seed int64, withTs bool) ([]byte, error) {
 	g := gen.New(gen.Options{Symbols: nsym, Seed: seed})
 	names := g.Symbols()
 	out := make([]byte, 0, n*64)
+	var e lineproto.Encoder[string]
 	for range n {
 		t := g.Next()
-		out = append(out, table...)
-		out = append(out, ",sym="...)
-		out = append(out, names[t.Sym]...)
-		out = append(out, " price="...)
-		out = strconv.AppendFloat(out, t.Price, 'f', -1, 64)
-		out = append(out, ",size="...)
-		out = strconv.AppendInt(out, t.Size, 10)
-		out = append(out, 'i')
+		e.Begin(out, table)
+		e.Tag("sym", names[t.Sym])
+		e.Float("price", t.Price)
+		e.Int("size", t.Size)
+		var err error
 		if withTs {
-			out = append(out, ' ')
-			out = strconv.AppendInt(out, t.Ts, 10)
+			out, err = e.End(t.Ts)
+		} else {
+			out, err = e.EndNow()
 		}
-		out = append(out, '\n')
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // Split cuts data into k parts of about equal size at line boundaries.

@@ -488,7 +488,10 @@ func (x *run) observe() (err error) {
 // to a reader; then checks every row.
 func (x *run) ilp() (err error) {
 	n := min(x.cfg.ILPLines, len(x.d.Ticks))
-	lines := loadgen.Ticks("ilp", n, NumSymbols, Seed, true)
+	lines, err := loadgen.Ticks("ilp", n, NumSymbols, Seed, true)
+	if err != nil {
+		return err
+	}
 	dir, live, err := x.scratch()
 	if err != nil {
 		return err

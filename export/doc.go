@@ -11,6 +11,11 @@
 // take with the date as a partition column. Run is the one entry point;
 // "tickdb export" is a thin layer over it.
 //
+// Rows are written in time order (by ts, then seq), late rows
+// (writer.Options.LateWindow) merged in where their ts puts them: each
+// row is in the partition of its own ts's date, and within a date the
+// files and row groups follow one another in time.
+//
 // # Parquet schema
 //
 // One top-level column per table column, same names, same order
@@ -79,4 +84,10 @@
 //     field; CSV export runs on one goroutine.
 //   - Memory: up to Workers+1 row groups' column buffers and compressed
 //     pages, tens of MB per worker for typical tables.
+//   - In a table with late rows, files and row groups hold about
+//     FileRows and RowGroupRows rows, give or take the late rows around
+//     their cuts. Its rows are merged in time order (reader.Range)
+//     rather than walked in seq order; with 5 % late rows that costs no
+//     CPU per row measurable next to encoding and compression
+//     (BenchmarkExportLate against BenchmarkExport).
 package export

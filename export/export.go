@@ -83,6 +83,11 @@ func (r *Result) Partitions() int {
 // stays bounded by a few Parquet row groups (or one batch of CSV rows),
 // whatever the table's size.
 //
+// Rows come out in time order, by ts and then seq, each in the partition
+// of its own ts's date, as if they had arrived in order: late rows
+// (writer.Options.LateWindow) are merged in where their ts puts them, not
+// where they arrived.
+//
 // Run refuses (ErrExists) before it writes anything when a partition
 // between the first and the last exported date already holds files.
 // Files are written under a hidden temporary name and renamed when
@@ -121,8 +126,20 @@ type exporter struct {
 	dir string
 	s   *store.Schema
 	res *Result
-	// total is the rows to export.
+	// total is the rows to export (as the plan counts them: see run).
 	total int64
+	// The snapshot taken when Run starts: the rows published, and whether
+	// any of them is a late row (then rows are read in time order through
+	// reader.Range, see plan.go).
+	vis  uint64
+	late bool
+	// Planning's scratch row and iterator.
+	row store.Row
+	it  reader.Iter
+	// The last date a file was completed for and its next part number:
+	// files are named when complete (see complete).
+	partDate string
+	nextPart int
 
 	// What this Run created, for abort: the files not yet complete, the
 	// complete ones (final paths), and the directories made, in order.
@@ -131,23 +148,23 @@ type exporter struct {
 	dirs  []string
 }
 
-// filePlan is one file to write: rows [a, b) of one date.
-type filePlan struct {
-	date string
-	part int
-	a, b uint64
-}
-
 func (e *exporter) run() error {
-	a, b, err := e.bounds()
+	e.row = e.s.NewRow()
+	from, to, err := e.bounds()
 	if err != nil {
 		return err
 	}
-	plan, err := e.plan(a, b)
+	plan, err := e.plan(from, to)
 	if err != nil {
 		return err
 	}
-	e.total = int64(b - a)
+	// The rows between the plan's cuts as their seqs count them: exact
+	// for a table without late rows, and for a whole table; with late
+	// rows and From or To, off by the late rows on the other side of
+	// either from their seqs (the last call reports the count written).
+	for i := range plan {
+		e.total += plan[i].rows()
+	}
 	if e.o.Progress != nil {
 		e.o.Progress(0, e.total)
 	}
@@ -166,60 +183,10 @@ func (e *exporter) run() error {
 		return err
 	}
 	if e.o.Progress != nil {
+		e.total = e.res.Rows
 		e.o.Progress(e.res.Rows, e.total)
 	}
 	return nil
-}
-
-// bounds are the sequence numbers [a, b) of the rows to export.
-func (e *exporter) bounds() (a, b uint64, err error) {
-	snap, err := e.r.Snapshot()
-	if err != nil {
-		return 0, 0, err
-	}
-	a, b = snap.FirstSeq, snap.Visible
-	if e.o.HasFrom {
-		if a, err = e.r.SeekTime(e.o.From); err != nil {
-			return 0, 0, err
-		}
-	}
-	if e.o.HasTo {
-		if b, err = e.r.SeekTime(e.o.To); err != nil {
-			return 0, 0, err
-		}
-	}
-	return a, max(a, b), nil
-}
-
-// plan splits rows [a, b) into files: by date (one seek per date, at its
-// first row), then into parts of at most FileRows rows.
-func (e *exporter) plan(a, b uint64) ([]filePlan, error) {
-	var plan []filePlan
-	row := e.s.NewRow()
-	for a < b {
-		if err := e.readRow(a, row); err != nil {
-			return nil, err
-		}
-		d := dayOf(row.Ts())
-		end := b
-		if d < lastDay {
-			next, err := e.r.SeekTime((d + 1) * nsPerDay)
-			if err != nil {
-				return nil, err
-			}
-			if next <= a {
-				return nil, fmt.Errorf("%w: rows out of time order: row %d (ts %d) follows a row of a later day", store.ErrCorrupt, a, row.Ts())
-			}
-			end = min(end, next)
-		}
-		date := time.Unix(d*86400, 0).UTC().Format(dateLayout)
-		for part := 0; a < end; part++ {
-			n := min(end-a, uint64(e.o.FileRows))
-			plan = append(plan, filePlan{date: date, part: part, a: a, b: a + n})
-			a += n
-		}
-	}
-	return plan, nil
 }
 
 // readRow copies row seq into dst, checked against its check word.
@@ -271,7 +238,7 @@ func (e *exporter) checkFree(plan []filePlan) error {
 // runCSV writes the planned files one after the other, streaming rows
 // through query's CSV encoder.
 func (e *exporter) runCSV(plan []filePlan) error {
-	sc := newScanner(e.r)
+	sc := newScanner(e.r, e.late, e.vis)
 	var reported int64
 	for _, fp := range plan {
 		of, err := e.create(fp)
@@ -279,7 +246,9 @@ func (e *exporter) runCSV(plan []filePlan) error {
 			return err
 		}
 		c := newCSVFile(of.f, e.s, e.o.Table, e.r.Symbol)
-		sc.start(fp.a, fp.b)
+		if err := sc.start(fp.cuts[0], fp.cuts[len(fp.cuts)-1]); err != nil {
+			return err
+		}
 		for {
 			n, err := sc.fill()
 			if err != nil {
@@ -315,20 +284,21 @@ func (e *exporter) runCSV(plan []filePlan) error {
 type outFile struct {
 	f    *os.File
 	tmp  string // its temporary path
-	name string // its final path relative to the export directory
+	name string // its final path relative to the export directory (set by complete)
+	pdir string // its partition directory, relative
 	date string
 	rows int64
 }
 
 // create makes fp's partition directory if needed and creates its file
-// under a hidden temporary name.
+// under a hidden temporary name (named after its place in the plan).
 func (e *exporter) create(fp filePlan) (*outFile, error) {
 	pdir := partitionPrefix + fp.date
 	if err := e.mkdir(filepath.Join(e.dir, pdir)); err != nil {
 		return nil, err
 	}
 	base := fmt.Sprintf("part-%05d%s", fp.part, e.o.Format.ext())
-	of := &outFile{name: filepath.Join(pdir, base), tmp: filepath.Join(e.dir, pdir, "."+base+".tmp"), date: fp.date}
+	of := &outFile{name: filepath.Join(pdir, base), tmp: filepath.Join(e.dir, pdir, "."+base+".tmp"), pdir: pdir, date: fp.date}
 	f, err := os.OpenFile(of.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
@@ -339,8 +309,20 @@ func (e *exporter) create(fp filePlan) (*outFile, error) {
 }
 
 // complete syncs and closes a file whose content is written, renames it
-// to its final name and syncs its directory.
+// to its final name and syncs its directory. Files complete in plan
+// order, and each is named here, part-00000 on in its date: a planned
+// file that got no rows (possible only with late rows, whose cuts may
+// leave a few seqs' worth of time empty) is removed instead, and the
+// date's parts stay numbered without a gap.
 func (e *exporter) complete(of *outFile) error {
+	e.open = slices.DeleteFunc(e.open, func(o *outFile) bool { return o == of })
+	if of.rows == 0 {
+		err := of.f.Close()
+		if rerr := os.Remove(of.tmp); err == nil {
+			err = rerr
+		}
+		return err
+	}
 	err := of.f.Sync()
 	st, serr := of.f.Stat()
 	if cerr := of.f.Close(); err == nil {
@@ -349,7 +331,11 @@ func (e *exporter) complete(of *outFile) error {
 	if err == nil {
 		err = serr
 	}
-	e.open = slices.DeleteFunc(e.open, func(o *outFile) bool { return o == of })
+	if of.date != e.partDate {
+		e.partDate, e.nextPart = of.date, 0
+	}
+	of.name = filepath.Join(of.pdir, fmt.Sprintf("part-%05d%s", e.nextPart, e.o.Format.ext()))
+	e.nextPart++
 	final := filepath.Join(e.dir, of.name)
 	if err == nil {
 		err = os.Rename(of.tmp, final)
@@ -419,47 +405,6 @@ func syncDir(dir string) error {
 		return nil // a file system without directory sync
 	}
 	return err
-}
-
-// scanner copies a range of rows out of a table, a batch at a time, each
-// row checked against its check word: the rows of a reader's iterator are
-// views into the mapping, and one of a live slot that the writer recycles
-// under the view would be wrong; a copy that passes its check is not.
-type scanner struct {
-	r     *reader.Reader
-	it    reader.Iter
-	batch []byte // batchRows rows
-	rs    int
-}
-
-func newScanner(r *reader.Reader) *scanner {
-	rs := r.Schema().RowSize
-	return &scanner{r: r, batch: make([]byte, batchRows*rs), rs: rs}
-}
-
-// start positions the scanner at rows [a, b).
-func (s *scanner) start(a, b uint64) { s.r.RangeSeq(a, b, &s.it) }
-
-// fill copies the next rows, up to batchRows, into batch and returns how
-// many; 0 at the end of the range.
-func (s *scanner) fill() (int, error) {
-	n := 0
-	for n < batchRows && s.it.Next() {
-		seq := s.it.Seq()
-		dst := s.batch[n*s.rs : (n+1)*s.rs]
-		copy(dst, s.it.Row())
-		if !store.Valid(seq, dst) {
-			// A live slot recycled under the view: read it again, checked.
-			if err := s.r.ReadRow(seq, dst); err != nil {
-				return 0, err
-			}
-			if !store.Valid(seq, dst) {
-				return 0, fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
-			}
-		}
-		n++
-	}
-	return n, s.it.Err()
 }
 
 // symCache resolves symbol ids to names, each id through the reader once.

@@ -127,6 +127,11 @@ type Options struct {
 	// DefaultRowGroupRows).
 	RowGroupRows int
 	// FileRows is the most rows per file (default DefaultFileRows).
+	//
+	// In a table with late rows both are targets, not bounds: a file or
+	// row group is cut at a row of the in-order walk (plan.go), and holds
+	// a few rows more or fewer than that, the late rows that arrived
+	// within about one late window of its cuts.
 	FileRows int64
 	// Table names the table in the files' metadata and in errors
 	// (default: the base name of the reader's directory).
@@ -139,7 +144,9 @@ type Options struct {
 	// Progress, when set, is called on Run's goroutine with the rows
 	// written so far and the rows to write in all: once at the start (0
 	// done), after each Parquet row group, every 64 Ki CSV rows, and once
-	// at the end.
+	// at the end, with the rows written as both. The total is exact but
+	// for an export of a table with late rows with From or To, where it
+	// can be off by the late rows within about a late window of either.
 	Progress func(done, total int64)
 }
 

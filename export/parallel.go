@@ -13,20 +13,22 @@ import (
 
 // A Parquet export builds row groups in parallel and writes them in
 // order. The calling goroutine plans the files, opens each, hands its
-// row groups (rows [a, b) of the table, RowGroupRows at a time) to the
-// workers and commits them to their file in plan order: a commit appends
+// row groups (the rows between two of the plan's cuts, about
+// RowGroupRows) to the workers and commits them to their file in plan
+// order: a commit appends
 // the row group's finished pages, so the committing goroutine copies
 // bytes while the workers decode, encode and compress. Each worker reads
 // through a reader of its own. At most Workers+1 row groups exist at a
 // time: the memory of a Parquet export is that many row groups' column
 // buffers and compressed pages, whatever the table's size.
 
-// rgTask is one row group to build: rows [a, b) of file f.
+// rgTask is one row group to build: the rows [from, to) of file f.
 type rgTask struct {
-	f    *parquetOut
-	a, b uint64
-	rg   *parquet.ConcurrentRowGroupWriter
-	done chan error // the worker's result; buffered, so it never waits
+	f        *parquetOut
+	from, to cut
+	rg       *parquet.ConcurrentRowGroupWriter
+	rows     int64      // the rows written, set by the worker before done
+	done     chan error // the worker's result; buffered, so it never waits
 }
 
 // parquetOut is a Parquet file being written.
@@ -46,7 +48,9 @@ type worker struct {
 // group's pages (encoding and compressing them here, not in the
 // committing goroutine).
 func (w *worker) build(ctx context.Context, t *rgTask) error {
-	w.sc.start(t.a, t.b)
+	if err := w.sc.start(t.from, t.to); err != nil {
+		return err
+	}
 	cols := t.rg.ColumnWriters()
 	for {
 		n, err := w.sc.fill()
@@ -59,6 +63,7 @@ func (w *worker) build(ctx context.Context, t *rgTask) error {
 		if err := w.fill.write(cols, w.sc.batch, n); err != nil {
 			return err
 		}
+		t.rows += int64(n)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -66,12 +71,11 @@ func (w *worker) build(ctx context.Context, t *rgTask) error {
 }
 
 func (e *exporter) runParquet(plan []filePlan) (err error) {
-	rgRows := uint64(e.o.RowGroupRows)
-	groups := uint64(0)
+	groups := 0
 	for _, fp := range plan {
-		groups += (fp.b - fp.a + rgRows - 1) / rgRows
+		groups += len(fp.cuts) - 1
 	}
-	nw := min(e.o.Workers, int(min(groups, 1<<16)))
+	nw := min(e.o.Workers, groups)
 	if nw == 0 {
 		return nil
 	}
@@ -95,7 +99,7 @@ func (e *exporter) runParquet(plan []filePlan) (err error) {
 			}
 			extra = append(extra, r)
 		}
-		w := &worker{sc: newScanner(r), fill: newRowGroupFiller(e.s, symCache{r: r})}
+		w := &worker{sc: newScanner(r, e.late, e.vis), fill: newRowGroupFiller(e.s, symCache{r: r})}
 		wg.Go(func() {
 			for t := range work {
 				t.done <- w.build(ctx, t)
@@ -113,9 +117,8 @@ func (e *exporter) runParquet(plan []filePlan) (err error) {
 		if _, err := t.rg.Commit(); err != nil {
 			return fmt.Errorf("%s: %w", t.f.name, err)
 		}
-		n := int64(t.b - t.a)
-		t.f.rows += n
-		e.res.Rows += n
+		t.f.rows += t.rows
+		e.res.Rows += t.rows
 		if t.f.left--; t.f.left == 0 {
 			if err := t.f.w.Close(); err != nil {
 				return fmt.Errorf("%s: %w", t.f.name, err)
@@ -137,10 +140,9 @@ func (e *exporter) runParquet(plan []filePlan) (err error) {
 			return err
 		}
 		pf := &parquetOut{outFile: of, w: newParquetWriter(of.f, e.s, ps, e.o, meta)}
-		pf.left = int((fp.b - fp.a + rgRows - 1) / rgRows)
-		for a := fp.a; a < fp.b; {
-			b := min(a+rgRows, fp.b)
-			t := &rgTask{f: pf, a: a, b: b, rg: pf.w.BeginRowGroup(), done: make(chan error, 1)}
+		pf.left = len(fp.cuts) - 1
+		for i := range pf.left {
+			t := &rgTask{f: pf, from: fp.cuts[i], to: fp.cuts[i+1], rg: pf.w.BeginRowGroup(), done: make(chan error, 1)}
 			select {
 			case work <- t:
 			case <-ctx.Done():
@@ -152,7 +154,6 @@ func (e *exporter) runParquet(plan []filePlan) (err error) {
 					return err
 				}
 			}
-			a = b
 		}
 	}
 	for len(pending) > 0 {

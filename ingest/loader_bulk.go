@@ -5,6 +5,7 @@ package ingest
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/tickdb/tickdb/store"
@@ -16,7 +17,7 @@ import (
 // file's header names columns that its first row may leave empty. Reset
 // forgets it; Create makes the table.
 func (ld *Loader) Plan(name string, s *store.Schema) {
-	ld.c.seen[name] = &checkState{lo: newLayout(name, s)}
+	ld.c.seen[name] = &checkState{lo: newLayout(name, s), lastTs: math.MinInt64}
 }
 
 // Create creates table name with schema s, or opens it when it exists

@@ -79,3 +79,68 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 	}
 	verifyAll(t, db)
 }
+
+// A new table takes any first timestamp, before the epoch too, from a
+// line-protocol line or a CSV file planned from its header (the check
+// used to start a new table at ts 0 and call a negative one late); the
+// order is still checked after it.
+func TestLoaderNewTableNegativeTs(t *testing.T) {
+	db, live := testutil.DB(t)
+	ld := NewLoader(&Options{DB: db, LiveRoot: live})
+	lines := parseLines(t, "n v=1 -9223372036854775808\nn v=2 -5\nn v=3 0\nn v=4 -1")
+	for i := range lines[:3] {
+		if err := ld.Check(&lines[i]); err != nil {
+			t.Fatalf("check line %d: %v", i+1, err)
+		}
+	}
+	if err := ld.Check(&lines[3]); !errors.Is(err, ErrBadLine) {
+		t.Fatalf("check of a late line: %v", err)
+	}
+	if n, err := ld.AppendLines(lines[:3], 0); n != 3 || err != nil {
+		t.Fatalf("append: %d %v", n, err)
+	}
+
+	ld.Reset()
+	p := NewCSVParser("c")
+	text := "ts,v\n-7,1\n0,2\n"
+	n, err := p.Header([]byte(text), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(text[n:])
+	p.Infer(body, true)
+	s, err := p.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld.Plan("c", s)
+	var csvLines []Line
+	for off := 0; off < len(body); {
+		var l Line
+		k, ok, err := p.Parse(body[off:], true, &l)
+		if err != nil || !ok {
+			t.Fatal(err)
+		}
+		if err := ld.CheckAt(&l, 0); err != nil {
+			t.Fatalf("check CSV row at byte %d: %v", off, err)
+		}
+		csvLines = append(csvLines, l)
+		off += k
+	}
+	if err := ld.Create("c", s); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ld.AppendLines(csvLines, 0); n != 2 || err != nil {
+		t.Fatalf("append CSV: %d %v", n, err)
+	}
+	if err := ld.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rows := tableRows(t, db, "n", 3, 0); rows[0] != "-9223372036854775808 v=1" || rows[1] != "-5 v=2" {
+		t.Fatalf("rows %q", rows)
+	}
+	if rows := tableRows(t, db, "c", 2, 0); rows[0] != "-7 v=1" {
+		t.Fatalf("rows %q", rows)
+	}
+	verifyAll(t, db)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -566,7 +567,7 @@ func (s *sink) layoutFor(l *Line) (*layout, int64, error) {
 	if lerr != nil {
 		return nil, 0, lerr
 	}
-	return newLayout(name, schema), 0, nil
+	return newLayout(name, schema), math.MinInt64, nil
 }
 
 func withLine(err error, line uint64) error {

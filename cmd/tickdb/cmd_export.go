@@ -30,6 +30,10 @@ is:
   DIR/date=2024-01-02/part-00000.parquet
   DIR/date=2024-01-03/part-00000.parquet   (part-00001... past 64 Mi rows)
 
+Rows are written in ts order, as if they had arrived in order: a late row
+(serve --late-window) goes where its ts puts it, in its own date's
+partition.
+
 Parquet: ts is INT64 TIMESTAMP(NANOS, isAdjustedToUTC=false) holding UTC
 nanoseconds since the epoch (so DuckDB reads it as TIMESTAMP_NS and pandas
 as datetime64[ns], every digit kept; both show it without a zone: it is

@@ -315,3 +315,56 @@ func TestExportErrors(t *testing.T) {
 		t.Errorf("a failed export left %s behind (%v)", out, err)
 	}
 }
+
+// TestExportLateRowsCommand: a late row stamped before midnight that
+// arrived after it is exported in ts order into its own date's partition.
+func TestExportLateRowsCommand(t *testing.T) {
+	db, live := testutil.DB(t)
+	s := store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs}, store.Column{Name: "sym", Type: store.TypeSym})
+	w, err := writer.Open(db, "trades", &writer.Options{Schema: s, LiveDir: live, LateWindow: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := s.NewRow()
+	for _, r := range []struct {
+		ts  int64
+		sym string
+	}{{exportT0, "A"}, {exportT0 + 1, "B"}, {exportT0 - 5, "LATE"}, {exportT0 + 1, "TIE"}} {
+		id, err := w.SymbolString(r.sym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.SetTs(r.ts)
+		row.SetSym(s.ColAt(1), id)
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "ds")
+	if code, stdout, stderr := runCLI("export", "--db", db, "--table", "trades", "--format", "csv", "--out", out); code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	want := map[string][][]string{
+		"date=2024-03-09/part-00000.csv": {{"ts", "sym"}, {"2024-03-09T23:59:59.999999994Z", "LATE"}, {"2024-03-09T23:59:59.999999999Z", "A"}},
+		"date=2024-03-10/part-00000.csv": {{"ts", "sym"}, {"2024-03-10T00:00:00.000000000Z", "B"}, {"2024-03-10T00:00:00.000000000Z", "TIE"}},
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "date=*", "*"))
+	if len(paths) != len(want) {
+		t.Errorf("files %v, want %d", paths, len(want))
+	}
+	for _, p := range paths {
+		rel, _ := filepath.Rel(out, p)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil || !slices.EqualFunc(recs, want[rel], slices.Equal) {
+			t.Errorf("%s: %v\n got %q\nwant %q", rel, err, recs, want[rel])
+		}
+	}
+}

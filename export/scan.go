@@ -1,0 +1,163 @@
+package export
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// scanner copies the rows between two cuts out of a table, in time order,
+// a batch at a time, each row checked against its check word: the rows of
+// a reader's iterator are views into the mapping, and one of a live slot
+// that the writer recycles under the view would be wrong; a copy that
+// passes its check is not.
+//
+// In a table without late rows (when Run started) the rows between two
+// cuts are those between their seqs, already in time order: the scanner
+// walks them with reader.RangeSeq, whose Next hands out rows of a checked
+// block without a call into the reader, and allocates nothing. With late
+// rows it reads reader.Range from the first cut's ts, which merges the
+// late rows in by (ts, seq), keeps the rows published when Run started
+// and stops at the second cut; the rows stamped MaxInt64, which a
+// half-open Range leaves out, are read after it in seq order (their time
+// order). The range runs to MaxInt64 rather than just past the second
+// cut's ts, which costs nothing (Next is lazy) and steers clear of a
+// Range whose end is within the late window of MaxInt64: it leaves out
+// the late rows behind a MaxInt64-stamped row.
+type scanner struct {
+	r     *reader.Reader
+	it    reader.Iter
+	batch []byte // batchRows rows
+	rs    int
+
+	// The time-order walk (late rows): whether it is on, the rows
+	// published at Run's start, the cuts, and the walk's state.
+	late     bool
+	vis      uint64
+	from, to cut
+	maxPass  bool // the rows stamped MaxInt64 are still to read
+	inMax    bool // the walk is reading them
+	done     bool
+}
+
+func newScanner(r *reader.Reader, late bool, vis uint64) *scanner {
+	rs := r.Schema().RowSize
+	return &scanner{r: r, batch: make([]byte, batchRows*rs), rs: rs, late: late, vis: vis}
+}
+
+// start positions the scanner at the rows [from, to).
+func (s *scanner) start(from, to cut) error {
+	if !s.late {
+		s.r.RangeSeq(from.seq, to.seq, &s.it)
+		return nil
+	}
+	s.from, s.to = from, to
+	s.maxPass, s.inMax, s.done = to.ts == math.MaxInt64, false, false
+	if from.ts == math.MaxInt64 {
+		return s.startMax()
+	}
+	return s.r.Range(from.ts, math.MaxInt64, &s.it)
+}
+
+// startMax positions the walk at the rows stamped MaxInt64 up to to's
+// seq: those from the first whose time key is MaxInt64 (late rows among
+// them are older, and skipped).
+func (s *scanner) startMax() error {
+	a, err := s.r.SeekTime(math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	if s.from.ts == math.MaxInt64 {
+		a = max(a, s.from.seq)
+	}
+	s.maxPass, s.inMax = false, true
+	s.r.RangeSeq(a, max(a, min(s.to.seq, s.vis)), &s.it)
+	return nil
+}
+
+// fill copies the next rows, up to batchRows, into batch and returns how
+// many; 0 at the end of the range.
+func (s *scanner) fill() (int, error) {
+	if s.late {
+		return s.fillLate()
+	}
+	// The loop of every export of a table without late rows: kept as it
+	// was before late rows, copyRow's body inline.
+	n := 0
+	for n < batchRows && s.it.Next() {
+		seq := s.it.Seq()
+		dst := s.batch[n*s.rs : (n+1)*s.rs]
+		copy(dst, s.it.Row())
+		if !store.Valid(seq, dst) {
+			if err := s.reread(seq, dst); err != nil {
+				return 0, err
+			}
+		}
+		n++
+	}
+	return n, s.it.Err()
+}
+
+// fillLate is fill in time order with late rows.
+func (s *scanner) fillLate() (int, error) {
+	n := 0
+	for n < batchRows && !s.done {
+		if !s.it.Next() {
+			if err := s.it.Err(); err != nil {
+				return 0, err
+			}
+			if !s.maxPass {
+				s.done = true
+				break
+			}
+			if err := s.startMax(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		seq, row := s.it.Seq(), s.it.Row()
+		ts := row.Ts()
+		switch {
+		case s.inMax:
+			if ts != math.MaxInt64 {
+				continue // a late row, read in the range before
+			}
+		case seq >= s.vis:
+			continue // published since Run started
+		case s.from.holds(ts, seq):
+			continue // ts = from.ts, before from's seq
+		case !s.to.holds(ts, seq):
+			s.done = true
+			continue
+		}
+		if err := s.copyRow(n, seq, row); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// copyRow copies row seq into batch slot i, checked.
+func (s *scanner) copyRow(i int, seq uint64, row store.Row) error {
+	dst := s.batch[i*s.rs : (i+1)*s.rs]
+	copy(dst, row)
+	if !store.Valid(seq, dst) {
+		return s.reread(seq, dst)
+	}
+	return nil
+}
+
+// reread reads row seq into dst again, after the copy of a view failed
+// its check: a live slot recycled under the view.
+func (s *scanner) reread(seq uint64, dst []byte) error {
+	if err := s.r.ReadRow(seq, dst); err != nil {
+		return err
+	}
+	if !store.Valid(seq, dst) {
+		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
+	}
+	return nil
+}

@@ -112,8 +112,8 @@ func (it *Iter) initLate(from, to int64, a uint64, snap index.Snap) error {
 	// A late row with ts >= from has prev > ts >= from; one with ts < to
 	// has prev - win <= ts < to.
 	l.jend = n
-	if to != math.MaxInt64 {
-		l.jend = r.late.SearchPrev(n, saturatingAdd(to, l.win))
+	if to <= math.MaxInt64-l.win {
+		l.jend = r.late.SearchPrev(n, to+l.win)
 	}
 	l.setJ(r, max(r.late.SearchPrev(n, from), r.late.SearchSeq(n, snap.FirstSeq)))
 	l.heap = l.heap[:0]

@@ -452,3 +452,59 @@ func TestReaderAcrossUncompaction(t *testing.T) {
 		t.Fatalf("RangeSym: %d rows, %v", k, it.Err())
 	}
 }
+
+// TestLateNearMaxInt64: a window end whose late reach passes MaxInt64
+// still takes the late rows behind a row stamped MaxInt64.
+func TestLateNearMaxInt64(t *testing.T) {
+	db, live := testutil.DB(t)
+	s := store.TickSchema()
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, LiveDir: live, LateWindow: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.SymbolString("A"); err != nil {
+		t.Fatal(err)
+	}
+	row := w.NewRow()
+	for _, ts := range []int64{math.MaxInt64 - 10, math.MaxInt64, math.MaxInt64 - 5} {
+		row.SetTs(ts)
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	for _, c := range []struct {
+		from, to int64
+		want     []uint64
+	}{
+		{math.MaxInt64 - 20, math.MaxInt64 - 4, []uint64{0, 2}},
+		{math.MaxInt64 - 6, math.MaxInt64, []uint64{2}},
+		{math.MinInt64, math.MaxInt64, []uint64{0, 2}},
+	} {
+		for _, sym := range []bool{false, true} {
+			if sym {
+				err = r.RangeSym(c.from, c.to, 0, &it)
+			} else {
+				err = r.Range(c.from, c.to, &it)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []uint64
+			for it.Next() {
+				got = append(got, it.Seq())
+			}
+			if it.Err() != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("range [%d, %d) sym %v: %v %v, want %v", c.from, c.to, sym, got, it.Err(), c.want)
+			}
+		}
+	}
+}

@@ -162,4 +162,3 @@ func TestAsOfWithLateRows(t *testing.T) {
 		}
 	}
 }
-

@@ -259,7 +259,7 @@ func FuzzPostings(f *testing.F) {
 			return
 		}
 		pw := NewPostWriter(p, 1)
-		if err := pw.Reset([]uint64{dir}, uint64(seq), next); err != nil {
+		if err := pw.Reset([]uint64{dir}, uint64(seq), next, false); err != nil {
 			if !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("Reset error %v is not a corruption", err)
 			}

@@ -228,7 +228,13 @@ func (pw *PostWriter) nextData(s *symPost) error {
 // postings were never checkpointed) starts empty in that cleared chunk.
 // Allocation resumes past limit and past every such directory. dirs[i] is
 // symbol i's first directory chunk.
-func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
+//
+// With punched (the table's postings floor is above 0), a data chunk that
+// reads as all zeros was punched out below the floor (PunchBelow): it
+// counts as full of rows below seq and stays in the chain (a reader takes
+// its zeros as rows compacted below the floor), and the symbol's rows
+// from seq on go into chunks after it.
+func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) error {
 	if limit < 1 {
 		limit = 1
 	}
@@ -298,11 +304,17 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64) error {
 		keep, fill := -1, 0
 		for j := len(chunks) - 1; j >= 0 && keep < 0; j-- {
 			c := chunks[j]
+			zero := true
 			for i := ChunkWords - 1; i >= 0; i-- {
-				if e := w[c*ChunkWords+uint64(i)]; e != 0 && e-1 < seq {
+				e := w[c*ChunkWords+uint64(i)]
+				if e != 0 && e-1 < seq {
 					keep, fill = j, i+1
 					break
 				}
+				zero = zero && e == 0
+			}
+			if keep < 0 && zero && punched {
+				keep, fill = j, ChunkWords
 			}
 		}
 		if keep < 0 {

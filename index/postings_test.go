@@ -392,7 +392,7 @@ func TestPostWriterReset(t *testing.T) {
 
 			// Restart: a fresh PostWriter, as a reopening writer makes.
 			pw2 := NewPostWriter(p, 1)
-			if err := pw2.Reset(m.dirs, c.cut, limit); err != nil {
+			if err := pw2.Reset(m.dirs, c.cut, limit, false); err != nil {
 				t.Fatalf("Reset(%d, %d): %v", c.cut, limit, err)
 			}
 			if pw2.NextChunk() < limit {
@@ -414,7 +414,7 @@ func TestPostWriterReset(t *testing.T) {
 
 			// A second restart at the new end keeps everything.
 			pw3 := NewPostWriter(p, 1)
-			if err := pw3.Reset(m.dirs, c.cut+c.more, pw2.NextChunk()); err != nil {
+			if err := pw3.Reset(m.dirs, c.cut+c.more, pw2.NextChunk(), false); err != nil {
 				t.Fatal(err)
 			}
 			if pw3.NextChunk() != pw2.NextChunk() {
@@ -428,7 +428,7 @@ func TestPostWriterReset(t *testing.T) {
 func TestPostWriterResetErrors(t *testing.T) {
 	t.Run("symbol_without_directory", func(t *testing.T) {
 		p := newPostings(t)
-		err := NewPostWriter(p, 1).Reset([]uint64{0}, 0, 1)
+		err := NewPostWriter(p, 1).Reset([]uint64{0}, 0, 1, false)
 		wantCorrupt(t, err, p.Path(), 0)
 	})
 	t.Run("directory_cycle", func(t *testing.T) {
@@ -440,7 +440,7 @@ func TestPostWriterResetErrors(t *testing.T) {
 		}
 		second := p.Word(dir, 0)
 		p.w[second*ChunkWords] = dir
-		err := NewPostWriter(p, 1).Reset([]uint64{dir}, 10, pw.NextChunk())
+		err := NewPostWriter(p, 1).Reset([]uint64{dir}, 10, pw.NextChunk(), false)
 		if !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("Reset over a directory cycle: %v, want a corruption error", err)
 		}
@@ -456,7 +456,7 @@ func TestPostWriterResetErrors(t *testing.T) {
 		}
 		p.w[dir*ChunkWords] = dir
 		pw2 := NewPostWriter(p, 1)
-		if err := pw2.Reset([]uint64{dir}, 700, pw.NextChunk()); err != nil {
+		if err := pw2.Reset([]uint64{dir}, 700, pw.NextChunk(), false); err != nil {
 			t.Fatal(err)
 		}
 		if p.Word(dir, 0) != 0 {
@@ -473,7 +473,7 @@ func TestPostWriterResetErrors(t *testing.T) {
 		p.w[dir*ChunkWords+2] = 1 // the header chunk
 		p.w[dir*ChunkWords+7] = dir + 1
 		pw2 := NewPostWriter(p, 1)
-		if err := pw2.Reset([]uint64{dir}, 0, pw.NextChunk()); err != nil {
+		if err := pw2.Reset([]uint64{dir}, 0, pw.NextChunk(), false); err != nil {
 			t.Fatal(err)
 		}
 		m := &postModel{dirs: []uint64{dir}, seqs: [][]uint64{nil}}
@@ -485,7 +485,7 @@ func TestPostWriterResetErrors(t *testing.T) {
 	t.Run("limit_zero_means_one", func(t *testing.T) {
 		p := newPostings(t)
 		pw := NewPostWriter(p, 1)
-		if err := pw.Reset(nil, 0, 0); err != nil || pw.NextChunk() != 1 {
+		if err := pw.Reset(nil, 0, 0, false); err != nil || pw.NextChunk() != 1 {
 			t.Fatalf("Reset(nil, 0, 0) = %v, next %d", err, pw.NextChunk())
 		}
 	})

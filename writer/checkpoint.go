@@ -93,7 +93,7 @@ func (c *checkpointer) run() {
 		// reader that saw the mark before it moved has had a checkpoint's
 		// time to finish with them.
 		mark := w.ctl.CmpSegs()
-		if err := w.dropPostings(c.mark); err != nil {
+		if err := w.dropPostings(c.mark, false); err != nil {
 			w.fail.set(err)
 			w.log.Error("writer: dropping compacted postings failed", "table", w.name, "err", err)
 		}

@@ -228,7 +228,10 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			res.RawBytes += raw
 			res.Bytes += z
 		}
-		if err := w.dropPostings(w.ctl.CmpSegs()); err != nil {
+		// Every compressed segment's postings go, the last one's too: a
+		// writer that reopens the table and decompresses it (restoreTail)
+		// indexes its rows again.
+		if err := w.dropPostings(w.ctl.CmpSegs(), true); err != nil {
 			return res, err
 		}
 		// The index files' room grown ahead goes too: a closed table's
@@ -267,10 +270,38 @@ func (w *Writer) restoreTail() error {
 			return nil
 		}
 		n := mark - 1
+		if err := w.unfloor(n); err != nil {
+			return fmt.Errorf("writer: index segment %d again: %w", n, err)
+		}
 		if err := w.restoreSegment(n); err != nil {
 			return fmt.Errorf("writer: decompress segment %d for recovery: %w", n, err)
 		}
 	}
+}
+
+// unfloor prepares segment n, about to be decompressed, for postings
+// again when CloseCompacted dropped them (n's rows below the postings
+// floor): the floor comes down to n's first row, and so does the
+// checkpoint, so that the recovery that follows re-indexes the segment's
+// rows (postings, time index, late rows) from its raw file, before it
+// publishes them. Both are made durable before the decompression.
+func (w *Writer) unfloor(n uint64) error {
+	c := w.ctl
+	base := n << w.shift
+	if c.PostFloor() <= base {
+		return nil
+	}
+	ck := c.Checkpoint()
+	if ck.Seq > base {
+		if !w.late.Covers(ck.Late) {
+			return store.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
+		}
+		ck.Late = w.late.SearchSeq(ck.Late, base)
+		ck.Seq = base
+		c.SetCheckpoint(ck)
+	}
+	c.SetPostFloor(base)
+	return c.Sync()
 }
 
 func (w *Writer) restoreSegment(n uint64) error {
@@ -357,11 +388,13 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 // segments below the compaction mark mark, which RangeSym reads through
 // the segments' own directories. It raises the postings floor (ctl) to
 // the end of the longest run of such segments from the first row, and
-// not into the segments a recovery would decompress again (restoreTail's),
-// makes ctl durable, then punches the data chunks wholly below the floor
-// out of post.idx. Segments below the first row (deleted by retention)
-// count as such. The checkpointer, or CloseCompacted; never concurrently.
-func (w *Writer) dropPostings(mark uint64) error {
+// not into the segments a recovery would decompress again (restoreTail's)
+// unless all (CloseCompacted: the writer that decompresses them indexes
+// their rows again), makes ctl durable, then punches the data chunks
+// wholly below the floor out of post.idx. Segments below the first row
+// (deleted by retention) count as such. The checkpointer, or
+// CloseCompacted; never concurrently.
+func (w *Writer) dropPostings(mark uint64, all bool) error {
 	if w.schema.SymCol < 0 {
 		return nil
 	}
@@ -370,6 +403,9 @@ func (w *Writer) dropPostings(mark uint64) error {
 		return nil
 	}
 	limit := min(mark, (need-1)>>w.shift) // segments below it may go
+	if all {
+		limit = mark
+	}
 	old := w.ctl.PostFloor()
 	n := max(old>>w.shift, w.ctl.FirstSeq()>>w.shift)
 	for ; n < limit; n++ {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
@@ -68,7 +69,7 @@ func (w *Writer) tryWarm(snap index.Snap, boot [16]byte) (bool, error) {
 			return false, nil
 		}
 	}
-	if err := w.pw.Reset(w.syms.Dirs(), v, snap.NextChunk); err != nil {
+	if err := w.pw.Reset(w.syms.Dirs(), v, snap.NextChunk, c.PostFloor() > 0); err != nil {
 		return false, err
 	}
 	w.syms.ClearTail()
@@ -172,7 +173,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	if err := w.publishCheckpoint(from, ck, maxTs); err != nil {
 		return err
 	}
-	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk); err != nil {
+	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk, c.PostFloor() > 0); err != nil {
 		return err
 	}
 	if lastTs, err = w.reindex(from, seq, maxTs); err != nil {
@@ -287,12 +288,32 @@ func (w *Writer) maxTsBefore(from uint64) (int64, error) {
 		return 0, err
 	}
 	if b == nil {
+		// Compressed (the checkpoint is a decompressed segment's start,
+		// unfloor): the row from its block.
+		if n < w.ctl.CmpSegs() {
+			return w.compressedTs(n, from-1)
+		}
 		return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
 	}
 	off := store.BlockSize + ((from-1)-n<<w.shift)*w.rowSize
 	ts := int64(le64(b[off:]))
 	store.Unmap(b)
 	return ts, nil
+}
+
+// compressedTs is the ts of row seq of compressed segment n.
+func (w *Writer) compressedTs(n, seq uint64) (int64, error) {
+	z, err := cseg.Open(store.ZSegPath(w.dir, n), w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps})
+	if err != nil {
+		return 0, err
+	}
+	defer z.Close()
+	i := seq & (w.rps - 1)
+	rows, err := z.Block(int(i/cseg.BlockRows), nil)
+	if err != nil {
+		return 0, err
+	}
+	return int64(le64(rows[(i%cseg.BlockRows)*w.rowSize:])), nil
 }
 
 // scanDurable returns the count of rows that check out in the durable

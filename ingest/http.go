@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -301,13 +302,28 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	h.serveRows(w, r, "query", q.Table, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
+		_, err := query.Run(ctx, rd, q, enc)
+		return err
+	})
+}
+
+// serveRows answers a GET that streams rows of table (endpoint: its name
+// in messages): it reads the format (json or csv, default json) and ts
+// (rfc3339 or ns) parameters, opens the table, and streams what run
+// passes its encoder. An error before any row is sent is the response's
+// status (400 for a bad query, 404 for no such table); after, the
+// stream ends short so the client sees a broken body.
+func (h *httpAPI) serveRows(w http.ResponseWriter, r *http.Request, endpoint, table string, run func(context.Context, *reader.Reader, *query.Encoder) error) {
+	qs := r.URL.Query()
+	bad := func(msg string) { h.writeError(w, http.StatusBadRequest, "invalid", msg, 0) }
 	fv := qs.Get("format")
 	if fv == "" {
 		fv = "json"
 	}
 	f, err := query.ParseFormat(fv)
 	if err != nil || (fv != "json" && fv != "csv") {
-		bad(fmt.Sprintf("format %q: /query writes json or csv", fv))
+		bad(fmt.Sprintf("format %q: /%s writes json or csv", fv, endpoint))
 		return
 	}
 	tsv := qs.Get("ts")
@@ -319,7 +335,7 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		bad(err.Error())
 		return
 	}
-	rd, err := reader.Open(h.s.opts.DB, q.Table, nil)
+	rd, err := reader.Open(h.s.opts.DB, table, nil)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
 			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
@@ -334,8 +350,8 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 	} else {
 		w.Header().Set("Content-Type", "application/x-ndjson") // one JSON object per line
 	}
-	enc := query.NewEncoder(w, f, tf, rd.Schema(), q.Table, rd.Symbol)
-	if _, err := query.Run(r.Context(), rd, q, enc); err != nil {
+	enc := query.NewEncoder(w, f, tf, rd.Schema(), table, rd.Symbol)
+	if err := run(r.Context(), rd, enc); err != nil {
 		if enc.Written() == 0 { // nothing sent yet: the status can still say why
 			w.Header().Del("Content-Type")
 			status, code := http.StatusInternalServerError, "internal error"
@@ -347,10 +363,10 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		}
 		// The status line is gone; end the stream short so the client
 		// sees a broken body rather than a complete one.
-		h.s.log.Warn("ingest: query failed mid-stream", "table", q.Table, "err", err)
+		h.s.log.Warn("ingest: "+endpoint+" failed mid-stream", "table", table, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	if err := enc.Close(); err != nil {
-		h.s.log.Debug("ingest: query write", "err", err)
+		h.s.log.Debug("ingest: "+endpoint+" write", "err", err)
 	}
 }

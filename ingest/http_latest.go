@@ -1,8 +1,7 @@
 package ingest
 
 import (
-	"errors"
-	"fmt"
+	"context"
 	"net/http"
 
 	"github.com/tickdb/tickdb/query"
@@ -35,56 +34,8 @@ func (h *httpAPI) latest(w http.ResponseWriter, r *http.Request) {
 		}
 		q.At, q.HasAt = at, true
 	}
-	fv := qs.Get("format")
-	if fv == "" {
-		fv = "json"
-	}
-	f, err := query.ParseFormat(fv)
-	if err != nil || (fv != "json" && fv != "csv") {
-		bad(fmt.Sprintf("format %q: /latest writes json or csv", fv))
-		return
-	}
-	tsv := qs.Get("ts")
-	if tsv == "" {
-		tsv = "rfc3339"
-	}
-	tf, err := query.ParseTsFormat(tsv)
-	if err != nil {
-		bad(err.Error())
-		return
-	}
-	rd, err := reader.Open(h.s.opts.DB, q.Table, nil)
-	if err != nil {
-		if errors.Is(err, store.ErrNoTable) {
-			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
-			return
-		}
-		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
-		return
-	}
-	defer rd.Close()
-	if fv == "csv" {
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	} else {
-		w.Header().Set("Content-Type", "application/x-ndjson") // one JSON object per line
-	}
-	enc := query.NewEncoder(w, f, tf, rd.Schema(), q.Table, rd.Symbol)
-	if _, err := query.RunLatest(r.Context(), rd, q, enc); err != nil {
-		if enc.Written() == 0 { // nothing sent yet: the status can still say why
-			w.Header().Del("Content-Type")
-			status, code := http.StatusInternalServerError, "internal error"
-			if errors.Is(err, query.ErrBadQuery) {
-				status, code = http.StatusBadRequest, "invalid"
-			}
-			h.writeError(w, status, code, err.Error(), 0)
-			return
-		}
-		// The status line is gone (more than 32 KiB of rows sent): end
-		// the stream short so the client sees a broken body.
-		h.s.log.Warn("ingest: latest failed mid-stream", "table", q.Table, "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	if err := enc.Close(); err != nil {
-		h.s.log.Debug("ingest: latest write", "err", err)
-	}
+	h.serveRows(w, r, "latest", q.Table, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
+		_, err := query.RunLatest(ctx, rd, q, enc)
+		return err
+	})
 }

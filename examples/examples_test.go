@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -556,5 +557,41 @@ func TestPythonReaderRefusesCompressed(t *testing.T) {
 	_, stderr, err := pythonCLI(t, py, db, table, "--format", "json")
 	if err == nil || !strings.Contains(stderr, "compressed segment, format version 2") || !strings.Contains(stderr, "tickdb export") {
 		t.Fatalf("python reader on a compacted table: %v\n%s", err, stderr)
+	}
+}
+
+// TestPythonReaderRefusesUnknownFeature: a table whose ctl declares a
+// format feature the Python reader does not know is refused, as
+// tickdb's own readers refuse it, rather than read wrong.
+func TestPythonReaderRefusesUnknownFeature(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table = "ticks"
+	w, err := writer.Open(db, table, &writer.Options{Schema: pySchema, LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// docs/FORMAT.md §4: the features word at 4312.
+	f, err := os.OpenFile(filepath.Join(db, table, "ctl"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var word [8]byte
+	binary.LittleEndian.PutUint64(word[:], 1<<40)
+	if _, err := f.WriteAt(word[:], 4312); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := pythonCLI(t, py, db, table, "--format", "json")
+	if err == nil || !strings.Contains(stderr, "format features 0x10000000000") || !strings.Contains(stderr, "newer tickdb") {
+		t.Fatalf("python reader on an unknown feature: %v\n%s", err, stderr)
+	}
+	if _, err := reader.Open(db, table, nil); err == nil || !strings.Contains(err.Error(), "newer tickdb") {
+		t.Fatalf("reader.Open on an unknown feature: %v", err)
 	}
 }

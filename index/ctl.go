@@ -50,6 +50,7 @@ const (
 	offPostFloor   = 4288
 	offCkLate      = 4296
 	offLateWindow  = 4304
+	offFeatures    = 4312
 	// Live slot table: MaxLiveSlots entries of {gen u64, segNo u64}, up
 	// to the live directory's offset.
 	offSlots = 4352
@@ -158,6 +159,10 @@ func OpenCtl(path string, writable bool) (*Ctl, error) {
 		c.Close()
 		return nil, err
 	}
+	if err := c.CheckFeatures(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	c.lockSeq = store.LoadAcquire64(b, offSeqlock)
 	return c, nil
 }
@@ -243,6 +248,38 @@ func (c *Ctl) PostFloor() uint64 { return store.LoadAcquire64(c.b, offPostFloor)
 // SetPostFloor publishes the postings floor, before any chunk below it is
 // punched. Writer only.
 func (c *Ctl) SetPostFloor(seq uint64) { store.StoreRelease64(c.b, offPostFloor, seq) }
+
+// Format features (the ctl word features, docs/FORMAT.md §12): each bit
+// is a part of the format a table uses that a reader must know to read it
+// right. A reader refuses a table with a bit it does not know. Bits are
+// set by the writer before the first data that needs them is published,
+// and never cleared.
+const (
+	FeatLate      = 1 << 0 // late rows (late.idx entries; time-ordered reads merge them)
+	FeatPostFloor = 1 << 1 // postings punched below the postings floor
+	FeatClustered = 1 << 2 // compressed segments in format version 2 (clustered by symbol)
+	// KnownFeatures is every bit this build reads.
+	KnownFeatures = FeatLate | FeatPostFloor | FeatClustered
+)
+
+// Features is the table's format feature bits.
+func (c *Ctl) Features() uint64 { return store.LoadAcquire64(c.b, offFeatures) }
+
+// AddFeatures sets bits in the features word (writer only).
+func (c *Ctl) AddFeatures(bits uint64) {
+	if f := c.Features(); f|bits != f {
+		store.StoreRelease64(c.b, offFeatures, f|bits)
+	}
+}
+
+// CheckFeatures refuses a table that uses a format feature this build
+// does not know, naming the file and the bits.
+func (c *Ctl) CheckFeatures() error {
+	if f := c.Features(); f&^KnownFeatures != 0 {
+		return store.Corruptf(c.Path, offFeatures, "format features %#x: this build reads %#x (the table was written by a newer tickdb)", f, KnownFeatures)
+	}
+	return nil
+}
 
 // LateWindow is the widest late window (ns) any writer of the table has
 // stored late rows under: a late row's ts is at least its entry's prev

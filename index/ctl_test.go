@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -444,5 +445,32 @@ func TestOpenCtlReadOnlyFile(t *testing.T) {
 			c.Close()
 			t.Error("writable open of a 0444 file succeeded")
 		}
+	}
+}
+
+// TestCtlUnknownFeature: a control file with a format feature bit this
+// build does not know is refused, naming the file, the offset and the
+// bits; known bits open.
+func TestCtlUnknownFeature(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ctl")
+	if err := CreateCtl(path, store.TickSchema(), Geometry{SegShift: 10, StrideShift: 6, LiveSlots: 2}, [16]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenCtl(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddFeatures(FeatLate | FeatPostFloor)
+	if c.Features() != FeatLate|FeatPostFloor {
+		t.Fatalf("features %#x", c.Features())
+	}
+	c.AddFeatures(1 << 40)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenCtl(path, false)
+	var ce *store.CorruptError
+	if !errors.As(err, &ce) || ce.Offset != offFeatures || !strings.Contains(err.Error(), "newer tickdb") {
+		t.Fatalf("open with an unknown feature: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -283,6 +284,19 @@ func TestLateRowsMatchModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			lateCheck(t, db, live, m, rng)
+			// The format features the table now uses are declared.
+			c, err := index.OpenCtl(filepath.Join(db, "t", store.CtlName), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(index.FeatClustered | index.FeatPostFloor)
+			if m.late > 0 {
+				want |= index.FeatLate
+			}
+			if f := c.Features(); f != want {
+				t.Errorf("features %#x, want %#x", f, want)
+			}
+			c.Close()
 		})
 	}
 }

@@ -121,6 +121,9 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	defer store.Unmap(b)
 	data := b[store.BlockSize : store.BlockSize+rows*w.rowSize]
 	var st cseg.Stats
+	if w.schema.SymCol >= 0 {
+		w.ctl.AddFeatures(index.FeatClustered) // Encode writes version 2; the swap makes ctl durable
+	}
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
@@ -418,6 +421,7 @@ func (w *Writer) dropPostings(mark uint64, all bool) error {
 	if floor <= old {
 		return nil
 	}
+	w.ctl.AddFeatures(index.FeatPostFloor)
 	w.ctl.SetPostFloor(floor)
 	if err := w.ctl.Sync(); err != nil {
 		return err

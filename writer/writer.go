@@ -424,6 +424,9 @@ func (w *Writer) openLate() error {
 // addLate records a late row in late.idx, growing the file when full.
 // The entry is published with the row (Snap.Late).
 func (w *Writer) addLate(e index.LateEntry) error {
+	if w.nlate == 0 {
+		w.ctl.AddFeatures(index.FeatLate)
+	}
 	if w.nlate >= w.late.Capacity() {
 		if err := w.late.Grow(w.nlate + w.nlate/2 + 128); err != nil {
 			return err

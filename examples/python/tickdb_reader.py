@@ -189,6 +189,8 @@ OFF_DURABLE_SEGS = 4232
 OFF_CK_SEQ = 4240
 OFF_FLUSHES = 4264
 OFF_CMP_SEGS = 4272  # compaction mark: segments below it are seg-N.zdat (§10)
+OFF_FEATURES = 4312  # format feature bits (§12): refuse a table with one this reader does not know
+KNOWN_FEATURES = 0b111  # late rows (read in arrival order), postings floor, clustered compressed segments
 OFF_SLOTS = 4352
 OFF_LIVE_DIR = 4864
 
@@ -291,6 +293,11 @@ class Table:
         # so it sees the writer's latest stores (8-aligned loads are atomic).
         self._words = self._ctl[:CTL_SIZE].view("<u8")
         self._parse_header(bytes(self._ctl[:BLOCK]))
+        features = int(self._words[OFF_FEATURES // 8])
+        if features & ~KNOWN_FEATURES:
+            raise VersionError(
+                f"tickdb: {self.ctl_path}: format features {features:#x}, this reader knows {KNOWN_FEATURES:#x} "
+                f"(the table was written by a newer tickdb)")
         self._sym_path = os.path.join(self.dir, "sym.dat")
         self._sym_names = []   # parsed dictionary entries, id order
         self._sym_off = BLOCK  # offset of the next entry to parse

@@ -27,6 +27,7 @@ import (
 	"github.com/tickdb/tickdb/ingest"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
 )
 
 const (
@@ -41,6 +42,7 @@ type ingestOpts struct {
 	format  string
 	skipBad bool
 	liveDir string
+	late    time.Duration
 }
 
 func newIngestCmd(g *globals) *cobra.Command {
@@ -51,8 +53,9 @@ func newIngestCmd(g *globals) *cobra.Command {
 		Long: `ingest stores the rows of line-protocol (ILP) and CSV files, or of stdin
 ("-"), by the table rules of serve: a table that does not exist is created
 from its first row and its columns are then fixed; a row may omit columns
-(stored as NaN, 0, false or ""); a row earlier than its table's last row is
-a bad line. A row without a time gets the time its file's load began (one
+(stored as NaN, 0, false or ""); a row earlier than its table's newest row
+is a bad line, unless it is within --late-window of it (then it is stored
+as a late row, and queries return it in ts order; default 0: none). A row without a time gets the time its file's load began (one
 time for the whole file), or its table's last row's time when that is
 later.
 
@@ -92,6 +95,7 @@ interrupt stops at once, keeping the rows stored so far.`,
 	f.StringVar(&o.format, "format", "", "ilp or csv (default: from the file extension; ilp for stdin)")
 	f.BoolVar(&o.skipBad, "skip-bad", false, "skip and count bad lines and store the good ones, instead of storing nothing from a file with a bad line")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
+	f.DurationVar(&o.late, "late-window", 0, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: a bad line")
 	return cmd
 }
 
@@ -160,7 +164,7 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 	start := time.Now()
 	in := &ingester{
 		o: o, db: g.db, ctx: ctx, stderr: cmd.ErrOrStderr(),
-		ld:       ingest.NewLoader(&ingest.Options{DB: g.db, LiveRoot: o.liveDir}),
+		ld:       ingest.NewLoader(&ingest.Options{DB: g.db, LiveRoot: o.liveDir, Writer: writer.Options{LateWindow: o.late}}),
 		perTable: map[string]int64{},
 	}
 	if o.table != "" {

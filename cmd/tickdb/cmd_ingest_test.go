@@ -516,3 +516,25 @@ func ingestBenchFile(b *testing.B, n int, ts string) string {
 	}
 	return p
 }
+
+// TestIngestLateWindow: with --late-window a row behind its table's
+// newest is stored (queries return it in ts order); further behind, or
+// without the flag, it is a bad line.
+func TestIngestLateWindow(t *testing.T) {
+	db, live := testutil.DB(t)
+	f := ingestFile(t, "late.lp", "t,sym=A v=1 1000\nt,sym=A v=2 900\nt,sym=A v=3 2000\n")
+	code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f)
+	if code != 1 || !strings.Contains(errs, "line 2: timestamp 900 is before") {
+		t.Fatalf("without a window: exit %d\n%s", code, errs)
+	}
+	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, "--late-window", "200ns", f)
+	if code != 0 {
+		t.Fatalf("with a window: exit %d\n%s", code, errs)
+	}
+	wantRows(t, db, "t", `900 sym="A" v=2`, `1000 sym="A" v=1`, `2000 sym="A" v=3`)
+	g := ingestFile(t, "later.lp", "t,sym=A v=4 1500\n")
+	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, "--late-window", "200ns", g)
+	if code != 1 || !strings.Contains(errs, "by more than the late window (200ns)") {
+		t.Fatalf("past the window: exit %d\n%s", code, errs)
+	}
+}

@@ -1,14 +1,17 @@
 package writer_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,6 +381,7 @@ func (h *crashHarness) finish() {
 		t.Fatal(err)
 	}
 	tablecheck.Verify(t, h.db, crashTable, n)
+	h.checkTimeOrder(n)
 	// Every segment up to the last row has its file; past it, at most the
 	// one the preparer made ready ahead of the writer.
 	segs := (n + 2047) / 2048
@@ -569,5 +573,32 @@ func TestChildCrashTailer(t *testing.T) {
 	}
 	testutil.Report("done %d late %d", tail.Next(), late)
 	for range cmds {
+	}
+}
+
+// checkTimeOrder reads the table after every kill and recovery in time
+// order: every row once, by (ts, seq), the late rows of crashRows merged
+// in where their ts puts them, as the model (the same rows sorted) says.
+func (h *crashHarness) checkTimeOrder(n uint64) {
+	t := h.t
+	g := crashRows()
+	want := make([]uint64, n)
+	for i := range want {
+		want[i] = uint64(i)
+	}
+	slices.SortStableFunc(want, func(a, b uint64) int { return cmp.Compare(g.Ts(a), g.Ts(b)) })
+	var it reader.Iter
+	if err := h.rd.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for it.Next() {
+		if k >= len(want) || it.Seq() != want[k] {
+			t.Fatalf("time-ordered read, row %d: seq %d, want %d", k, it.Seq(), want[min(k, len(want)-1)])
+		}
+		k++
+	}
+	if it.Err() != nil || k != len(want) {
+		t.Fatalf("time-ordered read: %d rows of %d: %v", k, len(want), it.Err())
 	}
 }

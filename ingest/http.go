@@ -28,6 +28,7 @@ import (
 //	POST /write, /api/v2/write   line protocol, all or nothing, 204 once durable
 //	GET  /query                  rows as json or csv, streamed
 //	GET  /latest                 each symbol's last row at or before a time
+//	GET  /tail                   new rows as Server-Sent Events
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
 //	GET  /health                 liveness (no token needed)
@@ -39,6 +40,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
 	mux.HandleFunc("/query", h.auth("/query", h.query))
 	mux.HandleFunc("/latest", h.auth("/latest", h.latest))
+	mux.HandleFunc("/tail", h.authQuery("/tail", h.tail))
 	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))
@@ -73,6 +75,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (write
+// deadlines for /tail).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
@@ -96,6 +102,22 @@ func (h *httpAPI) auth(path string, next http.HandlerFunc) http.HandlerFunc {
 		if tok := h.s.opts.Token; tok != "" && !tokenOK(r.Header.Get("Authorization"), tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tickdb"`)
 			http.Error(w, "unauthorized: send Authorization: Bearer <token> or Token <token>", http.StatusUnauthorized)
+			return
+		}
+		next(w, r)
+	})
+}
+
+// authQuery is auth that also takes the token as the token query
+// parameter: a browser's EventSource cannot send headers. Only /tail
+// takes it there (a token in a URL can end up in logs and history).
+func (h *httpAPI) authQuery(path string, next http.HandlerFunc) http.HandlerFunc {
+	return h.count(path, func(w http.ResponseWriter, r *http.Request) {
+		tok := h.s.opts.Token
+		if tok != "" && !tokenOK(r.Header.Get("Authorization"), tok) &&
+			subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("token")), []byte(tok)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tickdb"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token> or Token <token>, or the token query parameter", http.StatusUnauthorized)
 			return
 		}
 		next(w, r)

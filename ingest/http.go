@@ -30,6 +30,8 @@ import (
 //	GET  /latest                 each symbol's last row at or before a time
 //	GET  /tail                   new rows as Server-Sent Events
 //	GET  /bars                   one symbol's OHLCV bars
+//	GET  /api/tables             each table's schema and state (the console)
+//	GET  /                       the web console (no token needed: no data)
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
 //	GET  /health                 liveness (no token needed)
@@ -43,6 +45,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/latest", h.auth("/latest", h.latest))
 	mux.HandleFunc("/tail", h.authQuery("/tail", h.tail))
 	mux.HandleFunc("/bars", h.auth("/bars", h.bars))
+	mux.HandleFunc("GET /api/tables", h.auth("/api/tables", h.tables))
+	page, assets := h.consoleHandler()
+	mux.HandleFunc("GET /{$}", h.count("/", page))
+	mux.HandleFunc("GET /console/", h.count("/console/", assets))
 	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))

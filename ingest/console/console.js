@@ -275,7 +275,8 @@
     const opts = {
       width: Math.max(300, el.clientWidth),
       height: 360,
-      scales: { x: { time: true }, vol: { range: (u, min, max) => [0, Math.max(1, max) * 4] } },
+      // x: room for the last candle, drawn across its bucket.
+      scales: { x: { time: true, range: (u, min, max) => [min, max + Number(chart.iv) / 1e9] }, vol: { range: (u, min, max) => [0, Math.max(1, max) * 4] } },
       series: [
         {},
         hidden('open'), hidden('high'), hidden('low'), hidden('close'),

@@ -44,8 +44,9 @@ func newServeCmd(g *globals) *cobra.Command {
 loops, no goroutine per connection) and over HTTP (POST /write and
 /api/v2/write), and feeds every table through one pinned writer goroutine.
 A table is created from its first line. HTTP also serves GET /query,
-/latest, /tail (new rows as Server-Sent Events), /metrics (Prometheus),
-/settings (for QuestDB's clients) and /health.
+/latest, /bars (OHLCV), /tail (new rows as Server-Sent Events), /metrics
+(Prometheus), /settings (for QuestDB's clients), /health, and a web
+console at / (tables, queries, a live candlestick chart).
 
 Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
 it gracefully: every accepted row is made durable before it exits 0.`,

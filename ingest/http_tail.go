@@ -39,7 +39,8 @@ const (
 // browser's EventSource sends it when it reconnects), else at seq from,
 // else with the rows published after the request; so a client that
 // reconnects with the last id it saw gets every row exactly once, across
-// segment rolls and writer restarts.
+// segment rolls and writer restarts. A table that does not exist is a
+// 404 (tickdb tail waits for it; a browser would rather be told).
 //
 // The writer is never slowed by a stream: the stream reads the table
 // through its own read-only mapping (reader.Tail), so nothing is queued

@@ -28,6 +28,10 @@ import (
 //	POST /write, /api/v2/write   line protocol, all or nothing, 204 once durable
 //	GET  /query                  rows as json or csv, streamed
 //	GET  /latest                 each symbol's last row at or before a time
+//	GET  /tail                   new rows as Server-Sent Events
+//	GET  /bars                   one symbol's OHLCV bars
+//	GET  /api/tables             each table's schema and state (the console)
+//	GET  /                       the web console (no token needed: no data)
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
 //	GET  /health                 liveness (no token needed)
@@ -39,6 +43,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
 	mux.HandleFunc("/query", h.auth("/query", h.query))
 	mux.HandleFunc("/latest", h.auth("/latest", h.latest))
+	mux.HandleFunc("/tail", h.authQuery("/tail", h.tail))
+	mux.HandleFunc("/bars", h.auth("/bars", h.bars))
+	mux.HandleFunc("GET /api/tables", h.auth("/api/tables", h.tables))
+	page, assets := h.consoleHandler()
+	mux.HandleFunc("GET /{$}", h.count("/", page))
+	mux.HandleFunc("GET /console/", h.count("/console/", assets))
 	mux.Handle("/metrics", h.auth("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))
@@ -73,6 +83,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (write
+// deadlines for /tail).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
@@ -96,6 +110,22 @@ func (h *httpAPI) auth(path string, next http.HandlerFunc) http.HandlerFunc {
 		if tok := h.s.opts.Token; tok != "" && !tokenOK(r.Header.Get("Authorization"), tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tickdb"`)
 			http.Error(w, "unauthorized: send Authorization: Bearer <token> or Token <token>", http.StatusUnauthorized)
+			return
+		}
+		next(w, r)
+	})
+}
+
+// authQuery is auth that also takes the token as the token query
+// parameter: a browser's EventSource cannot send headers. Only /tail
+// takes it there (a token in a URL can end up in logs and history).
+func (h *httpAPI) authQuery(path string, next http.HandlerFunc) http.HandlerFunc {
+	return h.count(path, func(w http.ResponseWriter, r *http.Request) {
+		tok := h.s.opts.Token
+		if tok != "" && !tokenOK(r.Header.Get("Authorization"), tok) &&
+			subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("token")), []byte(tok)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tickdb"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token> or Token <token>, or the token query parameter", http.StatusUnauthorized)
 			return
 		}
 		next(w, r)
@@ -315,6 +345,16 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 // status (400 for a bad query, 404 for no such table); after, the
 // stream ends short so the client sees a broken body.
 func (h *httpAPI) serveRows(w http.ResponseWriter, r *http.Request, endpoint, table string, run func(context.Context, *reader.Reader, *query.Encoder) error) {
+	h.serveEncoded(w, r, endpoint, table, nil, run)
+}
+
+// newEncoderFunc makes the encoder for computed rows (bars) over an open
+// reader; its error is the request's (400 for query.ErrBadQuery).
+type newEncoderFunc func(io.Writer, query.Format, query.TsFormat, *reader.Reader) (*query.Encoder, error)
+
+// serveEncoded is serveRows with the encoder made by newEnc, or for the
+// table's rows when newEnc is nil.
+func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint, table string, newEnc newEncoderFunc, run func(context.Context, *reader.Reader, *query.Encoder) error) {
 	qs := r.URL.Query()
 	bad := func(msg string) { h.writeError(w, http.StatusBadRequest, "invalid", msg, 0) }
 	fv := qs.Get("format")
@@ -345,12 +385,24 @@ func (h *httpAPI) serveRows(w http.ResponseWriter, r *http.Request, endpoint, ta
 		return
 	}
 	defer rd.Close()
+	var enc *query.Encoder
+	if newEnc == nil {
+		enc = query.NewEncoder(w, f, tf, rd.Schema(), table, rd.Symbol)
+	} else {
+		if enc, err = newEnc(w, f, tf, rd); err != nil {
+			status, code := http.StatusInternalServerError, "internal error"
+			if errors.Is(err, query.ErrBadQuery) {
+				status, code = http.StatusBadRequest, "invalid"
+			}
+			h.writeError(w, status, code, err.Error(), 0)
+			return
+		}
+	}
 	if fv == "csv" {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	} else {
 		w.Header().Set("Content-Type", "application/x-ndjson") // one JSON object per line
 	}
-	enc := query.NewEncoder(w, f, tf, rd.Schema(), table, rd.Symbol)
 	if err := run(r.Context(), rd, enc); err != nil {
 		if enc.Written() == 0 { // nothing sent yet: the status can still say why
 			w.Header().Del("Content-Type")

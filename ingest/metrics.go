@@ -31,6 +31,8 @@ type metrics struct {
 	visibleHist  *hdrhistogram.Histogram
 	visibleMu    sync.Mutex
 	httpReqs     *prometheus.CounterVec
+	tailStreams  prometheus.Gauge
+	tailCutoffs  prometheus.Counter
 
 	logMu      sync.Mutex
 	logWindow  time.Time
@@ -86,9 +88,15 @@ func newMetrics() *metrics {
 		httpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickdb_http_requests_total", Help: "HTTP requests, by path and status code.",
 		}, []string{"path", "code"}),
+		tailStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickdb_http_tail_streams", Help: "Open GET /tail event streams.",
+		}),
+		tailCutoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickdb_http_tail_cutoffs_total", Help: "GET /tail clients cut off because they did not take their events within the write timeout.",
+		}),
 	}
 	m.reg.MustRegister(m.accepted, m.rejectedV, m.conns, m.connsRefused, m.connsClosed, m.bytesRead,
-		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.visibleSec, m.httpReqs)
+		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.visibleSec, m.httpReqs, m.tailStreams, m.tailCutoffs)
 	return m
 }
 

@@ -45,6 +45,13 @@ type Options struct {
 	ReadBuffer int
 	// MaxBody is the largest HTTP write body (default 256 MiB).
 	MaxBody int64
+	// MaxStreams caps the GET /tail streams open at once (default
+	// DefaultMaxStreams); a request over it gets 503.
+	MaxStreams int
+	// StreamWriteTimeout is how long a GET /tail client may take to accept
+	// one batch of events before it is cut off (default
+	// DefaultStreamWriteTimeout).
+	StreamWriteTimeout time.Duration
 	// RingSlots and BatchBytes size each loop's queue to the writer:
 	// RingSlots batches (a power of two, default 16) of about BatchBytes
 	// (default 256 KiB) of parsed lines.
@@ -60,7 +67,8 @@ type Options struct {
 	// Logger receives start/stop lines and rate-limited bad-input lines.
 	Logger *slog.Logger
 
-	slowApply time.Duration // tests: the writer sleeps this long per batch
+	slowApply     time.Duration // tests: the writer sleeps this long per batch
+	tailHeartbeat time.Duration // tests: the /tail heartbeat (default tailHeartbeat)
 }
 
 func (o *Options) withDefaults() *Options {
@@ -95,6 +103,15 @@ func (o *Options) withDefaults() *Options {
 	if r.BatchBytes <= 0 {
 		r.BatchBytes = 256 << 10
 	}
+	if r.MaxStreams <= 0 {
+		r.MaxStreams = DefaultMaxStreams
+	}
+	if r.StreamWriteTimeout <= 0 {
+		r.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if r.tailHeartbeat <= 0 {
+		r.tailHeartbeat = tailHeartbeat
+	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -114,6 +131,8 @@ type Server struct {
 	http     *http.Server
 	httpLis  net.Listener
 	httpDone chan error
+	streams  chan struct{} // a token per open /tail stream
+	closing  chan struct{} // closed when HTTP shuts down: streams end
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
@@ -125,7 +144,7 @@ func Start(opts *Options) (*Server, error) {
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
 	}
-	s := &Server{opts: o, log: o.Logger, m: newMetrics()}
+	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{})}
 	o.Writer.OnFlush = s.m.flushed
 	var rings []*ring
 	if o.ILPAddr != "off" {
@@ -152,6 +171,9 @@ func Start(opts *Options) (*Server, error) {
 		}
 		s.httpLis = hl
 		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		// Shutdown waits for the requests in flight; a /tail stream would
+		// never end by itself.
+		s.http.RegisterOnShutdown(func() { close(s.closing) })
 	}
 	s.sink.openExisting()
 	if s.lis != nil {

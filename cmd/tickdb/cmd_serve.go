@@ -31,6 +31,8 @@ type serveOpts struct {
 	retainBytes   byteSize
 	compactAfter  time.Duration
 	hotBytes      byteSize
+	maxStreams    int
+	streamTimeout time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -42,8 +44,9 @@ func newServeCmd(g *globals) *cobra.Command {
 loops, no goroutine per connection) and over HTTP (POST /write and
 /api/v2/write), and feeds every table through one pinned writer goroutine.
 A table is created from its first line. HTTP also serves GET /query,
-/latest, /metrics (Prometheus), /settings (for QuestDB's clients) and
-/health.
+/latest, /bars (OHLCV), /tail (new rows as Server-Sent Events), /metrics
+(Prometheus), /settings (for QuestDB's clients), /health, and a web
+console at / (tables, queries, a live candlestick chart).
 
 Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
 it gracefully: every accepted row is made durable before it exits 0.`,
@@ -64,6 +67,8 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections idle this long")
 	f.Var(&o.lineLimit, "line-limit", "longest line accepted (bytes, or with K/M)")
 	f.IntVar(&o.loops, "loops", 2, "epoll event loops")
+	f.IntVar(&o.maxStreams, "max-streams", ingest.DefaultMaxStreams, "GET /tail streams open at once (503 over it)")
+	f.DurationVar(&o.streamTimeout, "stream-write-timeout", ingest.DefaultStreamWriteTimeout, "cut off a GET /tail client that takes longer than this to accept a batch of events")
 	f.Var(&o.segment, "segment-size", "segment file size for new tables")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
@@ -82,6 +87,9 @@ func hotOption(n int64) int64 {
 }
 
 func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
+	if o.maxStreams <= 0 || o.streamTimeout <= 0 {
+		return fmt.Errorf("--max-streams %d, --stream-write-timeout %v: want both positive", o.maxStreams, o.streamTimeout)
+	}
 	if o.retainAge < 0 || o.compactAfter < 0 {
 		return fmt.Errorf("--retain-age %v, --compact-after %v: negative", o.retainAge, o.compactAfter)
 	}
@@ -107,7 +115,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		DB: g.db, ILPAddr: o.ilp, HTTPAddr: o.http, Loops: o.loops,
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
-		LiveRoot: o.liveDir, Logger: log,
+		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})

@@ -1,0 +1,398 @@
+// tickdb console: Tables, Query and Chart panels over the server's HTTP API
+// (GET /api/tables, /query, /bars and the /tail event stream). No build
+// step, no dependency but the vendored uPlot.
+(() => {
+  'use strict';
+
+  const $ = (id) => document.getElementById(id);
+  const TOKEN_KEY = 'tickdb.token';
+  let token = sessionStorage.getItem(TOKEN_KEY) || '';
+  let tables = [];
+  let afterToken = []; // what to run again once a token is given
+
+  class AuthError extends Error {}
+
+  function status(msg, isError) {
+    const el = $('status');
+    el.textContent = msg || '';
+    el.className = isError ? 'error' : 'muted';
+  }
+
+  function askToken(retry) {
+    if (retry && !afterToken.includes(retry)) afterToken.push(retry);
+    $('token-form').hidden = false;
+    status('this server needs a token', true);
+    $('token').focus();
+  }
+
+  $('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    token = $('token').value.trim();
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $('token-form').hidden = true;
+    status('');
+    const again = afterToken;
+    afterToken = [];
+    again.forEach((fn) => fn());
+  });
+
+  // api fetches a guarded path with the token; a 401 asks for the token
+  // and runs retry once it is given.
+  async function api(path, retry) {
+    const headers = token ? { Authorization: 'Bearer ' + token } : {};
+    const resp = await fetch(path, { headers });
+    if (resp.status === 401) {
+      askToken(retry);
+      throw new AuthError('unauthorized');
+    }
+    if (!resp.ok) {
+      let msg = 'HTTP ' + resp.status;
+      try {
+        const e = await resp.json();
+        if (e.message) msg = e.message;
+      } catch (_) { /* not JSON */ }
+      throw new Error(msg);
+    }
+    return resp;
+  }
+
+  const ndjson = (text) => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
+
+  function fail(where, err) {
+    if (err instanceof AuthError) return;
+    status(where + ': ' + err.message, true);
+  }
+
+  // Times: ns since the epoch (numbers lose the last digits past 2^53,
+  // which only the display rounds away) and RFC 3339.
+  const fmtTime = (ns) => (ns === undefined || ns === null) ? '' : new Date(Math.floor(ns / 1e6)).toISOString();
+  const fmtNum = (n) => (n === undefined || n === null) ? '' : Number(n).toLocaleString('en-US');
+  function fmtBytes(n) {
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : n) + ' ' + u[i];
+  }
+
+  function cell(tr, text, num) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    if (num) td.className = 'num';
+    tr.appendChild(td);
+    return td;
+  }
+
+  // ---- Tables ----
+
+  async function refreshTables() {
+    let body;
+    try {
+      body = await (await api('/api/tables', refreshTables)).json();
+    } catch (err) {
+      fail('tables', err);
+      return;
+    }
+    tables = body.tables;
+    const tb = $('tables').tBodies[0];
+    tb.replaceChildren();
+    for (const t of tables) {
+      const tr = document.createElement('tr');
+      tr.dataset.table = t.name;
+      cell(tr, t.name);
+      cell(tr, t.schema.map((c) => c.name + ' ' + c.type).join(', '));
+      cell(tr, fmtNum(t.rows - t.first), true).className = 'num rows';
+      cell(tr, fmtTime(t.first_ts));
+      cell(tr, fmtTime(t.last_ts));
+      cell(tr, fmtNum(t.symbol_count), true);
+      cell(tr, fmtBytes(t.bytes), true);
+      cell(tr, t.writer + (t.writer_pid ? ' (pid ' + t.writer_pid + ')' : ''));
+      cell(tr, fmtNum(t.out_of_order), true);
+      cell(tr, fmtNum(t.late), true);
+      if (t.error) cell(tr, t.error).className = 'error';
+      tb.appendChild(tr);
+    }
+    $('tables-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+    for (const id of ['q-table', 'c-table']) fillTables($(id));
+    fillSyms('q-table', 'q-syms');
+    fillSyms('c-table', 'c-syms');
+  }
+
+  function fillTables(sel) {
+    const keep = sel.value;
+    const names = tables.map((t) => t.name);
+    if ([...sel.options].map((o) => o.value).join('\n') === names.join('\n')) return;
+    sel.replaceChildren(...names.map((n) => new Option(n, n)));
+    if (names.includes(keep)) sel.value = keep;
+  }
+
+  function fillSyms(tableSel, listID) {
+    const t = tables.find((x) => x.name === $(tableSel).value);
+    const list = $(listID);
+    const syms = t ? t.symbols : [];
+    if ([...list.options].map((o) => o.value).join('\n') === syms.join('\n')) return;
+    list.replaceChildren(...syms.map((s) => new Option(s, s)));
+  }
+  $('q-table').addEventListener('change', () => fillSyms('q-table', 'q-syms'));
+  $('c-table').addEventListener('change', () => fillSyms('c-table', 'c-syms'));
+
+  // ---- Query ----
+
+  // A page starts at from (a row's ts) after skip rows with that ts, so
+  // that paging is exact when many rows share a ts.
+  let pages = [];
+  let page = 0;
+
+  function queryParams(extra) {
+    const p = new URLSearchParams({ table: $('q-table').value });
+    for (const k of ['sym', 'from', 'to']) {
+      const v = $('q-' + k).value.trim();
+      if (v) p.set(k, v);
+    }
+    for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
+    return p;
+  }
+
+  async function runPage() {
+    const limit = Math.max(1, parseInt($('q-limit').value, 10) || 100);
+    const { from, skip } = pages[page];
+    const p = queryParams({ limit: String(limit + skip + 1), format: 'json' });
+    if (from !== null) p.set('from', from);
+    let rows;
+    try {
+      rows = ndjson(await (await api('/query?' + p, runPage)).text());
+    } catch (err) {
+      fail('query', err);
+      $('q-info').textContent = '';
+      return;
+    }
+    rows = rows.slice(skip);
+    const more = rows.length > limit;
+    rows = rows.slice(0, limit);
+    renderRows(rows);
+    $('q-info').textContent = rows.length ? 'page ' + (page + 1) + ': ' + rows.length + ' rows' : 'no rows';
+    $('q-prev').disabled = page === 0;
+    $('q-next').disabled = !more;
+    if (more && pages.length === page + 1) {
+      const last = rows[rows.length - 1].ts;
+      let same = rows.filter((r) => r.ts === last).length;
+      if (from === last) same += skip; // the whole page shares one ts
+      pages.push({ from: last, skip: same });
+    }
+    status('');
+  }
+
+  function renderRows(rows) {
+    const t = $('q-result');
+    const cols = rows.length ? Object.keys(rows[0]) : [];
+    const hr = document.createElement('tr');
+    for (const c of cols) {
+      const th = document.createElement('th');
+      th.textContent = c;
+      hr.appendChild(th);
+    }
+    t.tHead.replaceChildren(hr);
+    t.tBodies[0].replaceChildren(...rows.map((r) => {
+      const tr = document.createElement('tr');
+      for (const c of cols) cell(tr, r[c] === null ? '' : String(r[c]), typeof r[c] === 'number');
+      return tr;
+    }));
+  }
+
+  $('query-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    pages = [{ from: null, skip: 0 }];
+    page = 0;
+    runPage();
+  });
+  $('q-next').addEventListener('click', () => { page++; runPage(); });
+  $('q-prev').addEventListener('click', () => { page = Math.max(0, page - 1); runPage(); });
+
+  // Downloads go through fetch, so that they carry the token too.
+  async function download(format) {
+    const p = queryParams({ format });
+    const limit = $('q-limit').value.trim();
+    if (limit) p.set('limit', limit);
+    try {
+      const blob = await (await api('/query?' + p)).blob();
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = p.get('table') + (format === 'csv' ? '.csv' : '.ndjson');
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    } catch (err) {
+      fail('download', err);
+    }
+  }
+  $('q-csv').addEventListener('click', (ev) => { ev.preventDefault(); download('csv'); });
+  $('q-json').addEventListener('click', (ev) => { ev.preventDefault(); download('json'); });
+
+  // ---- Chart ----
+
+  const UNIT_NS = { ms: 1000000n, s: 1000000000n, m: 60000000000n, h: 3600000000000n, d: 86400000000000n };
+  const intervalNs = (s) => {
+    const m = /^(\d+)(ms|s|m|h|d)$/.exec(s);
+    return BigInt(m[1]) * UNIT_NS[m[2]];
+  };
+
+  // chart holds the shown series: x (bucket start, s), open, high, low,
+  // close, volume; and the live stream feeding it.
+  const chart = { plot: null, data: [[], [], [], [], [], []], iv: 0n, field: 'price', volume: 'size', es: null, pending: [], frame: 0 };
+
+  function candles(u) {
+    const [xs, o, h, l, c] = u.data;
+    if (xs.length === 0) return;
+    const ctx = u.ctx;
+    const ivSec = Number(chart.iv) / 1e9;
+    const w = Math.max(1, Math.min(40, (u.valToPos(xs[0] + ivSec, 'x', true) - u.valToPos(xs[0], 'x', true)) * 0.7));
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.clip();
+    for (let i = 0; i < xs.length; i++) {
+      if (o[i] === null || Number.isNaN(o[i])) continue;
+      const x = Math.round(u.valToPos(xs[i] + ivSec / 2, 'x', true));
+      const yo = u.valToPos(o[i], 'y', true), yc = u.valToPos(c[i], 'y', true);
+      const yh = u.valToPos(h[i], 'y', true), yl = u.valToPos(l[i], 'y', true);
+      const color = c[i] >= o[i] ? '#16a34a' : '#dc2626';
+      ctx.strokeStyle = color;
+      ctx.fillStyle = color;
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(x + 0.5, yh);
+      ctx.lineTo(x + 0.5, yl);
+      ctx.stroke();
+      ctx.fillRect(Math.round(x - w / 2), Math.min(yo, yc), Math.round(w), Math.max(1, Math.abs(yc - yo)));
+    }
+    ctx.restore();
+  }
+
+  function makePlot() {
+    const el = $('chart');
+    el.replaceChildren();
+    const hidden = (label) => ({ label, scale: 'y', paths: () => null, points: { show: false } });
+    const opts = {
+      width: Math.max(300, el.clientWidth),
+      height: 360,
+      // x: room for the last candle, drawn across its bucket.
+      scales: { x: { time: true, range: (u, min, max) => [min, max + Number(chart.iv) / 1e9] }, vol: { range: (u, min, max) => [0, Math.max(1, max) * 4] } },
+      series: [
+        {},
+        hidden('open'), hidden('high'), hidden('low'), hidden('close'),
+        { label: 'volume', scale: 'vol', paths: uPlot.paths.bars({ size: [0.7, 40], align: 1 }), fill: 'rgba(100,116,139,0.35)', stroke: 'rgba(100,116,139,0.6)', points: { show: false } },
+      ],
+      axes: [{}, { scale: 'y' }],
+      hooks: { draw: [candles] },
+      legend: { show: true },
+    };
+    chart.plot = new uPlot(opts, chart.data, el);
+  }
+
+  function showLast() {
+    const d = chart.data;
+    const n = d[0].length;
+    $('chart-last').textContent = n === 0 ? 'none' :
+      new Date(d[0][n - 1] * 1000).toISOString() + ' O ' + d[1][n - 1] + ' H ' + d[2][n - 1] + ' L ' + d[3][n - 1] + ' C ' + d[4][n - 1] + ' V ' + d[5][n - 1];
+  }
+
+  function stopLive() {
+    if (chart.es) chart.es.close();
+    chart.es = null;
+    chart.pending = [];
+    if (chart.frame) cancelAnimationFrame(chart.frame);
+    chart.frame = 0;
+  }
+
+  async function showChart() {
+    stopLive();
+    const table = $('c-table').value, sym = $('c-sym').value.trim(), ivs = $('c-interval').value;
+    if (!table || !sym) return;
+    chart.iv = intervalNs(ivs);
+    chart.field = $('c-field').value.trim() || 'price';
+    chart.volume = $('c-volume').value.trim() || 'size';
+    await refreshTables(); // a fresh row count: where the live stream starts
+    const t = tables.find((x) => x.name === table);
+    const p = new URLSearchParams({ table, sym, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
+    let from = $('c-from').value.trim();
+    if (!from && t && t.last_ts) from = String(BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n - 500n * chart.iv); // about the last 500 bars
+    if (from) p.set('from', from);
+    const next = t ? t.rows : 0; // the live stream starts here
+    let bars;
+    try {
+      bars = ndjson(await (await api('/bars?' + p, showChart)).text());
+    } catch (err) {
+      fail('chart', err);
+      return;
+    }
+    chart.data = [bars.map((b) => b.ts / 1e9), bars.map((b) => b.open), bars.map((b) => b.high), bars.map((b) => b.low), bars.map((b) => b.close), bars.map((b) => b.volume)];
+    makePlot();
+    showLast();
+    $('c-info').textContent = bars.length + ' bars';
+    status('');
+    if ($('c-live').checked) startLive(table, sym, next);
+  }
+
+  // startLive follows the table from seq next. Rows published while the
+  // bars loaded may be counted twice in the last candle (see README).
+  function startLive(table, sym, next) {
+    const p = new URLSearchParams({ table, sym, ts: 'ns', from: String(next) });
+    if (token) p.set('token', token); // EventSource cannot send headers
+    const es = new EventSource('/tail?' + p);
+    chart.es = es;
+    es.onopen = () => { $('c-info').textContent = chart.data[0].length + ' bars, live'; };
+    es.onmessage = (ev) => {
+      chart.pending.push(ev.data);
+      if (!chart.frame) chart.frame = requestAnimationFrame(applyLive);
+    };
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) $('c-info').textContent = chart.data[0].length + ' bars, live stream closed';
+      else $('c-info').textContent = chart.data[0].length + ' bars, reconnecting';
+    };
+  }
+
+  // applyLive folds the rows that arrived since the last frame into the
+  // candles and draws once.
+  function applyLive() {
+    chart.frame = 0;
+    const rows = chart.pending;
+    chart.pending = [];
+    const d = chart.data;
+    for (const data of rows) {
+      // The exact ns ts from the text (JSON numbers lose digits).
+      const m = /^\{"ts":(-?\d+)/.exec(data);
+      if (!m) continue;
+      const ts = BigInt(m[1]);
+      let off = ts % chart.iv;
+      if (off < 0n) off += chart.iv;
+      const x = Number((ts - off) / 1000000n) / 1000;
+      const row = JSON.parse(data);
+      const v = row[chart.field], vol = row[chart.volume] || 0;
+      if (typeof v !== 'number') continue;
+      const n = d[0].length;
+      if (n > 0 && d[0][n - 1] === x) {
+        const i = n - 1;
+        if (d[1][i] === null) { d[1][i] = v; d[2][i] = v; d[3][i] = v; }
+        d[2][i] = Math.max(d[2][i], v);
+        d[3][i] = Math.min(d[3][i], v);
+        d[4][i] = v;
+        d[5][i] += vol;
+      } else if (n === 0 || x > d[0][n - 1]) {
+        d[0].push(x); d[1].push(v); d[2].push(v); d[3].push(v); d[4].push(v); d[5].push(vol);
+      }
+    }
+    if (chart.plot) chart.plot.setData(d);
+    showLast();
+  }
+
+  $('chart-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    showChart();
+  });
+  window.addEventListener('resize', () => {
+    if (chart.plot) chart.plot.setSize({ width: Math.max(300, $('chart').clientWidth), height: 360 });
+  });
+
+  refreshTables();
+  setInterval(refreshTables, 3000);
+})();

@@ -1,0 +1,164 @@
+package ingest
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// console is the web console: a single page (index.html) with its script,
+// style and the vendored uPlot (console/vendor/uplot, MIT, its licence
+// beside it), all embedded: nothing is built or fetched at run time.
+//
+//go:embed console
+var console embed.FS
+
+// consoleHandler serves GET / (the page) and /console/... (its assets).
+// Neither needs the token: they hold no data, and the page must load to
+// ask for the token. Every request the page makes for data is guarded.
+func (h *httpAPI) consoleHandler() (page, assets http.HandlerFunc) {
+	sub, _ := fs.Sub(console, "console") // a constant path: cannot fail
+	files := http.StripPrefix("/console/", http.FileServerFS(sub))
+	page = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeFileFS(w, r, sub, "index.html")
+	}
+	assets = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/console/" || r.URL.Path == "/console/index.html" {
+			http.Redirect(w, r, "/", http.StatusMovedPermanently)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}
+	return page, assets
+}
+
+// apiTable is one table in GET /api/tables.
+type apiTable struct {
+	Name       string      `json:"name"`
+	Schema     []apiColumn `json:"schema"`
+	Rows       uint64      `json:"rows"`  // published rows (the next seq)
+	First      uint64      `json:"first"` // first seq not deleted by retention
+	FirstTs    *int64      `json:"first_ts,omitempty"`
+	LastTs     *int64      `json:"last_ts,omitempty"`
+	Symbols    []string    `json:"symbols"` // in id order, at most apiSymbols
+	SymCount   int         `json:"symbol_count"`
+	Bytes      int64       `json:"bytes"` // on-disk size
+	WriterPid  int         `json:"writer_pid,omitempty"`
+	Writer     string      `json:"writer"` // closed, open or recovering
+	OutOfOrder uint64      `json:"out_of_order"`
+	Late       uint64      `json:"late"`
+	Error      string      `json:"error,omitempty"`
+}
+
+type apiColumn struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// apiSymbols bounds the symbol names one table lists.
+const apiSymbols = 1000
+
+// tables is GET /api/tables: what the console's Tables panel shows, from
+// reader.Stat for each table: {"tables":[...]} in name order. A table
+// that cannot be read is listed with its error.
+func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
+	ents, err := os.ReadDir(h.s.opts.DB)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
+		return
+	}
+	out := struct {
+		Tables []apiTable `json:"tables"`
+	}{Tables: []apiTable{}}
+	for _, e := range ents {
+		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
+			continue // also a table being created: ".<name>.tmp-*"
+		}
+		if _, err := os.Stat(filepath.Join(h.s.opts.DB, e.Name(), store.CtlName)); err != nil {
+			continue
+		}
+		t := apiTable{Name: e.Name(), Schema: []apiColumn{}, Symbols: []string{}}
+		if err := statAPI(h.s.opts.DB, &t); err != nil {
+			t.Error = err.Error()
+		}
+		out.Tables = append(out.Tables, t)
+	}
+	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+}
+
+// statAPI fills t from the table's reader.
+func statAPI(db string, t *apiTable) error {
+	r, err := reader.Open(db, t.Name, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, c := range r.Schema().Cols {
+		t.Schema = append(t.Schema, apiColumn{c.Name, c.Type.String()})
+	}
+	st, err := r.Stat()
+	if err != nil {
+		return err
+	}
+	t.Rows, t.First, t.OutOfOrder, t.Late, t.SymCount = st.Rows, st.First, st.OutOfOrder, st.Late, st.Symbols
+	if st.Rows > st.First {
+		t.FirstTs, t.LastTs = &st.FirstTs, &st.LastTs
+	}
+	switch st.WriterState {
+	case index.StateClosed:
+		t.Writer = "closed"
+	case index.StateRecovering:
+		t.Writer, t.WriterPid = "recovering", st.WriterPid
+	default:
+		t.Writer, t.WriterPid = "open", st.WriterPid
+	}
+	for id := range min(st.Symbols, apiSymbols) {
+		name, err := r.Symbol(uint32(id))
+		if err != nil {
+			return err
+		}
+		t.Symbols = append(t.Symbols, name)
+	}
+	t.Bytes, err = treeBytes(r.Dir())
+	return err
+}
+
+// treeBytes sums the sizes of the regular files under dir (as tickdb
+// stat's bytes), skipping files removed meanwhile (retention).
+func treeBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	return n, err
+}

@@ -7,8 +7,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -16,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +27,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -139,21 +143,22 @@ func verify(t *testing.T, db, table string) {
 	}
 }
 
-// python returns an interpreter that has numpy: /usr/bin/python3 (where
-// Debian's python3-numpy installs) first, then python3 on PATH. Without one
-// the test fails under CI and skips elsewhere.
+// python returns an interpreter that has numpy and zstandard (for
+// compressed segments): /usr/bin/python3 (where Debian's python3-numpy and
+// python3-zstandard install) first, then python3 on PATH. Without one the
+// test fails under CI and skips elsewhere.
 func python(t *testing.T) string {
 	t.Helper()
 	var cands []string
 	for _, c := range []string{"/usr/bin/python3", "python3"} {
 		if p, err := exec.LookPath(c); err == nil {
 			cands = append(cands, p)
-			if exec.Command(p, "-c", "import numpy").Run() == nil {
+			if exec.Command(p, "-c", "import numpy, zstandard").Run() == nil {
 				return p
 			}
 		}
 	}
-	msg := fmt.Sprintf("no python3 with numpy (tried %v); install python3-numpy", cands)
+	msg := fmt.Sprintf("no python3 with numpy and zstandard (tried %v); install python3-numpy and python3-zstandard", cands)
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
@@ -531,32 +536,301 @@ func TestPythonReaderAfterReopen(t *testing.T) {
 	checkRows(t, rows, ticks)
 }
 
-// TestPythonReaderRefusesCompressed: the numpy reader reads raw segments
-// only; on a compacted table it must say so (the compressed file's format
-// version and what to do), never read other rows.
-func TestPythonReaderRefusesCompressed(t *testing.T) {
-	py := python(t)
-	db, live := testutil.DB(t)
-	const table = "ticks"
-	opts := &writer.Options{Schema: pySchema, SegmentSize: 64 << 10, LiveDir: live}
-	w, err := writer.Open(db, table, opts)
+// noSymSchema has no sym column: compaction writes it in compressed
+// format version 1 (seq order, f64 and i64 deltas from the previous row).
+var noSymSchema = store.MustSchema(
+	store.Column{Name: "ts", Type: store.TypeTs},
+	store.Column{Name: "price", Type: store.TypeF64},
+	store.Column{Name: "size", Type: store.TypeI64},
+	store.Column{Name: "flag", Type: store.TypeBool},
+	store.Column{Name: "qty", Type: store.TypeI64},
+)
+
+// zTicks is genTicks skewed for compressed segments: a third of the rows
+// are AAPL (so it fills several 4,096-row blocks of a clustered segment),
+// and with late, every 50th row goes back up to 900 ns in ts (a late row,
+// inside a 1,000 ns late window).
+func zTicks(n int, ids map[string]uint32, late bool) []tick {
+	ticks := genTicks(n, ids)
+	for i := range ticks {
+		k := &ticks[i]
+		if i%3 == 1 {
+			k.sym, k.symID = "AAPL", ids["AAPL"]
+		}
+		if late && i%50 == 7 {
+			k.ts -= int64(100 + i%9*100)
+		}
+	}
+	return ticks
+}
+
+// appendAny appends ticks[from:to] with w, setting the schema's columns
+// that exist (appendTicks for any schema).
+func appendAny(t *testing.T, w *writer.Writer, ticks []tick, from, to int) {
+	t.Helper()
+	s, row := w.Schema(), w.NewRow()
+	for i := from; i < to; i++ {
+		k := &ticks[i]
+		clear(row)
+		row.SetTs(k.ts)
+		for _, c := range s.Cols {
+			col, _ := s.Col(c.Name)
+			switch c.Name {
+			case "sym":
+				row.SetSym(col, k.symID)
+			case "venue":
+				row.SetSym(col, k.vnID)
+			case "price":
+				row.SetF64(col, k.price)
+			case "size":
+				row.SetI64(col, k.size)
+			case "qty":
+				row.SetI64(col, k.qty)
+			case "flag":
+				row.SetBool(col, k.flag)
+			}
+		}
+		if seq, err := w.Append(row); err != nil || seq != uint64(i) {
+			t.Fatalf("append row %d: seq %d, %v", i, seq, err)
+		}
+	}
+}
+
+// zVersions returns the compressed format version of each segment of
+// table dir below n (0: raw), and how many of the compressed ones have
+// the header flag FlagLate (late rows, FORMAT §14).
+func zVersions(t *testing.T, dir string, n uint64) (versions []int, late int) {
+	t.Helper()
+	for s := range n {
+		b, err := os.ReadFile(store.ZSegPath(dir, s))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			versions = append(versions, 0)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			versions = append(versions, int(binary.LittleEndian.Uint32(b[8:])))
+			late += int(binary.LittleEndian.Uint32(b[12:]) & cseg.FlagLate)
+		}
+	}
+	return versions, late
+}
+
+// rewriteV1 rewrites compressed segment n of table dir (schema s) in
+// format version 1, as a table compacted by an older tickdb holds it.
+func rewriteV1(t *testing.T, dir string, s *store.Schema, n, rps uint64) {
+	t.Helper()
+	path := store.ZSegPath(dir, n)
+	head, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ticks := genTicks(3000, ids)
-	appendTicks(t, w, w.NewRow(), ticks, 0, 3000)
-	if _, err := w.CloseCompacted(0); err != nil {
+	h := cseg.Header{SegNo: n, RowSize: s.RowSize, RowsPerSeg: rps, LateWindow: math.MaxInt64}
+	copy(h.TableID[:], head[16:32])
+	z, err := cseg.Open(path, s, h)
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, err := pythonCLI(t, py, db, table, "--format", "json")
-	if err == nil || !strings.Contains(stderr, "compressed segment, format version 2") || !strings.Contains(stderr, "tickdb export") {
-		t.Fatalf("python reader on a compacted table: %v\n%s", err, stderr)
+	var rows, dst []byte
+	for b := range z.Blocks() {
+		if dst, err = z.Block(b, dst); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, dst...)
+	}
+	h.Rows = z.Rows()
+	z.Close()
+	var buf bytes.Buffer
+	if _, err := cseg.EncodeV1(&buf, s, h, rows, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".v1", buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".v1", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pyRowsHash has the Python reader's library read the table and print
+// its first seq, row count and the SHA-256 of the rows' bytes (check words
+// and padding included).
+func pyRowsHash(t *testing.T, py, db, table string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := "import sys, hashlib; sys.path.insert(0, sys.argv[1]); import tickdb_reader as tr; " +
+		"s = tr.read_table(sys.argv[2], sys.argv[3]); " +
+		"print(s.first_seq, len(s.rows), hashlib.sha256(s.rows.tobytes()).hexdigest())"
+	out, err := exec.CommandContext(ctx, py, "-c", prog, dir, db, table).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python read_table: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// checkPyAgainstGo compares what the Python reader prints (--format json)
+// for table with the Go reader's Get of every seq, value by value, and
+// the raw rows the Python library returns with Get's bytes.
+func checkPyAgainstGo(t *testing.T, py, db, live, table string) {
+	t.Helper()
+	r, err := reader.Open(db, table, &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sum, rows := runPython(t, py, db, table)
+	if sum.Unavailable != 0 || sum.FirstSeq != 0 || sum.Count != uint64(len(rows)) || r.Count() != sum.Count {
+		t.Fatalf("python summary %+v, Go reader count %d", sum, r.Count())
+	}
+	s := r.Schema()
+	h := sha256.New()
+	bad := 0
+	for seq := range sum.Count {
+		row, err := r.Get(seq)
+		if err != nil {
+			t.Fatalf("Go reader Get(%d): %v", seq, err)
+		}
+		h.Write(row)
+		got := rows[seq]
+		var gSeq uint64
+		if err := json.Unmarshal(got["seq"], &gSeq); err != nil || gSeq != seq || len(got) != len(s.Cols)+1 {
+			t.Fatalf("python row %d: %s", seq, mustJSON(got))
+		}
+		for _, c := range s.Cols {
+			col, _ := s.Col(c.Name)
+			raw := got[c.Name]
+			ok := false
+			switch c.Type {
+			case store.TypeTs, store.TypeI64:
+				var v int64
+				want := row.I64(col)
+				ok = json.Unmarshal(raw, &v) == nil && v == want
+			case store.TypeSym:
+				var v string
+				name, err := r.Symbol(row.Sym(col))
+				ok = err == nil && json.Unmarshal(raw, &v) == nil && v == name
+			case store.TypeBool:
+				var v bool
+				ok = json.Unmarshal(raw, &v) == nil && v == row.Bool(col)
+			case store.TypeF64:
+				str := string(raw)
+				if len(raw) > 0 && raw[0] == '"' {
+					_ = json.Unmarshal(raw, &str)
+				}
+				v, err := strconv.ParseFloat(str, 64)
+				want := row.F64(col)
+				ok = err == nil && (math.Float64bits(v) == math.Float64bits(want) || math.IsNaN(v) && math.IsNaN(want))
+			}
+			if !ok {
+				t.Errorf("row %d column %s: python printed %s, the Go reader has %x", seq, c.Name, raw, []byte(row))
+				if bad++; bad > 5 {
+					t.Fatal("too many mismatches")
+				}
+			}
+		}
+	}
+	want := fmt.Sprintf("0 %d %x", sum.Count, h.Sum(nil))
+	if got := pyRowsHash(t, py, db, table); got != want {
+		t.Errorf("python rows: first seq, count, sha256 %s; the Go reader's %s", got, want)
+	}
+}
+
+// TestPythonReaderCompressed: the numpy reader reads compacted tables
+// (docs/FORMAT.md §10), format version 2 (clustered by symbol, a schema
+// with a sym column), version 1 (seq order: a schema without one, and a
+// segment rewritten as an older tickdb wrote it), with late rows (the
+// FlagLate header flag) and without, closed and with a writer open (some
+// segments compressed, the next raw, the last live), and returns exactly
+// the rows the Go reader returns.
+func TestPythonReaderCompressed(t *testing.T) {
+	py := python(t)
+	const n = 40000
+	for _, tc := range []struct {
+		name   string
+		schema *store.Schema
+		late   bool
+		open   bool // compact with Compact(0) and read with the writer open
+	}{
+		{"v2", pySchema, false, false},
+		{"v2-late", pySchema, true, false},
+		{"v1", noSymSchema, false, false},
+		{"v1-late", noSymSchema, true, false},
+		{"v2-open-late", pySchema, true, true},
+		{"v1-open-late", noSymSchema, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, live := testutil.DB(t)
+			const table = "ticks"
+			opts := &writer.Options{Schema: tc.schema, SegmentSize: 16384 * int64(tc.schema.RowSize), LiveDir: live}
+			if tc.late {
+				opts.LateWindow = 1000
+			}
+			w, err := writer.Open(db, table, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = w.Close() }()
+			ids := map[string]uint32{}
+			if tc.schema.SymCol >= 0 {
+				for _, name := range append(append([]string{}, symNames...), venueNames...) {
+					if ids[name], err = w.SymbolString(name); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			ticks := zTicks(n, ids, tc.late)
+			dir := filepath.Join(db, table)
+			const rps = 16384
+			if !tc.open {
+				appendAny(t, w, ticks, 0, n)
+				if _, err := w.CloseCompacted(0); err != nil {
+					t.Fatal(err)
+				}
+				want := []int{2, 2, 2}
+				if tc.schema.SymCol < 0 {
+					want = []int{1, 1, 1}
+				} else {
+					// A table compacted by an older tickdb holds version 1
+					// segments next to version 2 ones.
+					rewriteV1(t, dir, tc.schema, 1, rps)
+					want[1] = 1
+				}
+				got, late := zVersions(t, dir, 3)
+				if !slices.Equal(got, want) || (late == 3) != tc.late || (late == 0) == tc.late {
+					t.Fatalf("compressed segment versions %v (%d with late rows), want %v (late rows: %v)", got, late, want, tc.late)
+				}
+				checkPyAgainstGo(t, py, db, live, table)
+				return
+			}
+			// Written, closed (a checkpoint), reopened and compacted: the
+			// segments below the newest sealed one are compressed; then
+			// more rows: sealed raw segments, and the last one live.
+			appendAny(t, w, ticks, 0, 2*rps+100)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if w, err = writer.Open(db, table, opts); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := w.Compact(0); err != nil || res.Segments != 1 {
+				t.Fatalf("compact: %+v, %v", res, err)
+			}
+			appendAny(t, w, ticks, 2*rps+100, n)
+			w.Publish()
+			v := 2
+			if tc.schema.SymCol < 0 {
+				v = 1
+			}
+			if got, late := zVersions(t, dir, 3); !slices.Equal(got, []int{v, 0, 0}) || late != 1 {
+				t.Fatalf("compressed segment versions %v (%d with late rows), want [%d 0 0] (1)", got, late, v)
+			}
+			checkPyAgainstGo(t, py, db, live, table)
+		})
 	}
 }
 

@@ -893,6 +893,36 @@ class Snapshot:
         return [decoded[i] for i in self.rows[column].tolist()]
 
 
+def _row_dtype(cols, row_size):
+    """The numpy structured dtype of rows: each column at its schema offset."""
+    return np.dtype({
+        "names": [c.name for c in cols],
+        "formats": [_TYPE_DTYPE[c.type] for c in cols],
+        "offsets": [c.offset for c in cols],
+        "itemsize": row_size,
+    })
+
+
+def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None):
+    """Decode a compressed segment file (seg-N.zdat, §10) on its own.
+
+    columns: the table's schema as Column(name, type code, offset) in schema
+    order (ts first); table_id: 16 bytes, or None to take the file's. Returns
+    the segment's rows as a structured array (check words recomputed for
+    sequence numbers seg_no*rows_per_seg + i). Raises CorruptError or
+    VersionError as Table.read does.
+    """
+    from types import SimpleNamespace
+    if table_id is None:
+        with open(path, "rb") as f:
+            table_id = f.read(32)[16:32]
+    cols = [Column(*c) for c in columns]
+    t = SimpleNamespace(columns=cols, row_size=row_size, rows_per_seg=rows_per_seg,
+                        table_id=bytes(table_id), dtype=_row_dtype(cols, row_size))
+    z = _ZSeg(t, seg_no, path)
+    return z.rows_range(0, z.rows).view(t.dtype)
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -964,12 +994,7 @@ class Table:
         if cols[0].type != TYPE_TS or cols[0].offset != 0:
             raise CorruptError(p, 72, "column 0 is not ts at offset 0")
         self.columns = cols
-        self.dtype = np.dtype({
-            "names": [c.name for c in cols],
-            "formats": [_TYPE_DTYPE[c.type] for c in cols],
-            "offsets": [c.offset for c in cols],
-            "itemsize": self.row_size,
-        })
+        self.dtype = _row_dtype(cols, self.row_size)
 
     # -- page 1
 

@@ -115,6 +115,70 @@ def crc32c(data, crc=0):
     return crc ^ 0xFFFFFFFF
 
 
+_CRC_NP = np.array(_CRC_TABLE, dtype=np.uint32)
+_CRC_SLICE = [_CRC_NP]  # slicing-by-4 tables: entry i advanced over 0, 1, 2, 3 more zero bytes
+for _ in range(3):
+    _CRC_SLICE.append((_CRC_SLICE[-1] >> np.uint32(8)) ^ _CRC_NP[_CRC_SLICE[-1] & 0xFF])
+_CRC_CHUNK = 64
+_CRC_SHIFT = []  # four 256-entry tables: a register advanced over _CRC_CHUNK zero bytes
+
+
+def _crc_shift_tables():
+    """Tables U0..U3 with U0[r & 0xFF] ^ U1[r >> 8 & 0xFF] ^ ... = the raw
+    register r advanced over _CRC_CHUNK zero bytes (a linear map)."""
+    if not _CRC_SHIFT:
+        basis = []
+        for i in range(32):
+            r = 1 << i
+            for _ in range(_CRC_CHUNK):
+                r = _CRC_TABLE[r & 0xFF] ^ (r >> 8)
+            basis.append(r)
+        basis = np.array(basis, np.uint32)
+        bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(bool)
+        _CRC_SHIFT.extend(np.bitwise_xor.reduce(np.where(bits, basis[8 * k:8 * k + 8], np.uint32(0)), axis=1)
+                          .astype(np.uint32) for k in range(4))
+    return _CRC_SHIFT
+
+
+def crc32c_many(bufs):
+    """CRC32C of each of bufs (bytes, at least 4 long), vectorised with numpy.
+
+    The CRC register is linear: the initial 0xFFFFFFFF is the same as the
+    first 4 bytes flipped and a zero register, leading zero bytes leave a
+    zero register zero, so each buffer is zero-padded at the front to whole
+    64-byte chunks, every chunk of every buffer is run in lockstep from a
+    zero register, and each buffer's chunk registers are folded (register
+    advanced over 64 zero bytes, by table, XOR the next chunk's)."""
+    if not bufs:
+        return []
+    C = _CRC_CHUNK
+    parts, nchunks = [], []
+    for b in bufs:
+        pad = -len(b) % C
+        parts += [bytes(pad), bytes(x ^ 0xFF for x in b[:4]), b[4:]]
+        nchunks.append((len(b) + pad) // C)
+    m = np.frombuffer(b"".join(parts), "<u4").reshape(-1, C // 4)
+    words = np.ascontiguousarray(m.T)  # words[j]: word j of every chunk
+    reg = np.zeros(len(m), np.uint32)
+    t0, t1, t2, t3 = _CRC_SLICE
+    for w in words:  # slicing by 4: a word at a time
+        reg ^= w
+        reg = t3[reg & 0xFF] ^ t2[(reg >> np.uint32(8)) & 0xFF] ^ t1[(reg >> np.uint32(16)) & 0xFF] ^ t0[reg >> np.uint32(24)]
+    nchunks = np.array(nchunks)
+    width = int(nchunks.max())
+    folded = np.zeros((len(bufs), width), np.uint32)  # right-aligned: leading zero chunks
+    rows = np.repeat(np.arange(len(bufs)), nchunks)
+    first = np.cumsum(nchunks) - nchunks
+    cols = np.arange(len(m)) - np.repeat(first, nchunks) + np.repeat(width - nchunks, nchunks)
+    folded[rows, cols] = reg
+    u0, u1, u2, u3 = _crc_shift_tables()
+    acc = np.zeros(len(bufs), np.uint32)
+    for i in range(width):
+        acc = (u0[acc & 0xFF] ^ u1[(acc >> np.uint32(8)) & 0xFF] ^ u2[(acc >> np.uint32(16)) & 0xFF]
+               ^ u3[acc >> np.uint32(24)] ^ folded[:, i])
+    return [int(x) ^ 0xFFFFFFFF for x in acc]
+
+
 # ---------------------------------------------------------------- row check (§2)
 
 _MASK64 = (1 << 64) - 1
@@ -279,9 +343,13 @@ def _varints(a, p, n):
         i = int(np.flatnonzero((lens > 10) | ((lens > 1) & (last == 0)) | ((lens == 10) & (last > 1)))[0])
         raise _CodecError(f"bad varint at {p + int(starts[i])}")
     total = int(ends[-1]) + 1
-    pos = (np.arange(total, dtype=np.int64) - np.repeat(starts, lens)).astype(np.uint64)
-    body = tail[:total].astype(np.uint64) & _U64(0x7F)
-    return np.bitwise_or.reduceat(body << (_U64(7) * pos), starts), p + total
+    # An (n, L) matrix of each varint's bytes, L the longest (1 or 2 for
+    # most columns): byte j holds bits 7j.. of the value.
+    width = int(lens.max())
+    j = np.arange(width)
+    g = np.append(tail[:total], np.zeros(width, np.uint8))[starts[:, None] + j].astype(np.uint64) & _U64(0x7F)
+    g[j >= lens[:, None]] = 0
+    return np.bitwise_or.reduce(g << (_U64(7) * j.astype(np.uint64)), axis=1), p + total
 
 
 def _unzigzag(u):
@@ -457,6 +525,13 @@ FLAG_LATE = 1  # cseg header flags word (offset 12): rows may go back in ts (§1
 KNOWN_ZFLAGS = FLAG_LATE
 
 
+def _crcs(bufs):
+    """CRC32C of each of bufs: vectorised (crc32c_many) when all are 4 bytes or longer."""
+    if all(len(b) >= 4 for b in bufs):
+        return crc32c_many(bufs)
+    return [crc32c(b) for b in bufs]
+
+
 def seal_rows(buf, row_size, seqs):
     """Write each row's check word (§2) for its sequence number: buf is a
     contiguous uint8 array of len(seqs) rows (check words overwritten)."""
@@ -499,6 +574,7 @@ class _ZSeg:
     def __init__(self, table, n, path):
         self.t, self.n, self.path = table, n, path
         self._v2 = None  # a version 2 file's rows, once decoded
+        self._crc_ok = set()  # data blocks whose CRC32C was checked
         with open(path, "rb") as f:
             self.data = f.read()
         self._parse()
@@ -685,13 +761,20 @@ class _ZSeg:
 
     # -- decoding
 
+    def _check_crcs(self, ks):
+        """Check the CRC32C of data blocks ks (in one vectorised pass)."""
+        ks = [k for k in ks if k not in self._crc_ok]
+        for k, got in zip(ks, _crcs([self.data[e[0]:e[0] + e[1]] for e in (self.blocks[k] for k in ks)])):
+            off, crc = self.blocks[k][0], self.blocks[k][3]
+            if got != crc:
+                raise self._corrupt(off, f"block {k} check 0x{got:08x}, want 0x{crc:08x} (index)")
+            self._crc_ok.add(k)
+
     def _frames(self, k):
         """Data block k's column frames (offset, bytes), after its CRC32C and length prefixes are checked."""
         off, ln, _, crc, _, _, col_lens, _ = self.blocks[k]
+        self._check_crcs([k])
         body = self.data[off:off + ln]
-        got = crc32c(body)
-        if got != crc:
-            raise self._corrupt(off, f"block {k} check 0x{got:08x}, want 0x{crc:08x} (index)")
         frames, p = [], 0
         for c, want in enumerate(col_lens):
             if _u32(body, p) != want:
@@ -747,6 +830,7 @@ class _ZSeg:
         base = self.n * t.rows_per_seg
         if self.version == 1:
             k0, k1 = a // ZBLOCK_ROWS, (b + ZBLOCK_ROWS - 1) // ZBLOCK_ROWS
+            self._check_crcs(range(k0, k1))
             out = np.zeros((k1 - k0) * ZBLOCK_ROWS if k1 > k0 else 0, dtype=t.dtype)
             for k in range(k0, k1):
                 boff, _, n, _, lo, hi = self.blocks[k][:6]
@@ -782,6 +866,8 @@ class _ZSeg:
         out = np.zeros(rows, dtype=t.dtype)
         slot_of = np.full(rows, -1, np.int64)
         ts_name, sym_name = t.columns[0].name, t.columns[self.sym_col].name
+        self._check_crcs(range(len(self.blocks)))
+        rank_crcs = _crcs([self.data[e[0]:e[0] + e[1]] for e in self.ranks])
         for j, (sid, first, nb, _, _, _) in enumerate(self.dir):
             prev = -1
             for k in range(first, first + nb):
@@ -812,7 +898,7 @@ class _ZSeg:
         for r, (off, ln, crc, m, lo, hi) in enumerate(self.ranks):
             n = min(rows - r * ZBLOCK_ROWS, ZBLOCK_ROWS)
             body = self.data[off:off + ln]
-            got = crc32c(body)
+            got = rank_crcs[r]
             if got != crc:
                 raise self._corrupt(off, f"rank block {r} check 0x{got:08x}, want 0x{crc:08x} (rank table)")
             try:

@@ -485,27 +485,30 @@ def decode_f64(a, n, key=None):
         m, p = _decode_ints(a, p + 1, n, tag == 0x31, key)
         # float64(m) / 10^k, IEEE (the encoder checked it bit for bit).
         return m.view(np.int64).astype(np.float64) / _POW10[k], p
-    # XOR: a control byte c = cnt<<4 | tz, then cnt payload bytes. The
-    # offsets are a sequential walk; the rest is vectorised.
+    # XOR: a control byte c = cnt<<4 | tz, then cnt payload bytes. Value
+    # i's control byte is at next^i(0), next(q) = q + 1 + (byte q >> 4):
+    # found for all i at once by pointer doubling (next, next², next⁴, ...).
     b = bytes(a[p:])
-    pos = np.empty(n, np.int64)
-    q = 0
-    for i in range(n):
-        if q >= len(b):
-            raise _CodecError(f"f64: bad xor control byte for value {i}")
-        c = b[q]
-        pos[i] = q
-        if c:
-            cnt, tz = c >> 4, c & 15
-            if cnt == 0 or cnt + tz > 8 or q + 1 + cnt > len(b):
-                raise _CodecError(f"f64: bad xor control byte for value {i}")
-            q += 1 + cnt
-        else:
-            q += 1
     if n == 0:
         return np.zeros(0, np.float64), p
-    ctl = np.frombuffer(b, np.uint8)[pos].astype(np.int64)
-    cnt, tz = ctl >> 4, ctl & 15
+    body = np.frombuffer(b, np.uint8)
+    end = len(b)
+    jump = np.minimum(np.arange(end + 1) + 1 + np.append(body >> 4, 0), end)  # end: a sink
+    pos = np.zeros(n, np.int64)
+    i = np.arange(n)
+    bit = 1
+    while bit < n:
+        pos = np.where(i & bit, jump[pos], pos)
+        jump = jump[jump]
+        bit <<= 1
+    if pos[-1] >= end:
+        raise _CodecError(f"f64: bad xor control byte for value {int(np.argmax(pos >= end))}")
+    c = body[pos].astype(np.int64)
+    cnt, tz = c >> 4, c & 15
+    q = int(pos[-1]) + 1 + int(cnt[-1])
+    if q > end or np.any((c != 0) & ((cnt == 0) | (cnt + tz > 8))):
+        bad = (c != 0) & ((cnt == 0) | (cnt + tz > 8))
+        raise _CodecError(f"f64: bad xor control byte for value {int(np.argmax(bad)) if bad.any() else n - 1}")
     padded = np.frombuffer(b + bytes(8), np.uint8)
     w = np.ascontiguousarray(padded[(pos + 1)[:, None] + np.arange(8)]).view("<u8")[:, 0] & _XOR_MASK[cnt]
     nz = cnt > 0

@@ -579,6 +579,8 @@ class _ZSeg:
         self._v2 = None  # a version 2 file's rows, once decoded
         self._crc_ok = set()  # data blocks whose CRC32C was checked
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            self.ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             self.data = f.read()
         self._parse()
 
@@ -604,9 +606,9 @@ class _ZSeg:
             raise VersionError(f"tickdb: {path}: compressed segment flags {flags:#x}, this reader knows "
                                f"{KNOWN_ZFLAGS:#x} (written by a newer tickdb)")
         self.late = bool(flags & FLAG_LATE)
-        z = b[check + 4:BLOCK].rstrip(b"\0")
-        if z:
-            raise self._corrupt(check + 4 + len(z) - 1, "nonzero byte in the header's zero area")
+        zero = b[check + 4:BLOCK]
+        if zero.strip(b"\0"):
+            raise self._corrupt(check + 4 + len(zero) - len(zero.lstrip(b"\0")), "nonzero byte in the header's zero area")
         R = t.rows_per_seg
         self.rows = rows = _u64(b, 48)
         ncols = len(t.columns)
@@ -1223,14 +1225,18 @@ class Table:
         it meanwhile: then the raw file holds it)."""
         path = os.path.join(self.dir, f"seg-{n:010d}.zdat")
         z = self._zseg
-        if z is None or z.n != n:
-            try:
+        try:
+            if z is not None:
+                st = os.stat(path)
+                if z.n != n or z.ident != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+                    z = None  # another segment, or compacted again since (a reopened writer appended)
+            if z is None:
                 z = _ZSeg(self, n, path)
-            except FileNotFoundError:
-                if n < self._word(OFF_CMP_SEGS):
-                    raise
-                return None
-            self._zseg = z  # one segment kept: read() takes them in order
+        except FileNotFoundError:
+            if n < self._word(OFF_CMP_SEGS):
+                raise
+            return None
+        self._zseg = z  # one segment kept: read() takes them in order
         base = n << self.seg_shift
         return z.rows_range(a - base, b - base)
 

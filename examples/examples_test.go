@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -894,6 +895,100 @@ func TestPythonReaderCompressedDamage(t *testing.T) {
 	sum, rows := runPython(t, py, db, table)
 	if sum.Count != 5000 || len(rows) != 5000 {
 		t.Errorf("python summary %+v after the repair", sum)
+	}
+}
+
+// TestPythonReaderRecompacted: one open Table reads a compacted table,
+// then a writer reopens it (decompressing the last segment), appends and
+// compacts it again at close; the same Table's next read must see the new
+// file's rows, not the compressed segment it decoded before.
+func TestPythonReaderRecompacted(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table = "ticks"
+	opts := &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live}
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ticks := zTicks(3000, ids, false)
+	appendAny(t, w, ticks, 0, 2000)
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := "import sys, hashlib; sys.path.insert(0, sys.argv[1]); import tickdb_reader as tr\n" +
+		"t = tr.open_table(sys.argv[2], sys.argv[3])\n" +
+		"for _ in range(2):\n" +
+		"    s = t.read(); print(len(s.rows), hashlib.sha256(s.rows.tobytes()).hexdigest(), flush=True)\n" +
+		"    sys.stdin.readline()\n"
+	cmd := exec.CommandContext(ctx, py, "-c", prog, dir, db, table)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	hashRows := func(n int) string {
+		t.Helper()
+		r, err := reader.Open(db, table, &reader.Options{LiveDir: live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		h := sha256.New()
+		for seq := range uint64(n) {
+			row, err := r.Get(seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(row)
+		}
+		return fmt.Sprintf("%d %x", n, h.Sum(nil))
+	}
+	for i, n := range []int{2000, 3000} {
+		if i == 1 {
+			if w, err = writer.Open(db, table, opts); err != nil {
+				t.Fatal(err)
+			}
+			appendAny(t, w, ticks, 2000, 3000)
+			if _, err := w.CloseCompacted(0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(stdin, "\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !lines.Scan() {
+			t.Fatalf("python stopped: %v\n%s", lines.Err(), stderr.String())
+		}
+		if got, want := lines.Text(), hashRows(n); got != want {
+			t.Errorf("read %d: python rows, sha256 %s; the Go reader's %s", i, got, want)
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("python: %v\n%s", err, stderr.String())
 	}
 }
 

@@ -997,8 +997,9 @@ def _row_dtype(cols, row_size):
 def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None):
     """Decode a compressed segment file (seg-N.zdat, §10) on its own.
 
-    columns: the table's schema as Column(name, type code, offset) in schema
-    order (ts first); table_id: 16 bytes, or None to take the file's. Returns
+    columns: the table's schema as Columns or (name, type code, offset)
+    tuples in schema order (ts first), as Table.columns; table_id: 16 bytes,
+    or None to take the file's. Returns
     the segment's rows as a structured array (check words recomputed for
     sequence numbers seg_no*rows_per_seg + i). Raises CorruptError or
     VersionError as Table.read does.
@@ -1007,7 +1008,7 @@ def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None
     if table_id is None:
         with open(path, "rb") as f:
             table_id = f.read(32)[16:32]
-    cols = [Column(*c) for c in columns]
+    cols = [c if isinstance(c, Column) else Column(*c) for c in columns]
     t = SimpleNamespace(columns=cols, row_size=row_size, rows_per_seg=rows_per_seg,
                         table_id=bytes(table_id), dtype=_row_dtype(cols, row_size))
     z = _ZSeg(t, seg_no, path)

@@ -1244,24 +1244,26 @@ class Table:
     def _durable_rows(self, n, a, b):
         """Rows [a, b) of segment n, copied from its durable file and
         verified: seg-N.zdat below the compaction mark (cmpSegs, §10), else
-        seg-N.dat (and if that is gone, the mark is read again: the segment
-        may have been compacted meanwhile)."""
-        if n < self._word(OFF_CMP_SEGS):
-            buf = self._zrows(n, a, b)
-            if buf is not None:
-                return buf
+        seg-N.dat; if the file is gone, the mark is read again (the segment
+        may have been compacted, or decompressed, meanwhile)."""
         path = os.path.join(self.dir, f"seg-{n:010d}.dat")
-        try:
-            m = _map(path)
-        except FileNotFoundError:
+        for attempt in range(3):
             if n < self._word(OFF_CMP_SEGS):
-                return self._zrows(n, a, b)
-            raise
-        self._check_seg_header(m, path, b"TICKSEG\0", n)
-        off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
-        buf = np.array(m[off:off + (b - a) * self.row_size])
-        verify_rows(buf, self.row_size, a, path, off)
-        return buf
+                buf = self._zrows(n, a, b)
+                if buf is not None:
+                    return buf
+            try:
+                m = _map(path)
+            except FileNotFoundError:
+                if attempt < 2 and n < self._word(OFF_CMP_SEGS):
+                    continue  # compacted since the look above
+                raise
+            self._check_seg_header(m, path, b"TICKSEG\0", n)
+            off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
+            buf = np.array(m[off:off + (b - a) * self.row_size])
+            verify_rows(buf, self.row_size, a, path, off)
+            return buf
+        raise FileNotFoundError(path)
 
     def _live_rows(self, n, a, b, slots):
         """Rows [a, b) of segment n from its live slot, or None if the slot

@@ -992,6 +992,94 @@ func TestPythonReaderRecompacted(t *testing.T) {
 	}
 }
 
+// TestPythonReaderDuringCompaction: Python reads a table over and over
+// while the writer compacts its old segments under it (the raw files are
+// renamed away and unlinked, the mark moves): every read must return the
+// same rows, byte for byte, as the Go reader.
+func TestPythonReaderDuringCompaction(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table, rps = "ticks", 16384
+	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, LateWindow: 1000}
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 3*rps + 100
+	appendAny(t, w, zTicks(n, ids, true), 0, n)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = writer.Open(db, table, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	r, err := reader.Open(db, table, &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for seq := range uint64(n) {
+		row, err := r.Get(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(row)
+	}
+	r.Close()
+	want := fmt.Sprintf("%d %x", n, h.Sum(nil))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reads = 12
+	prog := "import sys, hashlib; sys.path.insert(0, sys.argv[1]); import tickdb_reader as tr\n" +
+		"t = tr.open_table(sys.argv[2], sys.argv[3])\n" +
+		"for i in range(" + strconv.Itoa(reads) + "):\n" +
+		"    s = (t if i % 2 else tr.open_table(sys.argv[2], sys.argv[3])).read()\n" +
+		"    print(len(s.rows), hashlib.sha256(s.rows.tobytes()).hexdigest(), flush=True)\n"
+	cmd := exec.CommandContext(ctx, py, "-c", prog, dir, db, table)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for i := range reads {
+		if !lines.Scan() {
+			t.Fatalf("python stopped after %d reads: %v\n%s", i, lines.Err(), stderr.String())
+		}
+		if got := lines.Text(); got != want {
+			t.Errorf("read %d: python rows, sha256 %s; the Go reader's %s", i, got, want)
+		}
+		if i == 0 {
+			if res, err := w.Compact(0); err != nil || res.Segments != 2 {
+				t.Fatalf("compact: %+v, %v", res, err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("python: %v\n%s", err, stderr.String())
+	}
+	if got, _ := zVersions(t, filepath.Join(db, table), 4); !slices.Equal(got, []int{2, 2, 0, 0}) {
+		t.Errorf("compressed segment versions %v, want [2 2 0 0]", got)
+	}
+}
+
 // pyProg runs a Python program with the reader's directory as sys.argv[1]
 // (then args) and returns its output.
 func pyProg(t *testing.T, py, prog string, args ...string) []byte {

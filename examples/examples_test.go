@@ -838,6 +838,46 @@ func TestPythonReaderCompressed(t *testing.T) {
 	}
 }
 
+// TestPythonReaderManySymbols: a clustered segment of more than 256
+// symbols lists its rank blocks' slots as u16 (FORMAT §10.2).
+func TestPythonReaderManySymbols(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table = "ticks"
+	w, err := writer.Open(db, table, &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ticks := zTicks(9000, ids, false)
+	for i := range ticks {
+		name := fmt.Sprintf("S%03d", i%300)
+		if _, ok := ids[name]; !ok {
+			if ids[name], err = w.SymbolString(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ticks[i].sym, ticks[i].symID = name, ids[name]
+	}
+	appendAny(t, w, ticks, 0, len(ticks))
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(store.ZSegPath(filepath.Join(db, table), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, nsyms := binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint32(b[156:]); v != 2 || nsyms != 300 {
+		t.Fatalf("compressed segment version %d with %d symbols, want 2 with 300", v, nsyms)
+	}
+	checkPyAgainstGo(t, py, db, live, table)
+}
+
 // TestPythonReaderCompressedDamage: a compressed segment with a header
 // flag the reader does not know is refused as a newer format, and a
 // damaged block is reported as corruption naming the file and the block's

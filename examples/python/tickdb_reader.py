@@ -353,9 +353,11 @@ def _varints(a, p, n):
 
 
 def _unzigzag(u):
-    """zz⁻¹ on uint64 (the int64 result's bits): (u >> 1) XOR -(u & 1)."""
-    with np.errstate(over="ignore"):
-        return (u >> _U64(1)) ^ (_U64(0) - (u & _U64(1)))
+    """zz⁻¹ on uint64 (the int64 result's bits): (u >> 1) XOR -(u & 1).
+
+    (numpy's integer array arithmetic wraps modulo 2^64 without a warning,
+    as the format wants; only scalar arithmetic would warn.)"""
+    return (u >> _U64(1)) ^ (_U64(0) - (u & _U64(1)))
 
 
 def _zigzag(u):
@@ -377,8 +379,7 @@ def _keyed(v, key, accumulate):
     before = np.zeros(len(starts), np.uint64)
     before[1:] = acc[starts[1:] - 1]
     before = np.repeat(before, np.diff(np.append(starts, len(v))))
-    with np.errstate(over="ignore"):
-        acc = acc - before if accumulate is np.cumsum else acc ^ before
+    acc = acc - before if accumulate is np.cumsum else acc ^ before
     out = np.empty_like(acc)
     out[order] = acc
     return out
@@ -409,8 +410,7 @@ def decode_ts(a, n):
     d = _unzigzag(x)
     if tag == 0x01:
         d = np.cumsum(d, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        t = np.concatenate(([first], first + np.cumsum(d, dtype=np.uint64)))
+    t = np.concatenate(([first], first + np.cumsum(d, dtype=np.uint64)))
     return t.view(np.int64), p
 
 
@@ -457,8 +457,7 @@ def _decode_ints(a, p, n, delta, key):
     if len(a) - p < n:
         raise _CodecError(f"truncated: {len(a) - p} bytes for {n} values")
     x, p = _varints(a, p, n)
-    with np.errstate(over="ignore"):
-        v = _unzigzag(x) * _U64(g)
+    v = _unzigzag(x) * _U64(g)
     if delta:
         v = _keyed(v, key, np.cumsum)
     return v, p
@@ -890,8 +889,7 @@ class _ZSeg:
                 prev = int(o[-1])
                 slot_of[o] = j
                 d, rate = self._column(k, 0, frames, n, decode_ts)
-                with np.errstate(over="ignore"):
-                    ts = (d.view(np.uint64) + rate * (o - o[0]).astype(np.uint64)).view(np.int64)
+                ts = (d.view(np.uint64) + rate * (o - o[0]).astype(np.uint64)).view(np.int64)
                 self._check_ts(ts, lo, hi, frames[0][0], f"block {k}")
                 out[ts_name][o] = ts
                 out[sym_name][o] = sid

@@ -40,6 +40,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -544,6 +545,9 @@ def seal_rows(buf, row_size, seqs):
     buf.view("<u4").reshape(n, row_size // 4)[:, -1] = row_checks(words, seqs)
 
 
+_ZSTD = threading.local()  # a decompressor per thread (one may not be used by two at once)
+
+
 def _zframe(frame, limit):
     """The content of one zstd frame (content size at most limit, checksum
     verified by the library, no bytes after it)."""
@@ -558,7 +562,10 @@ def _zframe(frame, limit):
         raise _CodecError(f"zstd: bad frame header: {e}")
     if size > limit and size != zstandard.CONTENTSIZE_UNKNOWN:
         raise _CodecError(f"zstd: frame holds {size} bytes, max {limit}")
-    d = zstandard.ZstdDecompressor().decompressobj()
+    dec = getattr(_ZSTD, "dec", None)
+    if dec is None:
+        dec = _ZSTD.dec = zstandard.ZstdDecompressor()
+    d = dec.decompressobj()
     try:
         out = d.decompress(frame)
     except zstandard.ZstdError as e:

@@ -9,6 +9,12 @@ prescribes, verifies every row's check word and every dictionary entry's
 CRC32C, and returns the rows as a numpy structured array whose dtype is built
 from the column offsets stored in the schema.
 
+Compacted segments (``seg-N.zdat``, §10: format version 1 in seq order,
+version 2 clustered by symbol) are decoded with the column codecs of §11
+(numpy, plus the ``zstandard`` module for the zstd frames) into the raw
+segment's rows, check words recomputed, after every CRC32C and structural
+check the format defines.
+
 Like tickdb's own readers it only opens files read-only and never writes,
 creates or locks anything.
 
@@ -29,14 +35,21 @@ Section numbers (§) refer to docs/FORMAT.md.
 """
 
 import argparse
+import bisect
 import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
+
+try:
+    import zstandard  # Debian: python3-zstandard; needed for compressed segments only
+except ImportError:
+    zstandard = None
 
 # ---------------------------------------------------------------- errors
 
@@ -101,6 +114,70 @@ def crc32c(data, crc=0):
     for b in bytes(data):
         crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
+
+
+_CRC_NP = np.array(_CRC_TABLE, dtype=np.uint32)
+_CRC_SLICE = [_CRC_NP]  # slicing-by-4 tables: entry i advanced over 0, 1, 2, 3 more zero bytes
+for _ in range(3):
+    _CRC_SLICE.append((_CRC_SLICE[-1] >> np.uint32(8)) ^ _CRC_NP[_CRC_SLICE[-1] & 0xFF])
+_CRC_CHUNK = 64
+_CRC_SHIFT = []  # four 256-entry tables: a register advanced over _CRC_CHUNK zero bytes
+
+
+def _crc_shift_tables():
+    """Tables U0..U3 with U0[r & 0xFF] ^ U1[r >> 8 & 0xFF] ^ ... = the raw
+    register r advanced over _CRC_CHUNK zero bytes (a linear map)."""
+    if not _CRC_SHIFT:
+        basis = []
+        for i in range(32):
+            r = 1 << i
+            for _ in range(_CRC_CHUNK):
+                r = _CRC_TABLE[r & 0xFF] ^ (r >> 8)
+            basis.append(r)
+        basis = np.array(basis, np.uint32)
+        bits = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(bool)
+        _CRC_SHIFT.extend(np.bitwise_xor.reduce(np.where(bits, basis[8 * k:8 * k + 8], np.uint32(0)), axis=1)
+                          .astype(np.uint32) for k in range(4))
+    return _CRC_SHIFT
+
+
+def crc32c_many(bufs):
+    """CRC32C of each of bufs (bytes, at least 4 long), vectorised with numpy.
+
+    The CRC register is linear: the initial 0xFFFFFFFF is the same as the
+    first 4 bytes flipped and a zero register, leading zero bytes leave a
+    zero register zero, so each buffer is zero-padded at the front to whole
+    64-byte chunks, every chunk of every buffer is run in lockstep from a
+    zero register, and each buffer's chunk registers are folded (register
+    advanced over 64 zero bytes, by table, XOR the next chunk's)."""
+    if not bufs:
+        return []
+    C = _CRC_CHUNK
+    parts, nchunks = [], []
+    for b in bufs:
+        pad = -len(b) % C
+        parts += [bytes(pad), bytes(x ^ 0xFF for x in b[:4]), b[4:]]
+        nchunks.append((len(b) + pad) // C)
+    m = np.frombuffer(b"".join(parts), "<u4").reshape(-1, C // 4)
+    words = np.ascontiguousarray(m.T)  # words[j]: word j of every chunk
+    reg = np.zeros(len(m), np.uint32)
+    t0, t1, t2, t3 = _CRC_SLICE
+    for w in words:  # slicing by 4: a word at a time
+        reg ^= w
+        reg = t3[reg & 0xFF] ^ t2[(reg >> np.uint32(8)) & 0xFF] ^ t1[(reg >> np.uint32(16)) & 0xFF] ^ t0[reg >> np.uint32(24)]
+    nchunks = np.array(nchunks)
+    width = int(nchunks.max())
+    folded = np.zeros((len(bufs), width), np.uint32)  # right-aligned: leading zero chunks
+    rows = np.repeat(np.arange(len(bufs)), nchunks)
+    first = np.cumsum(nchunks) - nchunks
+    cols = np.arange(len(m)) - np.repeat(first, nchunks) + np.repeat(width - nchunks, nchunks)
+    folded[rows, cols] = reg
+    u0, u1, u2, u3 = _crc_shift_tables()
+    acc = np.zeros(len(bufs), np.uint32)
+    for i in range(width):
+        acc = (u0[acc & 0xFF] ^ u1[(acc >> np.uint32(8)) & 0xFF] ^ u2[(acc >> np.uint32(16)) & 0xFF]
+               ^ u3[acc >> np.uint32(24)] ^ folded[:, i])
+    return [int(x) ^ 0xFFFFFFFF for x in acc]
 
 
 # ---------------------------------------------------------------- row check (§2)
@@ -221,6 +298,644 @@ def _boot_id():
         return None
 
 
+# ---------------------------------------------------------------- column codecs (§11)
+
+_U64 = np.uint64
+_POW10 = [10.0 ** k for k in range(10)]  # every entry exact in float64
+_XOR_MASK = np.array([(1 << (8 * c)) - 1 for c in range(9)], dtype=np.uint64)
+
+
+class _CodecError(Exception):
+    """A codec block that does not decode (turned into a CorruptError naming the frame)."""
+
+
+def _uvarint(a, p):
+    """One varint at a[p:] (unsigned LEB128, at most 10 bytes, shortest form): (value, next offset)."""
+    x = 0
+    for i in range(10):
+        if p + i >= len(a):
+            raise _CodecError(f"truncated varint at {p}")
+        c = int(a[p + i])
+        if c < 0x80:
+            if i > 0 and c == 0:
+                raise _CodecError(f"varint at {p} not in shortest form")
+            if i == 9 and c > 1:
+                raise _CodecError(f"varint at {p} overflows 64 bits")
+            return x | c << (7 * i), p + i + 1
+        x |= (c & 0x7F) << (7 * i)
+    raise _CodecError(f"varint at {p} longer than 10 bytes")
+
+
+def _varints(a, p, n):
+    """n varints from a[p:] (a: uint8 array), vectorised: (uint64 array, next offset)."""
+    if n == 0:
+        return np.zeros(0, np.uint64), p
+    tail = a[p:]
+    ends = np.flatnonzero(tail < 0x80)
+    if len(ends) < n:
+        raise _CodecError(f"truncated: {len(ends)} varints for {n} values")
+    ends = ends[:n]
+    starts = np.empty(n, np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lens = ends - starts + 1
+    last = tail[ends]
+    if lens.max() > 10 or np.any((lens > 1) & (last == 0)) or np.any((lens == 10) & (last > 1)):
+        i = int(np.flatnonzero((lens > 10) | ((lens > 1) & (last == 0)) | ((lens == 10) & (last > 1)))[0])
+        raise _CodecError(f"bad varint at {p + int(starts[i])}")
+    total = int(ends[-1]) + 1
+    # An (n, L) matrix of each varint's bytes, L the longest (1 or 2 for
+    # most columns): byte j holds bits 7j.. of the value.
+    width = int(lens.max())
+    j = np.arange(width)
+    g = np.append(tail[:total], np.zeros(width, np.uint8))[starts[:, None] + j].astype(np.uint64) & _U64(0x7F)
+    g[j >= lens[:, None]] = 0
+    return np.bitwise_or.reduce(g << (_U64(7) * j.astype(np.uint64)), axis=1), p + total
+
+
+def _unzigzag(u):
+    """zz⁻¹ on uint64 (the int64 result's bits): (u >> 1) XOR -(u & 1).
+
+    (numpy's integer array arithmetic wraps modulo 2^64 without a warning,
+    as the format wants; only scalar arithmetic would warn.)"""
+    return (u >> _U64(1)) ^ (_U64(0) - (u & _U64(1)))
+
+
+def _zigzag(u):
+    """zz(x) = (x << 1) XOR (x >> 63) (arithmetic shift) on an int64's bits, as uint64."""
+    return (u << _U64(1)) ^ (u.view(np.int64) >> np.int64(63)).view(np.uint64)
+
+
+def _keyed(v, key, accumulate):
+    """Running accumulate (np.cumsum or np.bitwise_xor.accumulate, uint64,
+    wrapping) of v per key value (the previous value of the same key), or over
+    all of v when key is None. Both operations are invertible, so a group's
+    running values are the global ones less the value before the group."""
+    if key is None or len(v) == 0:
+        return accumulate(v, dtype=np.uint64)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    acc = accumulate(v[order], dtype=np.uint64)
+    starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+    before = np.zeros(len(starts), np.uint64)
+    before[1:] = acc[starts[1:] - 1]
+    before = np.repeat(before, np.diff(np.append(starts, len(v))))
+    acc = acc - before if accumulate is np.cumsum else acc ^ before
+    out = np.empty_like(acc)
+    out[order] = acc
+    return out
+
+
+def _block_header(a, n, lo, hi, codec):
+    """A codec block's tag (one of lo..hi) and value count (must be n): (tag, offset after)."""
+    if len(a) == 0:
+        raise _CodecError(f"{codec}: empty block")
+    tag = int(a[0])
+    if not lo <= tag <= hi:
+        raise _CodecError(f"{codec}: tag {tag:#04x} is not a {codec} block")
+    cnt, p = _uvarint(a, 1)
+    if cnt != n:
+        raise _CodecError(f"{codec}: block holds {cnt} values, want {n}")
+    return tag, p
+
+
+def decode_ts(a, n):
+    """A ts block (tags 0x01 delta-of-delta, 0x02 delta) of n values: (int64 array, bytes used)."""
+    tag, p = _block_header(a, n, 0x01, 0x02, "ts")
+    if n == 0:
+        return np.zeros(0, np.int64), p
+    if len(a) - p < 8 + n - 1:
+        raise _CodecError(f"ts: truncated: {len(a) - p} bytes for {n} values")
+    first = _U64(int.from_bytes(bytes(a[p:p + 8]), "little"))
+    x, p = _varints(a, p + 8, n - 1)
+    d = _unzigzag(x)
+    if tag == 0x01:
+        d = np.cumsum(d, dtype=np.uint64)
+    t = np.concatenate(([first], first + np.cumsum(d, dtype=np.uint64)))
+    return t.view(np.int64), p
+
+
+def decode_u32(a, n):
+    """A u32 block (tag 0x10, bit-packed) of n values: (uint32 array, bytes used)."""
+    _, p = _block_header(a, n, 0x10, 0x10, "u32")
+    if p >= len(a) or a[p] > 32:
+        raise _CodecError("u32: bad bit width")
+    w = int(a[p])
+    p += 1
+    if w and n > (len(a) - p) * 8 // w:
+        raise _CodecError(f"u32: truncated: {len(a) - p} bytes for {n} values of {w} bits")
+    size = (n * w + 7) // 8
+    body = a[p:p + size]
+    r = n * w % 8
+    if r and int(body[size - 1]) >> r:
+        raise _CodecError("u32: nonzero padding bits")
+    if w == 0:
+        return np.zeros(n, np.uint32), p + size
+    bits = np.unpackbits(body, bitorder="little")[:n * w].reshape(n, w).astype(np.uint64)
+    v = (bits << np.arange(w, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    return v.astype(np.uint32), p + size
+
+
+def decode_bool(a, n):
+    """A bool block (tag 0x18, a bit a value) of n values: (bool array, bytes used)."""
+    _, p = _block_header(a, n, 0x18, 0x18, "bool")
+    size = (n + 7) // 8
+    if len(a) - p < size:
+        raise _CodecError(f"bool: truncated: {len(a) - p} bytes for {n} values")
+    body = a[p:p + size]
+    if n % 8 and int(body[size - 1]) >> (n % 8):
+        raise _CodecError("bool: nonzero padding bits")
+    return np.unpackbits(body, bitorder="little")[:n].astype(bool), p + size
+
+
+def _decode_ints(a, p, n, delta, key):
+    """The integer body of the i64 codec and the f64 decimal mode at a[p:]:
+    g, then n zig-zag varints q; the values q*g (plain) or their running sums
+    per key (delta), as uint64 bits (wrapping). Returns (values, offset after)."""
+    g, p = _uvarint(a, p)
+    if g == 0 or g > 1 << 63:
+        raise _CodecError("bad divisor")
+    if len(a) - p < n:
+        raise _CodecError(f"truncated: {len(a) - p} bytes for {n} values")
+    x, p = _varints(a, p, n)
+    v = _unzigzag(x) * _U64(g)
+    if delta:
+        v = _keyed(v, key, np.cumsum)
+    return v, p
+
+
+def decode_i64(a, n, key=None):
+    """An i64 block (tags 0x20 plain, 0x21 delta per key) of n values: (int64 array, bytes used)."""
+    tag, p = _block_header(a, n, 0x20, 0x21, "i64")
+    if len(a) - p < n:
+        raise _CodecError(f"i64: truncated: {len(a) - p} bytes for {n} values")
+    v, p = _decode_ints(a, p, n, tag == 0x21, key)
+    return v.view(np.int64), p
+
+
+def decode_f64(a, n, key=None):
+    """An f64 block (0x30/0x31 decimal plain/delta, 0x32 XOR) of n values: (float64 array, bytes used)."""
+    tag, p = _block_header(a, n, 0x30, 0x32, "f64")
+    if len(a) - p < n:
+        raise _CodecError(f"f64: truncated: {len(a) - p} bytes for {n} values")
+    if tag != 0x32:
+        if p >= len(a) or a[p] > 9:
+            raise _CodecError("f64: bad decimal scale")
+        k = int(a[p])
+        m, p = _decode_ints(a, p + 1, n, tag == 0x31, key)
+        # float64(m) / 10^k, IEEE (the encoder checked it bit for bit).
+        return m.view(np.int64).astype(np.float64) / _POW10[k], p
+    # XOR: a control byte c = cnt<<4 | tz, then cnt payload bytes. Value
+    # i's control byte is at next^i(0), next(q) = q + 1 + (byte q >> 4):
+    # found for all i at once by pointer doubling (next, next², next⁴, ...).
+    b = bytes(a[p:])
+    if n == 0:
+        return np.zeros(0, np.float64), p
+    body = np.frombuffer(b, np.uint8)
+    end = len(b)
+    jump = np.minimum(np.arange(end + 1) + 1 + np.append(body >> 4, 0), end)  # end: a sink
+    pos = np.zeros(n, np.int64)
+    i = np.arange(n)
+    bit = 1
+    while bit < n:
+        pos = np.where(i & bit, jump[pos], pos)
+        jump = jump[jump]
+        bit <<= 1
+    if pos[-1] >= end:
+        raise _CodecError(f"f64: bad xor control byte for value {int(np.argmax(pos >= end))}")
+    c = body[pos].astype(np.int64)
+    cnt, tz = c >> 4, c & 15
+    q = int(pos[-1]) + 1 + int(cnt[-1])
+    if q > end or np.any((c != 0) & ((cnt == 0) | (cnt + tz > 8))):
+        bad = (c != 0) & ((cnt == 0) | (cnt + tz > 8))
+        raise _CodecError(f"f64: bad xor control byte for value {int(np.argmax(bad)) if bad.any() else n - 1}")
+    padded = np.frombuffer(b + bytes(8), np.uint8)
+    w = np.ascontiguousarray(padded[(pos + 1)[:, None] + np.arange(8)]).view("<u8")[:, 0] & _XOR_MASK[cnt]
+    nz = cnt > 0
+    top = w >> (_U64(8) * np.maximum(cnt - 1, 0).astype(np.uint64))
+    if np.any(nz & (((w & _U64(0xFF)) == 0) | (top == 0))):
+        i = int(np.flatnonzero(nz & (((w & _U64(0xFF)) == 0) | (top == 0)))[0])
+        raise _CodecError(f"f64: bad xor control byte for value {i}")
+    x = w << (_U64(8) * tz.astype(np.uint64))
+    return _keyed(x, key, np.bitwise_xor.accumulate).view(np.float64), p + q
+
+
+# ---------------------------------------------------------------- compressed segments (§10)
+
+ZMAGIC = b"TICKZSG\0"
+ZBLOCK_ROWS = 4096
+FLAG_LATE = 1  # cseg header flags word (offset 12): rows may go back in ts (§14)
+KNOWN_ZFLAGS = FLAG_LATE
+
+
+def _crcs(bufs):
+    """CRC32C of each of bufs: vectorised (crc32c_many) when all are 4 bytes or longer."""
+    if all(len(b) >= 4 for b in bufs):
+        return crc32c_many(bufs)
+    return [crc32c(b) for b in bufs]
+
+
+def seal_rows(buf, row_size, seqs):
+    """Write each row's check word (§2) for its sequence number: buf is a
+    contiguous uint8 array of len(seqs) rows (check words overwritten)."""
+    n = len(seqs)
+    if n == 0:
+        return
+    words = buf.view("<u8").reshape(n, row_size // 8)
+    buf.view("<u4").reshape(n, row_size // 4)[:, -1] = row_checks(words, seqs)
+
+
+_ZSTD = threading.local()  # a decompressor per thread (one may not be used by two at once)
+
+
+def _zframe(frame, limit):
+    """The content of one zstd frame (content size at most limit, checksum
+    verified by the library, no bytes after it)."""
+    if zstandard is None:
+        raise TickDBError("tickdb: compressed segments need the zstandard module "
+                          "(Debian: apt-get install python3-zstandard)")
+    if len(frame) == 0:
+        raise _CodecError("zstd: empty input")
+    try:
+        size = zstandard.get_frame_parameters(frame).content_size
+    except zstandard.ZstdError as e:
+        raise _CodecError(f"zstd: bad frame header: {e}")
+    if size > limit and size != zstandard.CONTENTSIZE_UNKNOWN:
+        raise _CodecError(f"zstd: frame holds {size} bytes, max {limit}")
+    dec = getattr(_ZSTD, "dec", None)
+    if dec is None:
+        dec = _ZSTD.dec = zstandard.ZstdDecompressor()
+    d = dec.decompressobj()
+    try:
+        out = d.decompress(frame)
+    except zstandard.ZstdError as e:
+        raise _CodecError(f"zstd: decode: {e}")
+    if not d.eof or d.unused_data or len(out) > limit:
+        raise _CodecError("zstd: not exactly one frame")
+    return np.frombuffer(out, np.uint8)
+
+
+class _ZSeg:
+    """One compressed segment file, checked against the table (§10, §10.1,
+    §10.2) and decoded to the raw segment's rows: every column at its schema
+    offset, padding zero, check words recomputed for their seq (§2)."""
+
+    def __init__(self, table, n, path):
+        self.t, self.n, self.path = table, n, path
+        self._v2 = None  # a version 2 file's rows, once decoded
+        self._crc_ok = set()  # data blocks whose CRC32C was checked
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            self.ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            self.data = f.read()
+        self._parse()
+
+    def _corrupt(self, off, reason):
+        return CorruptError(self.path, off, reason)
+
+    def _parse(self):
+        t, b, path = self.t, self.data, self.path
+        size = len(b)
+        if size < BLOCK + 4:
+            raise self._corrupt(size, f"compressed segment is {size} bytes, shorter than a header and an index")
+        if b[0:8] != ZMAGIC:
+            raise self._corrupt(0, f"magic {b[0:8]!r}, want {ZMAGIC!r}")
+        self.version = v = _u32(b, 8)
+        if v not in (1, 2):
+            raise VersionError(f"tickdb: {path}: compressed segment format version {v}, this reader knows 1 and 2")
+        check = 152 if v == 1 else 200
+        got, want = _u32(b, check), crc32c(b[:check])
+        if got != want:
+            raise self._corrupt(check, f"header check 0x{got:08x}, want 0x{want:08x}")
+        flags = _u32(b, 12)
+        if flags & ~KNOWN_ZFLAGS:
+            raise VersionError(f"tickdb: {path}: compressed segment flags {flags:#x}, this reader knows "
+                               f"{KNOWN_ZFLAGS:#x} (written by a newer tickdb)")
+        self.late = bool(flags & FLAG_LATE)
+        zero = b[check + 4:BLOCK]
+        if zero.strip(b"\0"):
+            raise self._corrupt(check + 4 + len(zero) - len(zero.lstrip(b"\0")), "nonzero byte in the header's zero area")
+        R = t.rows_per_seg
+        self.rows = rows = _u64(b, 48)
+        ncols = len(t.columns)
+        for off, what, got, want in ((16, "table id", b[16:32], t.table_id), (32, "segNo", _u64(b, 32), self.n),
+                                     (40, "rowsPerSeg", _u64(b, 40), R), (56, "rowSize", _u32(b, 56), t.row_size),
+                                     (60, "blockRows", _u32(b, 60), ZBLOCK_ROWS), (68, "ncols", _u32(b, 68), ncols)):
+            if got != want:
+                raise self._corrupt(off, f"{what} {got!r}, want {want!r}")
+        if rows > R:
+            raise self._corrupt(48, f"{rows} rows in a segment of {R}")
+        types = bytes(c.type for c in t.columns).ljust(64, b"\0")
+        if b[88:152] != types:
+            i = next(i for i in range(64) if b[88 + i] != types[i])
+            raise self._corrupt(88 + i, f"column {i} has type code {b[88 + i]}, the schema's is {types[i]}")
+        nranks = (rows + ZBLOCK_ROWS - 1) // ZBLOCK_ROWS
+        nblocks = _u32(b, 64)
+        if (v == 1 and nblocks != nranks) or (v == 2 and not nranks <= nblocks <= rows):
+            raise self._corrupt(64, f"{nblocks} blocks for {rows} rows")
+        es = (40 + 4 * ncols + 7) // 8 * 8
+        index_off, index_len = _u64(b, 72), _u64(b, 80)
+        if index_off < BLOCK or index_off % 8 or index_off > size:
+            raise self._corrupt(72, f"index offset {index_off} in a {size}-byte file")
+        end = size if v == 1 else index_off + index_len
+        if index_len != nblocks * es + 4 or index_len != end - index_off or end > size:
+            raise self._corrupt(80, f"index of {index_len} bytes at {index_off} in a {size}-byte file")
+        self.sym_col = next((i for i, c in enumerate(t.columns) if c.type == TYPE_SYM), -1)
+        self.dir = None
+        if v == 2:
+            self._parse_v2(index_off, nblocks, es, nranks)
+        self.blocks, nxt = self._parse_index(index_off, nblocks, es)
+        if v == 2:
+            for j, (sid, first, nb, srows, lo, hi) in enumerate(self.dir):
+                blo = min(e[4] for e in self.blocks[first:first + nb])
+                bhi = max(e[5] for e in self.blocks[first:first + nb])
+                if (lo, hi) != (blo, bhi):
+                    raise self._corrupt(self.dir_off + 40 * j + 24, f"symbol {sid}: ts from {lo} to {hi}, its blocks from {blo} to {bhi}")
+            nxt = self._parse_ranks(nxt, index_off, nranks)
+        if (nxt + 7) // 8 * 8 != index_off or b[nxt:index_off].strip(b"\0"):
+            raise self._corrupt(nxt, f"blocks end at {nxt}, want the zero padding and the index at {index_off}")
+
+    def _parse_v2(self, index_off, nblocks, es, nranks):
+        b = self.data
+        if self.sym_col < 0 or _u32(b, 152) != self.sym_col:
+            raise self._corrupt(152, f"clustered by column {_u32(b, 152)}, the schema's sym column is {self.sym_col}")
+        if _u32(b, 164):
+            raise self._corrupt(164, "reserved header word is not 0")
+        nsyms = _u32(b, 156)
+        if _u32(b, 160) != nranks:
+            raise self._corrupt(160, f"{_u32(b, 160)} rank blocks for {self.rows} rows, want {nranks}")
+        if not 1 <= nsyms <= nblocks:
+            raise self._corrupt(156, f"{nsyms} symbols in {nblocks} blocks")
+        index_end = index_off + nblocks * es + 4
+        self.dir_off, dir_len = _u64(b, 168), _u64(b, 176)
+        self.rank_off, rank_len = _u64(b, 184), _u64(b, 192)
+        for off, got, want in ((168, self.dir_off, index_end + 4), (176, dir_len, nsyms * 40 + 4),
+                               (184, self.rank_off, self.dir_off + dir_len + 4), (192, rank_len, nranks * 40 + 4),
+                               (192, self.rank_off + rank_len, len(b))):
+            if got != want:
+                raise self._corrupt(off, f"table offset or length {got}, want {want}")
+        if b[index_end:self.dir_off].strip(b"\0") or b[self.dir_off + dir_len:self.rank_off].strip(b"\0"):
+            raise self._corrupt(index_end, "nonzero byte between tables")
+        d = b[self.dir_off:self.dir_off + dir_len]
+        got, want = _u32(d, nsyms * 40), crc32c(d[:nsyms * 40])
+        if got != want:
+            raise self._corrupt(self.dir_off + nsyms * 40, f"directory check 0x{got:08x}, want 0x{want:08x}")
+        self.dir, first, rows = [], 0, 0
+        for j in range(nsyms):
+            x, eo = 40 * j, self.dir_off + 40 * j
+            sid, f0, nb, srows = _u32(d, x), _u32(d, x + 4), _u32(d, x + 8), _u64(d, x + 16)
+            if j and sid <= self.dir[-1][0]:
+                raise self._corrupt(eo, f"directory entry {j}: symbol {sid} after {self.dir[-1][0]}")
+            if f0 != first:
+                raise self._corrupt(eo + 4, f"symbol {sid}: first block {f0}, want {first}")
+            if srows == 0 or srows > self.rows - rows:
+                raise self._corrupt(eo + 16, f"symbol {sid}: {srows} rows, {self.rows - rows} left in the segment")
+            if nb != (srows + ZBLOCK_ROWS - 1) // ZBLOCK_ROWS or f0 + nb > nblocks:
+                raise self._corrupt(eo + 8, f"symbol {sid}: {nb} blocks for {srows} rows")
+            if _u32(d, x + 12):
+                raise self._corrupt(eo + 12, f"symbol {sid}: reserved word is not 0")
+            self.dir.append((sid, f0, nb, srows, _i64(d, x + 24), _i64(d, x + 32)))
+            first += nb
+            rows += srows
+        if first != nblocks or rows != self.rows:
+            raise self._corrupt(self.dir_off, f"directory holds {rows} rows in {first} blocks, want {self.rows} in {nblocks}")
+        self._firsts = [e[1] for e in self.dir]
+
+    def _want_block(self, i):
+        """(rows, directory slot or -1) that data block i must have."""
+        if self.dir is None:
+            return min(self.rows - i * ZBLOCK_ROWS, ZBLOCK_ROWS), -1
+        j = bisect.bisect_right(self._firsts, i) - 1
+        _, first, nb, srows, _, _ = self.dir[j]
+        return (ZBLOCK_ROWS if i < first + nb - 1 else srows - (nb - 1) * ZBLOCK_ROWS), j
+
+    def _parse_index(self, off, nblocks, es):
+        b, ncols = self.data, len(self.t.columns)
+        idx = b[off:off + nblocks * es + 4]
+        got, want = _u32(idx, nblocks * es), crc32c(idx[:nblocks * es])
+        if got != want:
+            raise self._corrupt(off + nblocks * es, f"block index check 0x{got:08x}, want 0x{want:08x}")
+        blocks, nxt, prev_max = [], BLOCK, None
+        for i in range(nblocks):
+            e, eo = idx[i * es:(i + 1) * es], off + i * es
+            want_rows, slot = self._want_block(i)
+            if slot >= 0 and self.dir[slot][1] == i:
+                prev_max = None  # a symbol's run starts: ts start over
+            boff, blen, brows = _u64(e, 0), _u32(e, 8), _u32(e, 12)
+            lo, hi, crc, word = _i64(e, 16), _i64(e, 24), _u32(e, 32), _u32(e, 36)
+            col_lens = [_u32(e, 40 + 4 * c) for c in range(ncols)]
+            if boff != nxt:
+                raise self._corrupt(eo, f"block {i} at offset {boff}, want {nxt}")
+            if blen > off - nxt:
+                raise self._corrupt(eo + 8, f"block {i} of {blen} bytes at {boff} runs past the index at {off}")
+            if brows != want_rows:
+                raise self._corrupt(eo + 12, f"block {i} holds {brows} rows, want {want_rows}")
+            if lo > hi or (prev_max is not None and lo < prev_max and not self.late):
+                raise self._corrupt(eo + 16, f"block {i}: ts range {lo}..{hi} (previous block's max {prev_max})")
+            if word != max(slot, 0):
+                raise self._corrupt(eo + 36, f"block {i}: word at 36 is {word}, want {max(slot, 0)}")
+            if e[40 + 4 * ncols:].strip(b"\0"):
+                raise self._corrupt(eo + 40 + 4 * ncols, f"block {i}: nonzero entry padding")
+            if sum(col_lens) + 4 * ncols != blen:
+                raise self._corrupt(eo + 40, f"block {i}: column frames take {sum(col_lens) + 4 * ncols} bytes, the block {blen}")
+            blocks.append((boff, blen, brows, crc, lo, hi, col_lens, max(slot, 0)))
+            nxt += blen
+            prev_max = hi
+        return blocks, nxt
+
+    def _parse_ranks(self, nxt, index_off, nranks):
+        b, ro = self.data, self.rank_off
+        rt = b[ro:ro + nranks * 40 + 4]
+        got, want = _u32(rt, nranks * 40), crc32c(rt[:nranks * 40])
+        if got != want:
+            raise self._corrupt(ro + nranks * 40, f"rank table check 0x{got:08x}, want 0x{want:08x}")
+        self.ranks, prev_max = [], None
+        for r in range(nranks):
+            x, eo = 40 * r, ro + 40 * r
+            off, ln, crc, present = _u64(rt, x), _u32(rt, x + 8), _u32(rt, x + 12), _u32(rt, x + 16)
+            lo, hi = _i64(rt, x + 24), _i64(rt, x + 32)
+            rows = min(self.rows - r * ZBLOCK_ROWS, ZBLOCK_ROWS)
+            if off != nxt:
+                raise self._corrupt(eo, f"rank block {r} at offset {off}, want {nxt}")
+            if ln == 0 or ln > index_off - nxt:
+                raise self._corrupt(eo + 8, f"rank block {r} of {ln} bytes at {off} runs past the index")
+            if not 1 <= present <= min(rows, len(self.dir)):
+                raise self._corrupt(eo + 16, f"rank block {r}: {present} symbols in {rows} rows")
+            if _u32(rt, x + 20):
+                raise self._corrupt(eo + 20, f"rank block {r}: reserved word is not 0")
+            if lo > hi or (prev_max is not None and lo < prev_max and not self.late):
+                raise self._corrupt(eo + 24, f"rank block {r}: ts range {lo}..{hi} (previous rank block's max {prev_max})")
+            self.ranks.append((off, ln, crc, present, lo, hi))
+            nxt += ln
+            prev_max = hi
+        return nxt
+
+    # -- decoding
+
+    def _check_crcs(self, ks):
+        """Check the CRC32C of data blocks ks (in one vectorised pass)."""
+        ks = [k for k in ks if k not in self._crc_ok]
+        for k, got in zip(ks, _crcs([self.data[e[0]:e[0] + e[1]] for e in (self.blocks[k] for k in ks)])):
+            off, crc = self.blocks[k][0], self.blocks[k][3]
+            if got != crc:
+                raise self._corrupt(off, f"block {k} check 0x{got:08x}, want 0x{crc:08x} (index)")
+            self._crc_ok.add(k)
+
+    def _frames(self, k):
+        """Data block k's column frames (offset, bytes), after its CRC32C and length prefixes are checked."""
+        off, ln, _, crc, _, _, col_lens, _ = self.blocks[k]
+        self._check_crcs([k])
+        body = self.data[off:off + ln]
+        frames, p = [], 0
+        for c, want in enumerate(col_lens):
+            if _u32(body, p) != want:
+                raise self._corrupt(off + p, f"block {k} column {c}: frame length {_u32(body, p)}, the index says {want}")
+            frames.append((off + p + 4, body[p + 4:p + 4 + want]))
+            p += 4 + want
+        return frames
+
+    def _column(self, k, c, frames, n, decode, *args):
+        """Decompress and decode column c's frame of data block k (n rows): the values."""
+        off, frame = frames[c]
+        name = self.t.columns[c].name if not (self.version == 2 and c == self.sym_col) else "seq"
+        try:
+            raw = _zframe(frame, 64 + 10 * n + 8)
+            rate = None
+            if decode is decode_ts and self.version == 2:
+                if len(raw) < 8:
+                    raise _CodecError(f"{len(raw)} bytes, no room for the rate")
+                rate, raw = raw[:8].view("<u8")[0], raw[8:]
+            vals, used = decode(raw, n, *args)
+            if used != len(raw):
+                raise _CodecError(f"{len(raw) - used} bytes after the column's values")
+        except _CodecError as e:
+            raise self._corrupt(off, f"block {k} column {name!r}: {e}")
+        return vals if rate is None else (vals, rate)
+
+    def _check_ts(self, ts, lo, hi, off, what):
+        if len(ts) == 0:
+            return
+        if not self.late and np.any(ts[1:] < ts[:-1]):
+            i = int(np.flatnonzero(ts[1:] < ts[:-1])[0]) + 1
+            raise self._corrupt(off, f"{what} row {i}: ts {ts[i]} below {ts[i - 1]}")
+        if int(ts.min()) != lo or int(ts.max()) != hi:
+            raise self._corrupt(off, f"{what}: ts from {ts.min()} to {ts.max()}, the index says {lo} to {hi}")
+
+    def _fill(self, out, at, k, frames, n, key):
+        """Decode the columns of data block k other than the sym column
+        (version 1: keyed by key) into out[at]."""
+        for c, col in enumerate(self.t.columns):
+            if c == self.sym_col:
+                continue
+            if col.type == TYPE_TS:
+                continue  # the caller decodes ts (its checks differ by version)
+            dec = {TYPE_SYM: decode_u32, TYPE_F64: decode_f64, TYPE_I64: decode_i64, TYPE_BOOL: decode_bool}[col.type]
+            args = (key,) if col.type in (TYPE_F64, TYPE_I64) else ()
+            out[col.name][at] = self._column(k, c, frames, n, dec, *args)
+
+    def rows_range(self, a, b):
+        """Rows [a, b) of the segment (indexes within it), sealed, as a flat uint8 array."""
+        if b > self.rows:
+            raise self._corrupt(48, f"holds {self.rows} rows, not row {b - 1} of the segment")
+        t = self.t
+        base = self.n * t.rows_per_seg
+        if self.version == 1:
+            k0, k1 = a // ZBLOCK_ROWS, (b + ZBLOCK_ROWS - 1) // ZBLOCK_ROWS
+            self._check_crcs(range(k0, k1))
+            out = np.zeros((k1 - k0) * ZBLOCK_ROWS if k1 > k0 else 0, dtype=t.dtype)
+            for k in range(k0, k1):
+                boff, _, n, _, lo, hi = self.blocks[k][:6]
+                frames = self._frames(k)
+                at = slice((k - k0) * ZBLOCK_ROWS, (k - k0) * ZBLOCK_ROWS + n)
+                key = None
+                if self.sym_col >= 0:
+                    key = self._column(k, self.sym_col, frames, n, decode_u32)
+                    out[t.columns[self.sym_col].name][at] = key
+                ts = self._column(k, 0, frames, n, decode_ts)
+                self._check_ts(ts, lo, hi, frames[0][0], f"block {k}")
+                out["ts"][at] = ts
+                self._fill(out, at, k, frames, n, key)
+            lo_row = k0 * ZBLOCK_ROWS
+            out = out[a - lo_row:b - lo_row]
+        else:
+            if self._v2 is None:
+                self._v2 = self._decode_v2()
+            out = self._v2[a:b]
+        buf = np.ascontiguousarray(out).view(np.uint8).reshape(-1).copy()
+        seal_rows(buf, t.row_size, np.arange(base + a, base + b, dtype=np.uint64))
+        return buf
+
+    def _decode_v2(self):
+        """Every row of a version 2 file, in seq order (check words not set).
+
+        Each data block's seq column says where its rows go; the seq-order
+        index (rank frames) must agree: every row of the segment is in
+        exactly one block, the rank frames list each row's symbol slot, the
+        slots present and their rows before the rank block, and each
+        symbol's rows ascend in seq across its blocks (§10.2 "Seq → row")."""
+        t, rows = self.t, self.rows
+        out = np.zeros(rows, dtype=t.dtype)
+        slot_of = np.full(rows, -1, np.int64)
+        ts_name, sym_name = t.columns[0].name, t.columns[self.sym_col].name
+        self._check_crcs(range(len(self.blocks)))
+        rank_crcs = _crcs([self.data[e[0]:e[0] + e[1]] for e in self.ranks])
+        for j, (sid, first, nb, _, _, _) in enumerate(self.dir):
+            prev = -1
+            for k in range(first, first + nb):
+                boff, _, n, _, lo, hi = self.blocks[k][:6]
+                frames = self._frames(k)
+                q = self._column(k, self.sym_col, frames, n, decode_i64)
+                zz = _zigzag(q.view(np.uint64))
+                if np.any(zz >= _U64(rows)):
+                    raise self._corrupt(frames[self.sym_col][0], f"block {k}: seq gap out of the segment of {rows} rows")
+                o = (np.cumsum(zz + _U64(1), dtype=np.uint64) - _U64(1)).astype(np.int64)
+                if o[-1] >= rows or o[0] <= prev:
+                    raise self._corrupt(frames[self.sym_col][0], f"block {k}: seq offsets {o[0]}..{o[-1]} after {prev} in a segment of {rows} rows")
+                if np.any(slot_of[o] >= 0):
+                    raise self._corrupt(frames[self.sym_col][0], f"block {k}: a row already in another block")
+                prev = int(o[-1])
+                slot_of[o] = j
+                d, rate = self._column(k, 0, frames, n, decode_ts)
+                ts = (d.view(np.uint64) + rate * (o - o[0]).astype(np.uint64)).view(np.int64)
+                self._check_ts(ts, lo, hi, frames[0][0], f"block {k}")
+                out[ts_name][o] = ts
+                out[sym_name][o] = sid
+                self._fill(out, o, k, frames, n, None)
+        if rows and slot_of.min() < 0:
+            raise self._corrupt(self.blocks[0][0], f"row {int(np.flatnonzero(slot_of < 0)[0])} is in no data block")
+        nsyms = len(self.dir)
+        before = np.zeros(nsyms, np.int64)  # each slot's rows before the rank block
+        for r, (off, ln, crc, m, lo, hi) in enumerate(self.ranks):
+            n = min(rows - r * ZBLOCK_ROWS, ZBLOCK_ROWS)
+            body = self.data[off:off + ln]
+            got = rank_crcs[r]
+            if got != crc:
+                raise self._corrupt(off, f"rank block {r} check 0x{got:08x}, want 0x{crc:08x} (rank table)")
+            try:
+                raw = _zframe(body, (64 + 10 * n) + 2 * (64 + 10 * m))
+                if nsyms > 1 << 16:
+                    slots, u1 = decode_u32(raw, n)
+                else:
+                    w = 1 if nsyms <= 1 << 8 else 2
+                    if len(raw) < n * w:
+                        raise _CodecError(f"slot list of {len(raw)} bytes, want {n * w}")
+                    slots, u1 = raw[:n * w].view("<u1" if w == 1 else "<u2"), n * w
+                present, u2 = decode_u32(raw[u1:], m)
+                counts, u3 = decode_i64(raw[u1 + u2:], m)
+                if u1 + u2 + u3 != len(raw):
+                    raise _CodecError(f"{len(raw) - u1 - u2 - u3} bytes after the rank block's values")
+            except _CodecError as e:
+                raise self._corrupt(off, f"rank block {r}: {e}")
+            mine = slot_of[r * ZBLOCK_ROWS:r * ZBLOCK_ROWS + n]
+            uniq = np.unique(mine)
+            if (not np.array_equal(slots.astype(np.int64), mine) or not np.array_equal(present.astype(np.int64), uniq)
+                    or not np.array_equal(counts, before[uniq])):
+                raise self._corrupt(off, f"rank block {r}: the seq-order index disagrees with the data blocks' seq columns")
+            before += np.bincount(mine, minlength=nsyms)
+            self._check_ts(out[ts_name][r * ZBLOCK_ROWS:r * ZBLOCK_ROWS + n], lo, hi, off, f"rank block {r}")
+        return out
+
+
 # ---------------------------------------------------------------- schema
 
 
@@ -274,6 +989,37 @@ class Snapshot:
         return [decoded[i] for i in self.rows[column].tolist()]
 
 
+def _row_dtype(cols, row_size):
+    """The numpy structured dtype of rows: each column at its schema offset."""
+    return np.dtype({
+        "names": [c.name for c in cols],
+        "formats": [_TYPE_DTYPE[c.type] for c in cols],
+        "offsets": [c.offset for c in cols],
+        "itemsize": row_size,
+    })
+
+
+def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None):
+    """Decode a compressed segment file (seg-N.zdat, §10) on its own.
+
+    columns: the table's schema as Columns or (name, type code, offset)
+    tuples in schema order (ts first), as Table.columns; table_id: 16 bytes,
+    or None to take the file's. Returns
+    the segment's rows as a structured array (check words recomputed for
+    sequence numbers seg_no*rows_per_seg + i). Raises CorruptError or
+    VersionError as Table.read does.
+    """
+    from types import SimpleNamespace
+    if table_id is None:
+        with open(path, "rb") as f:
+            table_id = f.read(32)[16:32]
+    cols = [c if isinstance(c, Column) else Column(*c) for c in columns]
+    t = SimpleNamespace(columns=cols, row_size=row_size, rows_per_seg=rows_per_seg,
+                        table_id=bytes(table_id), dtype=_row_dtype(cols, row_size))
+    z = _ZSeg(t, seg_no, path)
+    return z.rows_range(0, z.rows).view(t.dtype)
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -302,6 +1048,7 @@ class Table:
         self._sym_names = []   # parsed dictionary entries, id order
         self._sym_off = BLOCK  # offset of the next entry to parse
         self._sym_map = None
+        self._zseg = None      # the compressed segment read last
 
     # -- page 0
 
@@ -344,12 +1091,7 @@ class Table:
         if cols[0].type != TYPE_TS or cols[0].offset != 0:
             raise CorruptError(p, 72, "column 0 is not ts at offset 0")
         self.columns = cols
-        self.dtype = np.dtype({
-            "names": [c.name for c in cols],
-            "formats": [_TYPE_DTYPE[c.type] for c in cols],
-            "offsets": [c.offset for c in cols],
-            "itemsize": self.row_size,
-        })
+        self.dtype = _row_dtype(cols, self.row_size)
 
     # -- page 1
 
@@ -482,33 +1224,51 @@ class Table:
         if h[16:32] != self.table_id:
             raise CorruptError(path, 16, "table id differs from ctl's")
 
-    def _compressed(self, n):
-        """Refuse segment n if compaction rewrote it into a compressed file
-        (seg-N.zdat, docs/FORMAT.md §10: format version 1 in seq order, 2
-        clustered by symbol): this reader decodes raw segments only."""
-        if n >= self._word(OFF_CMP_SEGS):
-            return
+    def _zrows(self, n, a, b):
+        """Rows [a, b) of segment n from its compressed file (seg-N.zdat,
+        §10), decoded and sealed, or None if it is not there and the
+        compaction mark no longer covers segment n (a writer decompressed
+        it meanwhile: then the raw file holds it)."""
         path = os.path.join(self.dir, f"seg-{n:010d}.zdat")
+        z = self._zseg
         try:
-            with open(path, "rb") as f:
-                h = f.read(12)
+            if z is not None:
+                st = os.stat(path)
+                if z.n != n or z.ident != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+                    z = None  # another segment, or compacted again since (a reopened writer appended)
+            if z is None:
+                z = _ZSeg(self, n, path)
         except FileNotFoundError:
-            return  # retention deleted it meanwhile: the raw lookup reports it
-        v = _u32(h, 8) if len(h) == 12 and h[0:8] == b"TICKZSG\0" else None
-        raise VersionError(
-            f"tickdb: {path}: compressed segment, format version {v}; this reader knows only raw segments "
-            f"(format version {VERSION}): read the table with tickdb (tickdb export), or before compaction")
+            if n < self._word(OFF_CMP_SEGS):
+                raise
+            return None
+        self._zseg = z  # one segment kept: read() takes them in order
+        base = n << self.seg_shift
+        return z.rows_range(a - base, b - base)
 
     def _durable_rows(self, n, a, b):
-        """Rows [a, b) of segment n, copied from its durable file and verified."""
-        self._compressed(n)
+        """Rows [a, b) of segment n, copied from its durable file and
+        verified: seg-N.zdat below the compaction mark (cmpSegs, §10), else
+        seg-N.dat; if the file is gone, the mark is read again (the segment
+        may have been compacted, or decompressed, meanwhile)."""
         path = os.path.join(self.dir, f"seg-{n:010d}.dat")
-        m = _map(path)
-        self._check_seg_header(m, path, b"TICKSEG\0", n)
-        off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
-        buf = np.array(m[off:off + (b - a) * self.row_size])
-        verify_rows(buf, self.row_size, a, path, off)
-        return buf
+        for attempt in range(3):
+            if n < self._word(OFF_CMP_SEGS):
+                buf = self._zrows(n, a, b)
+                if buf is not None:
+                    return buf
+            try:
+                m = _map(path)
+            except FileNotFoundError:
+                if attempt < 2 and n < self._word(OFF_CMP_SEGS):
+                    continue  # compacted since the look above
+                raise
+            self._check_seg_header(m, path, b"TICKSEG\0", n)
+            off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
+            buf = np.array(m[off:off + (b - a) * self.row_size])
+            verify_rows(buf, self.row_size, a, path, off)
+            return buf
+        raise FileNotFoundError(path)
 
     def _live_rows(self, n, a, b, slots):
         """Rows [a, b) of segment n from its live slot, or None if the slot
@@ -571,7 +1331,7 @@ class Table:
             n = seq >> shift
             end = min(pub.visible, (n + 1) << shift)
             buf = None
-            if live:
+            if live and n >= self._word(OFF_CMP_SEGS):  # below the mark: compressed (§10)
                 buf = self._live_rows(n, seq, end, slots)
             if buf is None:
                 # No live copy: load durableSegs/durable now, after the slot
@@ -598,7 +1358,7 @@ class Table:
 
     def close(self):
         """Drop the mappings (numpy unmaps when the arrays are collected)."""
-        self._ctl = self._words = self._sym_map = None
+        self._ctl = self._words = self._sym_map = self._zseg = None
 
     def __enter__(self):
         return self

@@ -58,8 +58,9 @@ func serveDo(t *testing.T, p *serveProc, method, path, body string) string {
 }
 
 // TestConsoleBrowser loads the console in a real headless Chromium against
-// "tickdb serve": it gives the token when asked, checks the Tables panel
-// and a query against the data, opens the chart in live mode, publishes
+// "tickdb serve": it gives the token when asked, checks the Tables panel,
+// the Latest panel (as GET /latest, then a tick of one symbol within a
+// second) and a query against the data, opens the chart in live mode, publishes
 // ticks and waits for the last candle to change, and fails on any error
 // the page logs or throws. With TICKDB_CONSOLE_SCREENSHOT=FILE it saves a
 // screenshot there (docs/console.png in README is made so). Without a
@@ -180,6 +181,51 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("tables panel: first %q, want %s", got, want)
 	}
 
+	// Latest: each symbol's last row, as GET /latest has it, then live.
+	step("latest", 30*time.Second, chromedp.SetValue(chromedp.ID("l-table"), "trades"), chromedp.Click(chromedp.CSS("#latest-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS(`#latest tbody tr[data-sym="MSFT"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//small[@id="l-info"][contains(., "live")]`)))
+	latestWant := func() [][]string {
+		t.Helper()
+		var want [][]string
+		dec := json.NewDecoder(strings.NewReader(serveDo(t, p, "GET", "/latest?table=trades&format=json", "")))
+		dec.UseNumber()
+		for dec.More() {
+			var row struct {
+				Ts, Sym     string
+				Price, Size json.Number
+			}
+			if err := dec.Decode(&row); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, []string{row.Ts, row.Sym, row.Price.String(), row.Size.String()})
+		}
+		return want
+	}
+	if got, want := grid("#latest"), latestWant(); len(want) != 2 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("latest panel:\n%v\nwant (GET /latest):\n%v", got, want)
+	}
+	// A tick of MSFT and one of a new symbol: MSFT's row shows its tick
+	// within a second, IBM's row comes between AAPL's and MSFT's, AAPL's
+	// stays.
+	lastMSFT := px["MSFT"] + 0.75
+	serveDo(t, p, "POST", "/write", fmt.Sprintf("trades,sym=MSFT price=%s,size=42i %d\ntrades,sym=IBM price=150.5,size=7i %d\n",
+		strconv.FormatFloat(lastMSFT, 'f', -1, 64), time.Now().UnixNano(), time.Now().UnixNano()))
+	published := time.Now()
+	{
+		ctx, cancel := context.WithTimeout(bctx, time.Second)
+		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//table[@id="latest"]//tr[@data-sym="MSFT"]/td[3][.="`+strconv.FormatFloat(lastMSFT, 'f', -1, 64)+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#latest tbody tr[data-sym="IBM"]`)))
+		cancel()
+		if err != nil {
+			t.Fatalf("the latest panel did not take MSFT's tick within 1 s: %v (shows %v)", err, grid("#latest"))
+		}
+	}
+	t.Logf("latest panel took the tick in %v", time.Since(published))
+	if got, want := grid("#latest"), latestWant(); fmt.Sprint(got) != fmt.Sprint(want) || len(want) != 3 || want[1][1] != "IBM" || want[2][3] != "42" {
+		t.Fatalf("latest panel after a tick:\n%v\nwant (GET /latest):\n%v", got, want)
+	}
+
 	// Query: a page of one symbol's rows, cell for cell as GET /query has them.
 	step("query", 30*time.Second, chromedp.SetValue(chromedp.ID("q-table"), "trades"), chromedp.SetValue(chromedp.ID("q-sym"), "MSFT"),
 		chromedp.SetValue(chromedp.ID("q-limit"), "7"), chromedp.Click(chromedp.CSS("#query-form button[type=submit]")),
@@ -228,7 +274,7 @@ func TestConsoleBrowser(t *testing.T) {
 	last := px["AAPL"]
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) } // as JavaScript prints it
 	serveDo(t, p, "POST", "/write", fmt.Sprintf("trades,sym=AAPL price=%s,size=3i %d\n", f(last+1.25), time.Now().UnixNano()))
-	published := time.Now()
+	published = time.Now()
 	after, err := waitLast("C " + f(last+1.25) + " ")
 	if err != nil {
 		t.Fatalf("the last candle did not take the tick within 1 s: %v (was %q, now %q)", err, before, after)

@@ -1,5 +1,5 @@
-// tickdb console: Tables, Query and Chart panels over the server's HTTP API
-// (GET /api/tables, /query, /bars and the /tail event stream). No build
+// tickdb console: Tables, Latest, Query and Chart panels over the server's HTTP API
+// (GET /api/tables, /latest, /query, /bars and the /tail event stream). No build
 // step, no dependency but the vendored uPlot.
 (() => {
   'use strict';
@@ -112,7 +112,7 @@
       tb.appendChild(tr);
     }
     $('tables-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
-    for (const id of ['q-table', 'c-table']) fillTables($(id));
+    for (const id of ['l-table', 'q-table', 'c-table']) fillTables($(id));
     fillSyms('q-table', 'q-syms');
     fillSyms('c-table', 'c-syms');
   }
@@ -134,6 +134,123 @@
   }
   $('q-table').addEventListener('change', () => fillSyms('q-table', 'q-syms'));
   $('c-table').addEventListener('change', () => fillSyms('c-table', 'c-syms'));
+
+  // ---- Latest ----
+
+  // latest holds the shown table's rows by symbol: each symbol's row (the
+  // JSON object) and its <tr>; the live stream's rows wait in pending (the
+  // newest per symbol) until the next animation frame applies them.
+  const latest = { table: '', cols: [], key: 'sym', rows: new Map(), es: null, pending: new Map(), frame: 0 };
+
+  function stopLatest() {
+    if (latest.es) latest.es.close();
+    latest.es = null;
+    latest.pending = new Map();
+    if (latest.frame) cancelAnimationFrame(latest.frame);
+    latest.frame = 0;
+  }
+
+  function latestCells(tr, row) {
+    const tds = tr.cells;
+    latest.cols.forEach((c, i) => {
+      const v = row[c] === undefined || row[c] === null ? '' : String(row[c]);
+      if (tds[i].textContent !== v) tds[i].textContent = v;
+    });
+  }
+
+  function latestRow(row) {
+    const tr = document.createElement('tr');
+    tr.dataset.sym = row[latest.key];
+    for (const c of latest.cols) cell(tr, '', typeof row[c] === 'number');
+    latestCells(tr, row);
+    return tr;
+  }
+
+  // showLatest lists each symbol's last row (GET /latest), then follows the
+  // table from the row count read before it: a row published meanwhile
+  // comes again from the stream and is applied again, which changes nothing.
+  async function showLatest() {
+    stopLatest();
+    const table = $('l-table').value;
+    if (!table) return;
+    await refreshTables();
+    const t = tables.find((x) => x.name === table);
+    const next = t ? t.rows : 0;
+    let rows;
+    try {
+      rows = ndjson(await (await api('/latest?' + new URLSearchParams({ table, format: 'json' }), showLatest)).text());
+    } catch (err) {
+      fail('latest', err);
+      return;
+    }
+    latest.table = table;
+    latest.cols = t ? t.schema.map((c) => c.name) : (rows.length ? Object.keys(rows[0]) : []);
+    const symCol = t && t.schema.find((c) => c.type === 'sym'); // the table's symbol: its first sym column
+    latest.key = symCol ? symCol.name : 'sym';
+    latest.rows = new Map();
+    const hr = document.createElement('tr');
+    for (const c of latest.cols) {
+      const th = document.createElement('th');
+      th.textContent = c;
+      hr.appendChild(th);
+    }
+    const tb = $('latest').tBodies[0];
+    $('latest').tHead.replaceChildren(hr);
+    tb.replaceChildren(...rows.map((row) => {
+      const tr = latestRow(row);
+      latest.rows.set(row[latest.key], { row, tr });
+      return tr;
+    }));
+    $('l-info').textContent = rows.length + ' symbols';
+    status('');
+    if (!symCol) return; // no symbols: GET /latest said so
+    const p = new URLSearchParams({ table, from: String(next) });
+    if (token) p.set('token', token);
+    const es = new EventSource('/tail?' + p);
+    latest.es = es;
+    es.onopen = () => { $('l-info').textContent = latest.rows.size + ' symbols, live'; };
+    es.onmessage = (ev) => {
+      const row = JSON.parse(ev.data);
+      const sym = row[latest.key];
+      const prev = latest.pending.get(sym);
+      if (!prev || row.ts >= prev.ts) latest.pending.set(sym, row);
+      if (!latest.frame) latest.frame = requestAnimationFrame(applyLatest);
+    };
+    es.onerror = () => {
+      $('l-info').textContent = latest.rows.size + ' symbols, ' + (es.readyState === EventSource.CLOSED ? 'live stream closed' : 'reconnecting');
+    };
+  }
+
+  // applyLatest applies the newest pending row of each symbol: a row
+  // older than the shown one (ts, RFC 3339 with nine digits, compares as
+  // text) is a late row and not the last price.
+  function applyLatest() {
+    latest.frame = 0;
+    const pending = latest.pending;
+    latest.pending = new Map();
+    const tb = $('latest').tBodies[0];
+    for (const [sym, row] of pending) {
+      const cur = latest.rows.get(sym);
+      if (cur) {
+        if (row.ts < cur.row.ts) continue;
+        cur.row = row;
+        latestCells(cur.tr, row);
+        continue;
+      }
+      // A new symbol: in name order, as GET /latest lists them.
+      const tr = latestRow(row);
+      latest.rows.set(sym, { row, tr });
+      const after = [...tb.rows].find((r) => r.dataset.sym > sym);
+      tb.insertBefore(tr, after || null);
+      $('l-info').textContent = latest.rows.size + ' symbols, live';
+    }
+  }
+
+  $('latest-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    showLatest();
+  });
+  $('l-table').addEventListener('change', showLatest);
 
   // ---- Query ----
 

@@ -332,6 +332,10 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if qs.Get("format") == "parquet" {
+		h.queryParquet(w, r, q)
+		return
+	}
 	h.serveRows(w, r, "query", q.Table, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
 		_, err := query.Run(ctx, rd, q, enc)
 		return err
@@ -363,7 +367,11 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 	}
 	f, err := query.ParseFormat(fv)
 	if err != nil || (fv != "json" && fv != "csv") {
-		bad(fmt.Sprintf("format %q: /%s writes json or csv", fv, endpoint))
+		also := ""
+		if endpoint == "query" {
+			also = " (or parquet)"
+		}
+		bad(fmt.Sprintf("format %q: /%s writes json or csv%s", fv, endpoint, also))
 		return
 	}
 	tsv := qs.Get("ts")

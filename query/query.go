@@ -44,6 +44,19 @@ const ctxEvery = 4096
 // read again through reader.ReadRow, so a slow consumer never gets a torn
 // or wrong row.
 func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, error) {
+	if enc.schema == nil {
+		return 0, fmt.Errorf("query: the encoder is for computed rows, not table %s's", q.Table)
+	}
+	if enc.schema != r.Schema() && !enc.schema.Equal(r.Schema()) {
+		return 0, fmt.Errorf("query: the encoder's schema %s is not the table's %s", enc.schema, r.Schema())
+	}
+	return RunFunc(ctx, r, q, enc.Row)
+}
+
+// RunFunc is Run with each row passed to emit instead of an encoder (a
+// Parquet stream, say): the same rows, in the same order, each a checked
+// copy that emit must not keep.
+func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row) error) (int64, error) {
 	if q.Limit < 0 {
 		return 0, fmt.Errorf("%w: limit %d is negative (0 means no limit)", ErrBadQuery, q.Limit)
 	}
@@ -51,12 +64,6 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 		return 0, err
 	}
 	s := r.Schema()
-	if enc.schema == nil {
-		return 0, fmt.Errorf("query: the encoder is for computed rows, not table %s's", q.Table)
-	}
-	if enc.schema != s && !enc.schema.Equal(s) {
-		return 0, fmt.Errorf("query: the encoder's schema %s is not the table's %s", enc.schema, s)
-	}
 	if _, err := r.Snapshot(); err != nil {
 		return 0, q.wrap(err)
 	}
@@ -67,7 +74,7 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 	if q.HasTo {
 		to = q.To
 	}
-	x := &runner{ctx: ctx, r: r, enc: enc, row: s.NewRow(), limit: q.Limit}
+	x := &runner{ctx: ctx, r: r, emit: emit, row: s.NewRow(), limit: q.Limit}
 	var id uint32
 	if q.Sym != "" {
 		if s.SymCol < 0 {
@@ -128,8 +135,8 @@ func (q *Query) wrap(err error) error {
 type runner struct {
 	ctx     context.Context
 	r       *reader.Reader
-	enc     *Encoder
-	row     store.Row // the checked copy handed to enc
+	emit    func(store.Row) error
+	row     store.Row // the checked copy handed to emit
 	limit   int64
 	n       int64 // rows passed to enc
 	scanned int64 // rows read
@@ -163,7 +170,7 @@ func (x *runner) drain(it *reader.Iter) (done bool, err error) {
 		if x.filter && (x.row.Ts() != math.MaxInt64 || x.sym && x.row.Sym(x.symCol) != x.id) {
 			continue
 		}
-		if err := x.enc.Row(x.row); err != nil {
+		if err := x.emit(x.row); err != nil {
 			return false, err
 		}
 		x.n++

@@ -60,7 +60,7 @@ func serveDo(t *testing.T, p *serveProc, method, path, body string) string {
 // TestConsoleBrowser loads the console in a real headless Chromium against
 // "tickdb serve": it gives the token when asked, checks the Tables panel,
 // the Latest panel (as GET /latest, then a tick of one symbol within a
-// second) and a query against the data, opens the chart in live mode, publishes
+// second), a query against the data and its Parquet link, opens the chart in live mode, publishes
 // ticks and waits for the last candle to change, and fails on any error
 // the page logs or throws. With TICKDB_CONSOLE_SCREENSHOT=FILE it saves a
 // screenshot there (docs/console.png in README is made so). Without a
@@ -247,6 +247,19 @@ func TestConsoleBrowser(t *testing.T) {
 	if len(want) != 7 || fmt.Sprint(cells) != fmt.Sprint(want) {
 		t.Fatalf("query panel:\n%v\nwant (GET /query):\n%v", cells, want)
 	}
+	// The download links are the form's query, Parquet too.
+	{
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('q-parquet').getAttribute('href')`))
+		cancel()
+		if want := "/query?table=trades&sym=MSFT&format=parquet&limit=7"; err != nil || href != want {
+			t.Fatalf("Parquet link: %q, %v; want %q", href, err, want)
+		}
+		if pq := serveDo(t, p, "GET", href, ""); !strings.HasPrefix(pq, "PAR1") || !strings.HasSuffix(pq, "PAR1") {
+			t.Fatalf("GET %s: not a Parquet file (%d bytes)", href, len(pq))
+		}
+	}
+
 	// The next page goes on where it stopped.
 	step("next page", 30*time.Second, chromedp.Click(chromedp.ID("q-next")),
 		chromedp.WaitVisible(chromedp.Search(`//span[@id="q-info"][starts-with(., "page 2")]`)))

@@ -115,6 +115,7 @@
     for (const id of ['l-table', 'q-table', 'c-table']) fillTables($(id));
     fillSyms('q-table', 'q-syms');
     fillSyms('c-table', 'c-syms');
+    downloadLinks();
   }
 
   function fillTables(sel) {
@@ -319,21 +320,33 @@
     ev.preventDefault();
     pages = [{ from: null, skip: 0 }];
     page = 0;
+    downloadLinks();
     runPage();
   });
   $('q-next').addEventListener('click', () => { page++; runPage(); });
   $('q-prev').addEventListener('click', () => { page = Math.max(0, page - 1); runPage(); });
 
-  // Downloads go through fetch, so that they carry the token too.
-  async function download(format) {
+  // Downloads go through fetch, so that they carry the token too; each
+  // link's href is the download's URL (the form's query, its limit).
+  const EXT = { csv: '.csv', json: '.ndjson', parquet: '.parquet' };
+  function downloadURL(format) {
     const p = queryParams({ format });
     const limit = $('q-limit').value.trim();
     if (limit) p.set('limit', limit);
+    return '/query?' + p;
+  }
+  function downloadLinks() {
+    for (const f of Object.keys(EXT)) $('q-' + f).href = downloadURL(f);
+  }
+  $('query-form').addEventListener('input', downloadLinks);
+  $('query-form').addEventListener('change', downloadLinks);
+
+  async function download(format) {
     try {
-      const blob = await (await api('/query?' + p)).blob();
+      const blob = await (await api(downloadURL(format))).blob();
       const a = document.createElement('a');
       a.href = URL.createObjectURL(blob);
-      a.download = p.get('table') + (format === 'csv' ? '.csv' : '.ndjson');
+      a.download = $('q-table').value + EXT[format];
       document.body.appendChild(a);
       a.click();
       a.remove();
@@ -344,6 +357,7 @@
   }
   $('q-csv').addEventListener('click', (ev) => { ev.preventDefault(); download('csv'); });
   $('q-json').addEventListener('click', (ev) => { ev.preventDefault(); download('json'); });
+  $('q-parquet').addEventListener('click', (ev) => { ev.preventDefault(); download('parquet'); });
 
   // ---- Chart ----
 

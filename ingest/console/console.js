@@ -10,6 +10,11 @@
   let tables = [];
   let afterToken = []; // what to run again once a token is given
 
+  // Counters for the opt-in performance test (cmd/tickdb, TICKDB_CONSOLE_PERF):
+  // when the Tables panel was first filled and the chart last drawn
+  // (performance.now(), ms), and the live chart's frames and rows.
+  const perf = window.tickdbPerf = { tablesShown: 0, chartStart: 0, chartDrawn: 0, draws: 0, liveFrames: 0, liveRows: 0 };
+
   class AuthError extends Error {}
 
   function status(msg, isError) {
@@ -112,6 +117,7 @@
       tb.appendChild(tr);
     }
     $('tables-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+    if (!perf.tablesShown) perf.tablesShown = performance.now();
     for (const id of ['l-table', 'q-table', 'c-table']) fillTables($(id));
     fillSyms('q-table', 'q-syms');
     fillSyms('c-table', 'c-syms');
@@ -414,7 +420,7 @@
         { label: 'volume', scale: 'vol', paths: uPlot.paths.bars({ size: [0.7, 40], align: 1 }), fill: 'rgba(100,116,139,0.35)', stroke: 'rgba(100,116,139,0.6)', points: { show: false } },
       ],
       axes: [{}, { scale: 'y' }],
-      hooks: { draw: [candles] },
+      hooks: { draw: [candles, () => { perf.draws++; if (!perf.chartDrawn) perf.chartDrawn = performance.now(); }] },
       legend: { show: true },
     };
     chart.plot = new uPlot(opts, chart.data, el);
@@ -437,6 +443,8 @@
 
   async function showChart() {
     stopLive();
+    perf.chartStart = performance.now();
+    perf.chartDrawn = 0;
     const table = $('c-table').value, sym = $('c-sym').value.trim(), ivs = $('c-interval').value;
     if (!table || !sym) return;
     chart.iv = intervalNs(ivs);
@@ -488,6 +496,8 @@
     chart.frame = 0;
     const rows = chart.pending;
     chart.pending = [];
+    perf.liveFrames++;
+    perf.liveRows += rows.length;
     const d = chart.data;
     for (const data of rows) {
       // The exact ns ts from the text (JSON numbers lose digits).

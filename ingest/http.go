@@ -26,7 +26,7 @@ import (
 // Handler is the server's HTTP API:
 //
 //	POST /write, /api/v2/write   line protocol, all or nothing, 204 once durable
-//	GET  /query                  rows as json or csv, streamed
+//	GET  /query                  rows as json or csv, or one Parquet file, streamed
 //	GET  /latest                 each symbol's last row at or before a time
 //	GET  /tail                   new rows as Server-Sent Events
 //	GET  /bars                   one symbol's OHLCV bars
@@ -299,7 +299,8 @@ func (h *httpAPI) health(w http.ResponseWriter, _ *http.Request) {
 }
 
 // query is GET /query: table, sym, from, to, limit, format (json or csv,
-// default json) and ts (rfc3339 or ns), as the CLI's query command.
+// default json; parquet: see queryParquet) and ts (rfc3339 or ns), as the
+// CLI's query command.
 func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 	qs := r.URL.Query()
 	bad := func(msg string) { h.writeError(w, http.StatusBadRequest, "invalid", msg, 0) }

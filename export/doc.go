@@ -8,8 +8,10 @@
 //
 // which DuckDB (read_parquet('DIR/**/*.parquet', hive_partitioning=true)),
 // pandas and pyarrow (pd.read_parquet("DIR")), Polars, Trino and Spark
-// take with the date as a partition column. Run is the one entry point;
-// "tickdb export" is a thin layer over it.
+// take with the date as a partition column. Run is the entry point for a
+// dataset; "tickdb export" is a thin layer over it. ParquetStream writes
+// one file of the same schema to a stream, of the rows handed to it (the
+// server's GET /query?format=parquet).
 //
 // Rows are written in time order (by ts, then seq), late rows
 // (writer.Options.LateWindow) merged in where their ts puts them: each

@@ -511,16 +511,8 @@ func TestPythonReaderAfterReopen(t *testing.T) {
 	db, live := testutil.DB(t)
 	const table = "ticks"
 	opts := &writer.Options{Schema: pySchema, SegmentSize: 64 << 10, LiveDir: live}
-	w, err := writer.Open(db, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := pyWriter(t, db, table, opts)
+	var err error
 	ticks := genTicks(3000, ids)
 	row := w.NewRow()
 	appendTicks(t, w, row, ticks, 0, 1500)
@@ -844,16 +836,8 @@ func TestPythonReaderManySymbols(t *testing.T) {
 	py := python(t)
 	db, live := testutil.DB(t)
 	const table = "ticks"
-	w, err := writer.Open(db, table, &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := pyWriter(t, db, table, &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live})
+	var err error
 	ticks := zTicks(9000, ids, false)
 	for i := range ticks {
 		name := fmt.Sprintf("S%03d", i%300)
@@ -886,16 +870,8 @@ func TestPythonReaderCompressedDamage(t *testing.T) {
 	py := python(t)
 	db, live := testutil.DB(t)
 	const table = "ticks"
-	w, err := writer.Open(db, table, &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := pyWriter(t, db, table, &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live})
+	var err error
 	appendAny(t, w, zTicks(5000, ids, false), 0, 5000)
 	if _, err := w.CloseCompacted(0); err != nil {
 		t.Fatal(err)
@@ -947,16 +923,8 @@ func TestPythonReaderRecompacted(t *testing.T) {
 	db, live := testutil.DB(t)
 	const table = "ticks"
 	opts := &writer.Options{Schema: pySchema, SegmentSize: 16384 * int64(pySchema.RowSize), LiveDir: live}
-	w, err := writer.Open(db, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := pyWriter(t, db, table, opts)
+	var err error
 	ticks := zTicks(3000, ids, false)
 	appendAny(t, w, ticks, 0, 2000)
 	if _, err := w.CloseCompacted(0); err != nil {
@@ -1041,16 +1009,8 @@ func TestPythonReaderDuringCompaction(t *testing.T) {
 	db, live := testutil.DB(t)
 	const table, rps = "ticks", 16384
 	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, LateWindow: 1000}
-	w, err := writer.Open(db, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]uint32{}
-	for _, name := range append(append([]string{}, symNames...), venueNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := pyWriter(t, db, table, opts)
+	var err error
 	const n = 3*rps + 100
 	appendAny(t, w, zTicks(n, ids, true), 0, n)
 	if err := w.Close(); err != nil {
@@ -1323,4 +1283,21 @@ func TestPythonReaderRefusesUnknownFeature(t *testing.T) {
 	if _, err := reader.Open(db, table, nil); err == nil || !strings.Contains(err.Error(), "newer tickdb") {
 		t.Fatalf("reader.Open on an unknown feature: %v", err)
 	}
+}
+
+// pyWriter opens table in db with o and adds the symbols and venues of
+// the Python reader tests (ids by name).
+func pyWriter(t *testing.T, db, table string, o *writer.Options) (*writer.Writer, map[string]uint32) {
+	t.Helper()
+	w, err := writer.Open(db, table, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range append(append([]string{}, symNames...), venueNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, ids
 }

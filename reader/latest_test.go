@@ -207,7 +207,12 @@ func readerAnswers(r *reader.Reader, ats []int64, nsym int) ([]string, error) {
 // checkLatest compares r's answers with the model's at many times.
 func checkLatest(t *testing.T, what string, r *reader.Reader, m *latModel, rng *rand.Rand) {
 	t.Helper()
-	ats := m.ats(rng)
+	checkLatestAt(t, what, r, m, m.ats(rng))
+}
+
+// checkLatestAt compares r's answers with the model's at the times ats.
+func checkLatestAt(t *testing.T, what string, r *reader.Reader, m *latModel, ats []int64) {
+	t.Helper()
 	got, err := readerAnswers(r, ats, m.nsym)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -406,15 +411,7 @@ func TestLatestBlocks(t *testing.T) {
 	slices.Reverse(back)
 	ats = append(ats, back...)
 	r := openLat(t, db)
-	got, err := readerAnswers(r, ats, m.nsym)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range m.answers(ats) {
-		if got[i] != want {
-			t.Fatalf("at %d:\n got %s\nwant %s", ats[i], got[i], want)
-		}
-	}
+	checkLatestAt(t, "latest", r, m, ats)
 }
 
 // TestLatestLongPostings: symbols with more rows than one postings
@@ -710,15 +707,7 @@ func TestLatestRetention(t *testing.T) {
 		m.ts[i] = math.MaxInt64 // at no time (but MaxInt64, not asked below)
 	}
 	ats = slices.DeleteFunc(ats, func(at int64) bool { return at == math.MaxInt64 })
-	got, err := readerAnswers(r, ats, m.nsym)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range m.answers(ats) {
-		if got[i] != want {
-			t.Fatalf("at %d:\n got %s\nwant %s", ats[i], got[i], want)
-		}
-	}
+	checkLatestAt(t, "latest", r, &m, ats)
 }
 
 // TestLatestErrors: a table without a sym column, an unknown symbol id,

@@ -47,6 +47,9 @@ func lateTable(t *testing.T, db, live string, rng *rand.Rand, rps int, lateShare
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails before the Close below still stops the writer's
+	// goroutines before its live directory is removed.
+	t.Cleanup(func() { w.Close() })
 	m := &lateModel{nsym: 1 + rng.IntN(6)}
 	for i := range m.nsym {
 		if _, err := w.SymbolString(fmt.Sprintf("S%d", i)); err != nil {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/tickdb/tickdb/codec"
 	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/internal/csegtest"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -612,42 +613,6 @@ func zVersions(t *testing.T, dir string, n uint64) (versions []int, late int) {
 	return versions, late
 }
 
-// rewriteV1 rewrites compressed segment n of table dir (schema s) in
-// format version 1, as a table compacted by an older tickdb holds it.
-func rewriteV1(t *testing.T, dir string, s *store.Schema, n, rps uint64) {
-	t.Helper()
-	path := store.ZSegPath(dir, n)
-	head, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := cseg.Header{SegNo: n, RowSize: s.RowSize, RowsPerSeg: rps, LateWindow: math.MaxInt64}
-	copy(h.TableID[:], head[16:32])
-	z, err := cseg.Open(path, s, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows, dst []byte
-	for b := range z.Blocks() {
-		if dst, err = z.Block(b, dst); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, dst...)
-	}
-	h.Rows = z.Rows()
-	z.Close()
-	var buf bytes.Buffer
-	if _, err := cseg.EncodeV1(&buf, s, h, rows, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".v1", buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".v1", path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // pyRowsHash has the Python reader's library read the table and print
 // its first seq, row count and the SHA-256 of the rows' bytes (check words
 // and padding included).
@@ -793,7 +758,7 @@ func TestPythonReaderCompressed(t *testing.T) {
 				} else {
 					// A table compacted by an older tickdb holds version 1
 					// segments next to version 2 ones.
-					rewriteV1(t, dir, tc.schema, 1, rps)
+					csegtest.RewriteV1(t, dir, tc.schema, 1, rps)
 					want[1] = 1
 				}
 				got, late := zVersions(t, dir, 3)

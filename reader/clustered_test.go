@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/internal/csegtest"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -112,38 +112,7 @@ func clTable(t *testing.T, db, live string, rng *rand.Rand, rps int) *clModel {
 
 // toV1 rewrites compressed segment n of table "t" in format version 1.
 func toV1(t *testing.T, db string, n uint64, rps int) {
-	t.Helper()
-	s := store.TickSchema()
-	path := store.ZSegPath(filepath.Join(db, "t"), n)
-	head, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := cseg.Header{SegNo: n, RowSize: 32, RowsPerSeg: uint64(rps)}
-	copy(h.TableID[:], head[16:32])
-	z, err := cseg.Open(path, s, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows, dst []byte
-	for b := range z.Blocks() {
-		if dst, err = z.Block(b, dst); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, dst...)
-	}
-	h.Rows = z.Rows()
-	z.Close()
-	var buf bytes.Buffer
-	if _, err := cseg.EncodeV1(&buf, s, h, rows, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".v1", buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".v1", path); err != nil {
-		t.Fatal(err)
-	}
+	csegtest.RewriteV1(t, filepath.Join(db, "t"), store.TickSchema(), n, uint64(rps))
 }
 
 // zVersions returns the cseg format version of each segment of table "t"

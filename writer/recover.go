@@ -146,7 +146,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	w.syms.ClearTail()
 	w.nsyms = uint32(nsym)
 	d := c.Durable()
-	seq, lastTs, err := w.scanDurable(d, uint32(nsym))
+	seq, err := w.scanDurable(d, uint32(nsym))
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,8 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	if err := w.pw.Reset(w.syms.Dirs(), from, ck.NextChunk, c.PostFloor() > 0); err != nil {
 		return err
 	}
-	if lastTs, err = w.reindex(from, seq, maxTs); err != nil {
+	lastTs, err := w.reindex(from, seq, maxTs)
+	if err != nil {
 		return err
 	}
 
@@ -317,26 +318,26 @@ func (w *Writer) compressedTs(n, seq uint64) (int64, error) {
 }
 
 // scanDurable returns the count of rows that check out in the durable
-// files, scanning from row d (trusted: published durable) forward. (Its
-// second result, a lower bound of the newest ts, is superseded by
-// reindex's.)
-func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
+// files, scanning from row d (trusted: published durable) forward. (The
+// newest ts it tracks, for the late-window check, starts at row d-1's: a
+// lower bound; reindex computes the exact one.)
+func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 	lastTs := int64(math.MinInt64)
 	win := w.ctl.LateWindow()
 	if d > 0 {
 		n := (d - 1) >> w.shift
 		b, err := w.mapDurable(n)
 		if err != nil {
-			return 0, 0, err
+			return 0, err
 		}
 		if b == nil {
-			return 0, 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
+			return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
 		}
 		off := store.BlockSize + ((d-1)-n<<w.shift)*w.rowSize
 		row := b[off : off+w.rowSize]
 		if !store.Valid(d-1, row) {
 			store.Unmap(b)
-			return 0, 0, store.Corruptf(store.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
+			return 0, store.Corruptf(store.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
 		}
 		lastTs = int64(le64(row))
 		store.Unmap(b)
@@ -349,7 +350,7 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
 			if seq == n<<w.shift && errors.Is(err, store.ErrCorrupt) {
 				break // a segment file whose creation never completed
 			}
-			return 0, 0, err
+			return 0, err
 		}
 		if b == nil {
 			break
@@ -373,7 +374,7 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, int64, error) {
 			break
 		}
 	}
-	return seq, lastTs, nil
+	return seq, nil
 }
 
 // reindex adds rows [from, to) to the time index, postings and late

@@ -175,10 +175,9 @@ type Iter struct {
 	// iterator (the rest of its segment is read through the postings).
 	resume      uint64
 	cidx, crows []byte
-	// nlate is the published late rows at positioning; lt merges them
-	// in (late.go).
-	nlate uint64
-	lt    lateIter
+	// lt merges the late rows in (late.go); lt.n is the published late
+	// rows at positioning (0: none, no merge).
+	lt lateIter
 }
 
 // reset positions it afresh, keeping its buffers.
@@ -201,7 +200,7 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	it.reset(Iter{r: r, seq: a, end: b, from: from, to: to, nlate: snap.Late})
+	it.reset(Iter{r: r, seq: a, end: b, from: from, to: to})
 	return it.initLate(from, to, a, snap)
 }
 
@@ -263,7 +262,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	}
 	r.sweepClus()
 	it.reset(Iter{r: r, end: max(a, b), sym: true, id: id, nextCk: snap.NextChunk,
-		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible, nlate: snap.Late})
+		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible})
 	if err := it.initLate(from, to, a, snap); err != nil {
 		return err
 	}
@@ -276,11 +275,11 @@ func (it *Iter) exactBounds() error {
 	if it.exact {
 		return nil
 	}
-	a, err := it.r.seek(it.from, it.first, it.vis, it.nlate)
+	a, err := it.r.seek(it.from, it.first, it.vis, it.lt.n)
 	if err != nil {
 		return err
 	}
-	b, err := it.r.seek(it.to, it.first, it.vis, it.nlate)
+	b, err := it.r.seek(it.to, it.first, it.vis, it.lt.n)
 	if err != nil {
 		return err
 	}
@@ -619,7 +618,7 @@ func (it *Iter) nextZ() bool {
 		// Skip the rows before the window (only in its first block).
 		lo, hi := 0, len(seqs)
 		rs := int(it.r.rowSize)
-		if it.r.hasLate(seqs[0], seqs[len(seqs)-1]+1, it.nlate) {
+		if it.r.hasLate(seqs[0], seqs[len(seqs)-1]+1, it.lt.n) {
 			// Not in ts order: the first row at or past the window's start.
 			for lo < hi && store.Row(rows[lo*rs:]).Ts() < it.from {
 				lo++

@@ -120,18 +120,42 @@ type layout struct {
 	rs     int // row size
 	padLo  int // row bytes [padLo, padHi) are padding: zero
 	padHi  int
+	// gaps: more padding, before padLo, in pairs [lo, hi): a schema that
+	// grew columns (store.Schema.AddColumn) laid each after the padding
+	// of the rows before it.
+	gaps []int
 }
 
 func newLayout(s *store.Schema) layout {
 	l := layout{cols: make([]store.Col, len(s.Cols)), names: make([]string, len(s.Cols)), symCol: s.SymCol, rs: s.RowSize}
+	used := make([]bool, s.RowSize-store.CheckSize)
 	for i, c := range s.Cols {
 		l.cols[i] = s.ColAt(i)
 		l.names[i] = c.Name
-		// store.NewSchema packs the columns from offset 0 with no gaps,
-		// so the padding is what follows the last of them.
-		l.padLo = max(l.padLo, l.cols[i].Off+c.Type.Width())
+		for j := range c.Type.Width() {
+			used[l.cols[i].Off+j] = true
+		}
 	}
-	l.padHi = s.RowSize - store.CheckSize
+	// The padding: every byte no column covers. store.NewSchema packs the
+	// columns from offset 0 with no gaps, so it is what follows the last
+	// of them; AddColumn leaves a gap where each earlier layout's padding
+	// was.
+	l.padLo, l.padHi = len(used), len(used)
+	for i := len(used) - 1; i >= 0 && !used[i]; i-- {
+		l.padLo = i
+	}
+	for i := 0; i < l.padLo; {
+		if used[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < l.padLo && !used[j] {
+			j++
+		}
+		l.gaps = append(l.gaps, i, j)
+		i = j
+	}
 	return l
 }
 
@@ -304,7 +328,7 @@ const (
 // 32-byte rows (the tick schema, no padding) take store.Check32 inline.
 func (e *encoder) verify(rows []byte, seq uint64, ts []int64) (int, int) {
 	prev := e.lastTs
-	if e.rs == 32 && e.padLo == 28 {
+	if e.rs == 32 && e.padLo == 28 && len(e.gaps) == 0 {
 		for i := range ts {
 			row := rows[i*32 : i*32+32 : i*32+32]
 			w0 := le.Uint64(row[0:])
@@ -339,6 +363,13 @@ func (e *encoder) verify(rows []byte, seq uint64, ts []int64) (int, int) {
 		for _, x := range row[e.padLo:e.padHi] {
 			if x != 0 {
 				return i, rowPadding
+			}
+		}
+		for k := 0; k < len(e.gaps); k += 2 {
+			for _, x := range row[e.gaps[k]:e.gaps[k+1]] {
+				if x != 0 {
+					return i, rowPadding
+				}
 			}
 		}
 	}

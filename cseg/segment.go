@@ -18,6 +18,7 @@ import (
 // stay valid after Close.
 type Segment struct {
 	layout
+	schema  *store.Schema // the layout's schema (Open's, or an earlier layout of it)
 	path    string
 	data    []byte // the mapping; nil once closed
 	size    int64
@@ -60,7 +61,15 @@ type frame struct {
 // a file that fails a check gives a *store.CorruptError naming path and the
 // byte offset of the field at fault. A schema whose row size is not
 // want.RowSize gives an error wrapping ErrArgs.
+//
+// A table whose rows had several layouts (store.Schema.AddColumn) passes
+// its newest schema and want.RowSize 0: the segment is read in the layout
+// its header's row size names (s.Prefix), which Schema returns.
 func Open(path string, s *store.Schema, want Header) (*Segment, error) {
+	anyLayout := want.RowSize == 0 && s != nil
+	if anyLayout {
+		want.RowSize = s.RowSize
+	}
 	if err := checkHeader(s, want); err != nil {
 		return nil, err
 	}
@@ -85,7 +94,12 @@ func Open(path string, s *store.Schema, want Header) (*Segment, error) {
 	// a block read asks for exactly its bytes (WillNeed), and a page fault
 	// reads its page only, not the device's read-ahead window.
 	_ = store.AdviseRandom(b)
-	g := &Segment{layout: newLayout(s), path: path, data: b, size: size}
+	if rs := int(le.Uint32(b[hRowSize:])); anyLayout && rs != s.RowSize {
+		if n := s.Layout(rs); n >= 0 {
+			s, want.RowSize = s.Prefix(n), rs
+		}
+	}
+	g := &Segment{layout: newLayout(s), schema: s, path: path, data: b, size: size}
 	if err := g.parse(s, want); err != nil {
 		store.Unmap(b)
 		return nil, err
@@ -93,6 +107,13 @@ func Open(path string, s *store.Schema, want Header) (*Segment, error) {
 	g.grow(min(int(g.h.Rows), BlockRows))
 	return g, nil
 }
+
+// Schema is the schema of the segment's rows: Open's, or the earlier
+// layout of it the segment was written in.
+func (g *Segment) Schema() *store.Schema { return g.schema }
+
+// RowSize is the size of the segment's rows.
+func (g *Segment) RowSize() int { return g.rs }
 
 // grow allocates Block's scratch for blocks of n rows: only the typed
 // buffers the schema's columns need, so opening a segment to read one block
@@ -452,7 +473,7 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 			}
 		}
 	}
-	seal(dst, rs, g.padLo, g.padHi, g.h.baseSeq()+uint64(b)*BlockRows)
+	seal(dst, rs, &g.layout, g.h.baseSeq()+uint64(b)*BlockRows)
 	return dst, nil
 }
 
@@ -484,8 +505,9 @@ func (g *Segment) checkBlock(b int) (*blockEntry, error) {
 // writes its check word, the first row's for sequence number seq. 32-byte
 // rows (the tick schema) have no padding and take store.Check32 inline, as
 // the writer's append loop does; the result is store.Seal's.
-func seal(dst []byte, rs, padLo, padHi int, seq uint64) {
-	if rs == 32 && padLo == 28 {
+func seal(dst []byte, rs int, l *layout, seq uint64) {
+	padLo, padHi := l.padLo, l.padHi
+	if rs == 32 && padLo == 28 && len(l.gaps) == 0 {
 		for o := 0; o+32 <= len(dst); o += 32 {
 			row := dst[o : o+32 : o+32]
 			le.PutUint32(row[28:], store.Check32(seq, le.Uint64(row[0:]), le.Uint64(row[8:]), le.Uint64(row[16:]), le.Uint32(row[24:])))
@@ -496,6 +518,9 @@ func seal(dst []byte, rs, padLo, padHi int, seq uint64) {
 	for o := 0; o+rs <= len(dst); o += rs {
 		row := dst[o : o+rs]
 		clear(row[padLo:padHi])
+		for k := 0; k < len(l.gaps); k += 2 {
+			clear(row[l.gaps[k]:l.gaps[k+1]])
+		}
 		store.Seal(seq, row)
 		seq++
 	}

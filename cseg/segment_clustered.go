@@ -286,7 +286,7 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 	if err != nil {
 		return dst, seqs, err
 	}
-	sealSeqs(dst, g.rs, g.padLo, g.padHi, seqs)
+	sealSeqs(dst, g.rs, &g.layout, seqs)
 	return dst, seqs, nil
 }
 
@@ -336,7 +336,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 	if n > 0 && (lo != rk.minTs || hi != rk.maxTs) {
 		return dst, store.Corruptf(g.path, rk.off, "rank block %d: ts from %d to %d, the rank table says %d to %d", b, lo, hi, rk.minTs, rk.maxTs)
 	}
-	seal(dst, rs, g.padLo, g.padHi, g.h.baseSeq()+uint64(b)*BlockRows)
+	seal(dst, rs, &g.layout, g.h.baseSeq()+uint64(b)*BlockRows)
 	return dst, nil
 }
 
@@ -371,7 +371,7 @@ func (g *Segment) RowInto(i uint64, dst []byte) error {
 		return err
 	}
 	copy(dst, src)
-	seal(dst, g.rs, g.padLo, g.padHi, g.h.baseSeq()+i)
+	seal(dst, g.rs, &g.layout, g.h.baseSeq()+i)
 	return nil
 }
 
@@ -582,8 +582,9 @@ func (g *Segment) decodeData(k int, dst []byte, seqs []uint64) ([]byte, []uint64
 // sealSeqs zeroes the padding of each row of dst and writes its check
 // word for its sequence number seqs[i] (seal for rows that are not
 // consecutive).
-func sealSeqs(dst []byte, rs, padLo, padHi int, seqs []uint64) {
-	if rs == 32 && padLo == 28 {
+func sealSeqs(dst []byte, rs int, l *layout, seqs []uint64) {
+	padLo, padHi := l.padLo, l.padHi
+	if rs == 32 && padLo == 28 && len(l.gaps) == 0 {
 		for i, seq := range seqs {
 			row := dst[i*32 : i*32+32 : i*32+32]
 			le.PutUint32(row[28:], store.Check32(seq, le.Uint64(row[0:]), le.Uint64(row[8:]), le.Uint64(row[16:]), le.Uint32(row[24:])))
@@ -593,6 +594,9 @@ func sealSeqs(dst []byte, rs, padLo, padHi int, seqs []uint64) {
 	for i, seq := range seqs {
 		row := dst[i*rs : (i+1)*rs]
 		clear(row[padLo:padHi])
+		for k := 0; k < len(l.gaps); k += 2 {
+			clear(row[l.gaps[k]:l.gaps[k+1]])
+		}
 		store.Seal(seq, row)
 	}
 }

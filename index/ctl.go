@@ -88,8 +88,11 @@ func (g Geometry) RowsPerSeg() uint64 { return 1 << g.SegShift }
 // Ctl is a mapped control file. Reader methods are safe for concurrent use;
 // Set*/Publish belong to the single writer (SetDurable* to its flusher).
 type Ctl struct {
-	Path    string
+	Path string
+	// Schema is the table's schema as of Open or the last LoadSchema:
+	// the one it was created with, grown by the columns added since.
 	Schema  *store.Schema
+	created *store.Schema // the schema in the header
 	TableID [16]byte
 	Geometry
 	b        []byte
@@ -163,6 +166,10 @@ func OpenCtl(path string, writable bool) (*Ctl, error) {
 		c.Close()
 		return nil, err
 	}
+	if err := c.LoadSchema(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	c.lockSeq = store.LoadAcquire64(b, offSeqlock)
 	return c, nil
 }
@@ -191,7 +198,7 @@ func (c *Ctl) parseHeader() error {
 	if err != nil {
 		return store.Corruptf(c.Path, hdrSchema, "%v", err)
 	}
-	c.Schema = s
+	c.created, c.Schema = s, s
 	return nil
 }
 
@@ -259,7 +266,7 @@ const (
 	FeatPostFloor = 1 << 1 // postings punched below the postings floor
 	FeatClustered = 1 << 2 // compressed segments in format version 2 (clustered by symbol)
 	// KnownFeatures is every bit this build reads.
-	KnownFeatures = FeatLate | FeatPostFloor | FeatClustered
+	KnownFeatures = FeatLate | FeatPostFloor | FeatClustered | FeatColumns
 )
 
 // Features is the table's format feature bits.

@@ -52,7 +52,7 @@ func (s *Symbols) Len() int { return len(s.names) }
 // End is the file offset just past the last decoded entry.
 func (s *Symbols) End() uint64 { return s.end }
 
-// Name returns symbol id's name ("" if unknown).
+// Name returns symbol id's name ("" if unknown, and for store.NoSym).
 func (s *Symbols) Name(id uint32) string {
 	if int(id) < len(s.names) {
 		return s.names[id]

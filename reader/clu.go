@@ -43,6 +43,7 @@ type cluView struct {
 	idxOff  uint64
 	word    [4]byte // idxAt's buffer
 	serial  uint64  // which open of the reader's (an iterator checks it)
+	rs      uint64  // row size (the schema's when the writer made the copy)
 }
 
 const (
@@ -94,6 +95,11 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	}
 	h := store.CluHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1, Rows: r.mask + 1}
 	d, err := readCluHead(fd, path, h, &r.cluHead)
+	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
+		// Made after a column was added that this reader did not know.
+		h.RowSize = int(r.rowSize)
+		d, err = readCluHead(fd, path, h, &r.cluHead)
+	}
 	if err != nil {
 		store.CloseFD(fd)
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
@@ -101,7 +107,7 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	h.NSym = len(d) / store.CluDirEntry
 	h.CluLayout()
 	r.cluSerial++
-	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff, serial: r.cluSerial}
+	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff, serial: r.cluSerial, rs: uint64(h.RowSize)}
 	return c, nil
 }
 
@@ -271,7 +277,8 @@ func (it *Iter) enterClu(c *cluView, n, lo, hi uint64) (bool, error) {
 // fillC reads the next chunk of rows, from it.cp, into the iterator's
 // buffer (and their index words, unless read already).
 func (it *Iter) fillC() error {
-	c, rs := it.c, it.r.rowSize
+	c, rs := it.c, it.c.rs
+	it.crs = rs
 	if it.cp < it.ilo || it.cp >= it.ihi {
 		if err := it.loadIdx(it.cp, min(it.cend, it.cp+cluIdxMax)); err != nil {
 			return err
@@ -299,7 +306,6 @@ func (it *Iter) nextC() bool {
 		it.err = ErrClosed
 		return false
 	}
-	rs := r.rowSize
 	for it.cp < it.cend {
 		p := it.cp
 		if p >= it.cbufEnd {
@@ -326,6 +332,7 @@ func (it *Iter) nextC() bool {
 		it.cprev = int64(i)
 		seq := it.cbase + uint64(i)
 		j := p - it.cbuf
+		rs := it.crs
 		row := store.Row(it.crows[j*rs : (j+1)*rs])
 		if !store.Valid(seq, row) || le.Uint32(row[r.symOff:]) != it.id {
 			it.err = store.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d is not row %d of symbol %d", p, seq, it.id)

@@ -171,6 +171,7 @@ type Iter struct {
 	cbuf, cbufEnd   uint64
 	cprev           int64
 	cserial         uint64 // the copy's open (cluView.serial): closed since if it differs
+	crs             uint64 // the copy's row size (crows' stride)
 	// resume is the first seq not yet read when a copy closed under the
 	// iterator (the rest of its segment is read through the postings).
 	resume      uint64
@@ -565,8 +566,7 @@ func (it *Iter) next() bool {
 		return false
 	}
 	if !it.sym {
-		it.run, it.runSeq, it.runEnd = it.r.finalRun(seq, it.end)
-		it.rs = it.r.rowSize
+		it.run, it.runSeq, it.runEnd, it.rs = it.r.finalRun(seq, it.end)
 	}
 	if it.sym {
 		// The postings and the row must agree: a mismatch is damage.
@@ -589,7 +589,7 @@ func (it *Iter) nextZ() bool {
 		if i := it.zi; i < len(it.zseqs) {
 			// Rows of the symbol in ts order: the window's rows are
 			// those with from <= ts < to (the rows of seqs [a, b)).
-			rs := it.r.rowSize
+			rs := uint64(it.z.RowSize())
 			row := it.zrows[uint64(i)*rs : uint64(i+1)*rs]
 			if store.Row(row).Ts() >= it.to {
 				it.done = true
@@ -617,7 +617,7 @@ func (it *Iter) nextZ() bool {
 		it.zk++
 		// Skip the rows before the window (only in its first block).
 		lo, hi := 0, len(seqs)
-		rs := int(it.r.rowSize)
+		rs := it.z.RowSize()
 		if it.r.hasLate(seqs[0], seqs[len(seqs)-1]+1, it.lt.n) {
 			// Not in ts order: the first row at or past the window's start.
 			for lo < hi && store.Row(rows[lo*rs:]).Ts() < it.from {
@@ -646,28 +646,29 @@ func (it *Iter) nextZ() bool {
 // generation for each one, and so are rows of an unsealed segment's
 // durable file, whose mapping Get replaces when the segment is sealed. The
 // run is empty otherwise.
-func (r *Reader) finalRun(seq, end uint64) (run []byte, first, stop uint64) {
+func (r *Reader) finalRun(seq, end uint64) (run []byte, first, stop, rs uint64) {
 	n := seq >> r.shift
 	if n >= uint64(len(r.segs)) {
-		return nil, 0, 0
+		return nil, 0, 0, 0
 	}
 	v := &r.segs[n]
 	if v.kind != viewDurable {
-		return nil, 0, 0
+		return nil, 0, 0, 0
 	}
+	rs = v.rs
 	i := seq & r.mask
-	blk := i * r.rowSize >> 12
+	blk := i * rs >> 12
 	if v.valid[blk>>6]&(1<<(blk&63)) == 0 {
-		return nil, 0, 0
+		return nil, 0, 0, 0
 	}
 	// The rows that start in the block: the ones its check covered.
-	last := min(((blk+1)*store.BlockSize+r.rowSize-1)/r.rowSize, r.mask+1)
+	last := min(((blk+1)*store.BlockSize+rs-1)/rs, r.mask+1)
 	first = seq + 1
 	stop = min(n<<r.shift+last, end)
 	if first >= stop {
-		return nil, 0, 0
+		return nil, 0, 0, 0
 	}
-	return v.rows[(i+1)*r.rowSize : last*r.rowSize], first, stop
+	return v.rows[(i+1)*rs : last*rs], first, stop, rs
 }
 
 // Row is the current row.

@@ -172,7 +172,7 @@ func (it *Iter) nextLate() bool {
 		if l.have && !l.icopy {
 			// Reading the late row may reuse the buffer the waiting row
 			// lies in (a compressed segment's block): keep a copy.
-			copy(l.irow, it.row)
+			l.irow = append(l.irow[:0], it.row...) // its own length: rows of earlier layouts are shorter
 			l.icopy = true
 		}
 		if err := r.ReadRow(c.seq, l.row); err != nil {

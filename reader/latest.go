@@ -50,8 +50,9 @@ type latestState struct {
 	// ts to the next block's first, "now" included) takes it from here
 	// instead of decoding the block again.
 	hits []zhit
-	hrow []byte // hits' rows, RowSize bytes each
-	it   Iter   // lateSym's windows
+	hrow []byte // hits' rows, hrs bytes each (the dst size they were copied for)
+	hrs  int
+	it   Iter // lateSym's windows
 }
 
 // zhit is one symbol's cached block-last row (latestState.hits).
@@ -172,7 +173,7 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if r.closed {
 		return 0, false, ErrClosed
 	}
-	if uint64(len(dst)) != r.rowSize {
+	if r.schema.Layout(len(dst)) < 0 {
 		return 0, false, fmt.Errorf("reader: row buffer of %d bytes for rows of %d", len(dst), r.rowSize)
 	}
 	if int(id) >= r.syms.Len() {
@@ -373,13 +374,16 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 		return 0, false, nil
 	}
 	k := lo - 1
-	rs := int(r.rowSize)
+	rs, cs := int(v.rs), len(dst)
 	_, maxTs := z.DataBlockTs(k)
 	whole := maxTs <= at // the answer is the block's last row
 	c := &r.last
+	if c.hrs != cs {
+		c.hits, c.hrow, c.hrs = c.hits[:0], c.hrow[:0], cs
+	}
 	if whole && int(id) < len(c.hits) {
 		if h := &c.hits[id]; h.z == z && h.n == n && h.k == k {
-			copy(dst, c.hrow[int(id)*rs:])
+			copy(dst, c.hrow[int(id)*cs:])
 			return h.seq, true, nil
 		}
 	}
@@ -409,16 +413,18 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 	if got := le.Uint32(row[r.symOff:]); got != id {
 		return 0, false, store.Corruptf(v.path, 0, "data block %d of symbol %d holds symbol %d", k, id, got)
 	}
-	copy(dst, row)
+	if err := r.copyRow(seq, dst, row); err != nil {
+		return 0, false, err
+	}
 	if i == len(seqs) {
 		// Keep it: the next query of this symbol at any time from here
 		// to the next block's start is answered by this row.
 		if int(id) >= len(c.hits) {
 			c.hits = append(c.hits, make([]zhit, int(id)+1-len(c.hits))...)
-			c.hrow = append(c.hrow, make([]byte, len(c.hits)*rs-len(c.hrow))...)
+			c.hrow = append(c.hrow, make([]byte, len(c.hits)*cs-len(c.hrow))...)
 		}
 		c.hits[id] = zhit{z: z, n: n, k: k, seq: seq}
-		copy(c.hrow[int(id)*rs:], row)
+		copy(c.hrow[int(id)*cs:], dst)
 	}
 	return seq, true, nil
 }
@@ -512,7 +518,9 @@ func (l *Latest) lateSym(id uint32, dst []byte) (uint64, bool, error) {
 		found := false
 		for it.Next() {
 			seq, found = it.Seq(), true
-			copy(dst, it.Row())
+			if err := r.copyRow(seq, dst, it.Row()); err != nil {
+				return 0, false, err
+			}
 		}
 		if err := it.Err(); err != nil {
 			return 0, false, l.gone(err)

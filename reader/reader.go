@@ -91,6 +91,7 @@ const (
 
 type segView struct {
 	kind  viewKind
+	rs    uint64 // row size: the schema's, or an earlier layout's (columns added since)
 	rows  []byte
 	slot  int
 	gen   uint64
@@ -133,6 +134,7 @@ func (v *segView) release() {
 type slotMap struct {
 	b   []byte
 	gen uint64
+	rs  uint64 // the slot's row size
 }
 
 // Open opens table name in database directory db for reading.
@@ -348,24 +350,25 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 	n := seq >> r.shift
 	if n < uint64(len(r.segs)) {
 		v := &r.segs[n]
-		off := (seq & r.mask) * r.rowSize
+		rs := v.rs
+		off := (seq & r.mask) * rs
 		switch v.kind {
 		case viewDurable, viewPartial:
 			if v.valid[off>>18]&(1<<(off>>12&63)) != 0 {
-				return v.rows[off : off+r.rowSize], nil
+				return v.rows[off : off+rs], nil
 			}
 		case viewCompressed:
 			if i := seq & r.mask; i >= v.bfirst && i < v.bend {
-				o := (i - v.bfirst) * r.rowSize
-				return v.rows[o : o+r.rowSize], nil
+				o := (i - v.bfirst) * rs
+				return v.rows[o : o+rs], nil
 			}
 		case viewLive:
 			if r.ctl.SlotGen(v.slot) == v.gen {
 				if seq&r.mask >= v.from {
-					return v.rows[off : off+r.rowSize], nil
+					return v.rows[off : off+rs], nil
 				}
 				if l := v.low; l != nil && l.valid[off>>18]&(1<<(off>>12&63)) != 0 {
-					return l.rows[off : off+r.rowSize], nil
+					return l.rows[off : off+rs], nil
 				}
 			}
 		}
@@ -373,16 +376,23 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 	return r.getSlow(seq)
 }
 
-// ReadRow copies row seq into dst (RowSize bytes) and checks afterwards that
-// the copy was not raced by a slot recycle: a seqlock-style read that is
-// safe to keep.
+// ReadRow copies row seq into dst and checks afterwards that the copy was
+// not raced by a slot recycle: a seqlock-style read that is safe to keep.
+// dst is Schema().RowSize bytes (or the size of the row, Get's len); a
+// row of another layout (written before columns were added to the table,
+// or after, by a reader whose schema is older) is copied into it in dst's
+// layout (store.Relayout).
 func (r *Reader) ReadRow(seq uint64, dst []byte) error {
 	for {
 		row, err := r.Get(seq)
 		if err != nil {
 			return err
 		}
-		copy(dst, row)
+		// A row that fails its check leaves dst failing it too (a
+		// recycled slot: checked below).
+		if err := r.copyRow(seq, dst, row); err != nil {
+			return err
+		}
 		v := &r.segs[seq>>r.shift]
 		if v.kind != viewLive || r.ctl.SlotGen(v.slot) == v.gen {
 			return nil
@@ -412,7 +422,7 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	if r.visible = r.loadVisible(); seq >= r.visible {
 		return nil, ErrNotVisible
 	}
-	off := (seq & r.mask) * r.rowSize
+	off := (seq & r.mask) * v.rs
 	switch v.kind {
 	case viewCompressed:
 		return r.getCompressed(v, seq)
@@ -439,15 +449,19 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 				if err := r.mapDurable(l, n, viewPartial); err != nil {
 					return nil, err
 				}
+				if l.rs != v.rs {
+					l.release()
+					return nil, store.Corruptf(l.path, 12, "%d-byte rows, its live slot has %d", l.rs, v.rs)
+				}
 				v.low = l
 			}
 			if err := r.validate(v.low, n, off>>12, v.from); err != nil {
 				return nil, err
 			}
-			return v.low.rows[off : off+r.rowSize], nil
+			return v.low.rows[off : off+v.rs], nil
 		}
 	}
-	return v.rows[off : off+r.rowSize], nil
+	return v.rows[off : off+v.rs], nil
 }
 
 // view (re)resolves where segment n is read from: its sealed durable file,
@@ -484,10 +498,10 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	// and reading it there costs no disk read.
 	i := int(n % uint64(len(r.slots)))
 	if gen, seg := r.ctl.Slot(i); gen != 0 && seg == n {
-		if b, err := r.attachSlot(i, gen, n); err == nil {
+		if b, rs, err := r.attachSlot(i, gen, n); err == nil {
 			v.release()
 			from := min(store.LoadAcquire64(b, store.LiveFromOff), r.mask+1)
-			*v = segView{kind: viewLive, rows: b[store.BlockSize:], slot: i, gen: gen, from: from}
+			*v = segView{kind: viewLive, rs: rs, rows: b[store.BlockSize:], slot: i, gen: gen, from: from}
 			r.mapRows(v, n)
 			return v, nil
 		}
@@ -515,28 +529,77 @@ func (r *Reader) mapRows(v *segView, n uint64) {
 		hi = min(hi, vis-min(vis, n<<r.shift))
 	}
 	if lo < hi {
-		_ = store.PopulateRead(v.rows[lo*r.rowSize : hi*r.rowSize]) // advice: a failure costs only faults
+		_ = store.PopulateRead(v.rows[lo*v.rs : hi*v.rs]) // advice: a failure costs only faults
 	}
 }
 
-func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, error) {
+func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, uint64, error) {
 	m := &r.slots[i]
 	if m.b != nil && store.LoadAcquire64(m.b, store.LiveGenOff) == gen {
 		m.gen = gen
-		return m.b, nil
+		return m.b, m.rs, nil
 	}
 	path := filepath.Join(r.liveDirPath(), store.SlotName(i))
-	b, err := store.MapSegment(path, store.SegHeader{Live: true, TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1})
+	b, rs, err := store.MapSegmentOf(path, store.SegHeader{Live: true, TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}, r.knownLayout)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if store.LoadAcquire64(b, store.LiveGenOff) != gen {
 		store.Unmap(b)
-		return nil, fmt.Errorf("live slot %s is not segment %d generation %d", path, n, gen)
+		return nil, 0, fmt.Errorf("live slot %s is not segment %d generation %d", path, n, gen)
 	}
 	store.Unmap(m.b)
-	m.b, m.gen = b, gen
-	return b, nil
+	m.b, m.gen, m.rs = b, gen, uint64(rs)
+	return b, uint64(rs), nil
+}
+
+// knownLayout reports whether rowSize is the row size of one of the
+// layouts the table's rows have had, loading the schema again when it is
+// not one this reader knows (a column added since: the writer writes the
+// schema before any row of the new layout).
+func (r *Reader) knownLayout(rowSize int) bool {
+	if r.schema.Layout(rowSize) >= 0 {
+		return true
+	}
+	return r.reloadSchema() && r.schema.Layout(rowSize) >= 0
+}
+
+// reloadSchema loads the table's schema again and reports whether it has
+// columns this reader did not know.
+func (r *Reader) reloadSchema() bool {
+	if r.ctl.LoadSchema() != nil || len(r.ctl.Schema.Cols) == len(r.schema.Cols) {
+		return false
+	}
+	r.schema = r.ctl.Schema
+	r.rowSize = uint64(r.schema.RowSize)
+	r.segSize = store.SegFileSize(r.schema.RowSize, r.mask+1)
+	return true
+}
+
+// copyRow copies row seq (src, a row of any of the table's layouts) into
+// dst, in the layout of dst's size. A src that fails its check is not
+// relaid: dst is cleared, so it fails its check too.
+func (r *Reader) copyRow(seq uint64, dst, src []byte) error {
+	switch {
+	case len(src) == len(dst):
+		copy(dst, src)
+	case !store.Valid(seq, src):
+		clear(dst)
+	default:
+		return r.relayout(seq, dst, src)
+	}
+	return nil
+}
+
+// relayout copies row seq (src, of another of the table's layouts) into
+// dst in the layout of dst's size: store.Relayout.
+func (r *Reader) relayout(seq uint64, dst, src []byte) error {
+	n := r.schema.Layout(len(dst))
+	if n < 0 {
+		return fmt.Errorf("reader: row buffer of %d bytes for a row of %d (the schema's rows are %d)", len(dst), len(src), r.schema.RowSize)
+	}
+	store.Relayout(r.schema.Prefix(n), seq, dst, src)
+	return nil
 }
 
 // liveDirPath is where the live slots are: the writer records its live
@@ -555,7 +618,7 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		return r.mapCompressed(v, n)
 	}
 	path := store.SegPath(r.dir, n)
-	b, err := store.MapSegment(path, store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1})
+	b, rs, err := store.MapSegmentOf(path, store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}, r.knownLayout)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
 			return r.mapCompressed(v, n) // compacted since the look above
@@ -563,8 +626,8 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		return r.segMissing(n, err)
 	}
 	v.release()
-	blocks := (uint64(r.segSize) - store.BlockSize) / store.BlockSize
-	*v = segView{kind: kind, rows: b[store.BlockSize:], path: path, file: b}
+	blocks := (uint64(len(b)) - store.BlockSize) / store.BlockSize
+	*v = segView{kind: kind, rs: uint64(rs), rows: b[store.BlockSize:], path: path, file: b}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
 }
@@ -584,12 +647,19 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	path := store.ZSegPath(r.dir, n)
 	// Rows 0: any count (a table's last segment, compressed after its
 	// writer closed, holds fewer than a segment's rows).
-	z, err := cseg.Open(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1})
+	// RowSize 0: the segment's own layout (columns may have been added
+	// since it was written; or since this reader loaded the schema: then
+	// it loads it again and retries).
+	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
+	z, err := cseg.Open(path, r.schema, want)
+	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
+		z, err = cseg.Open(path, r.schema, want)
+	}
 	if err != nil {
 		return r.segMissing(n, err)
 	}
 	v.release()
-	*v = segView{kind: viewCompressed, path: path, z: z}
+	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z}
 	return nil
 }
 
@@ -632,16 +702,16 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 			// partialRows of them, the whole block.
 			if v.zpart != uint64(b)+1 {
 				n := min(v.z.Rows()-uint64(b)*cseg.BlockRows, cseg.BlockRows)
-				if uint64(cap(v.rows)) < n*r.rowSize {
-					v.rows = make([]byte, cseg.BlockRows*r.rowSize)
+				if uint64(cap(v.rows)) < n*v.rs {
+					v.rows = make([]byte, cseg.BlockRows*v.rs)
 				}
-				v.rows = v.rows[:n*r.rowSize]
+				v.rows = v.rows[:n*v.rs]
 				v.zpart, v.nfill, v.bfirst, v.bend = uint64(b)+1, 0, 0, 0
 				clear(v.filled[:])
 			}
 			if v.nfill < partialRows {
 				j := i - uint64(b)*cseg.BlockRows
-				row := v.rows[j*r.rowSize : (j+1)*r.rowSize]
+				row := v.rows[j*v.rs : (j+1)*v.rs]
 				if v.filled[j>>6]&(1<<(j&63)) == 0 {
 					if err := v.z.RowInto(i, row); err != nil {
 						v.zpart = 0
@@ -662,13 +732,13 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 		}
 		v.rows = rows
 		v.bfirst = uint64(b) * cseg.BlockRows
-		v.bend = v.bfirst + uint64(len(rows))/r.rowSize
+		v.bend = v.bfirst + uint64(len(rows))/v.rs
 		if i >= v.bend {
 			return nil, store.Corruptf(v.path, 0, "block %d holds rows up to %d, not row %d", b, v.bend, i)
 		}
 	}
-	o := (i - v.bfirst) * r.rowSize
-	return v.rows[o : o+r.rowSize], nil
+	o := (i - v.bfirst) * v.rs
+	return v.rows[o : o+v.rs], nil
 }
 
 // validate checks the rows that start in 4 KiB block blk of a durable
@@ -678,12 +748,13 @@ func (r *Reader) validate(v *segView, n, blk, limit uint64) error {
 	if v.valid[blk>>6]&(1<<(blk&63)) != 0 {
 		return nil
 	}
-	first := (blk*store.BlockSize + r.rowSize - 1) / r.rowSize
-	last := min(((blk+1)*store.BlockSize+r.rowSize-1)/r.rowSize, r.mask+1)
+	rs := v.rs
+	first := (blk*store.BlockSize + rs - 1) / rs
+	last := min(((blk+1)*store.BlockSize+rs-1)/rs, r.mask+1)
 	base := n << r.shift
 	for i := first; i < min(last, limit); i++ {
-		off := i * r.rowSize
-		if !store.Valid(base+i, v.rows[off:off+r.rowSize]) {
+		off := i * rs
+		if !store.Valid(base+i, v.rows[off:off+rs]) {
 			return store.Corruptf(v.path, int64(store.BlockSize+off), "row %d fails its check", base+i)
 		}
 	}
@@ -701,10 +772,14 @@ func (r *Reader) refreshSymbols() error {
 	return r.syms.Refresh(r.ctl.SymCount(), r.ctl.SymBytes())
 }
 
-// Symbol returns the name of symbol id.
+// Symbol returns the name of symbol id; store.NoSym (a sym column added
+// to the table after the row was written) is "".
 func (r *Reader) Symbol(id uint32) (string, error) {
 	if r.closed {
 		return "", ErrClosed
+	}
+	if id == store.NoSym {
+		return "", nil // a sym column the row was written without
 	}
 	if int(id) >= r.syms.Len() {
 		if err := r.refreshSymbols(); err != nil {

@@ -147,7 +147,7 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 // from segment first up to the compaction mark.
 func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 	for n := first; n < r.ctl.CmpSegs(); n++ {
-		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowSize: int(r.rowSize), RowsPerSeg: r.mask + 1})
+		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1})
 		if errors.Is(err, os.ErrNotExist) && n < r.First()>>r.shift {
 			continue // deleted by retention meanwhile
 		}
@@ -155,7 +155,7 @@ func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 			return err
 		}
 		c.Segments++
-		c.RawBytes += int64(z.Rows()) * int64(r.rowSize)
+		c.RawBytes += int64(z.Rows()) * int64(z.RowSize())
 		c.Bytes += z.Size()
 		if c.ColBytes == nil {
 			c.ColBytes = make([]int64, len(r.schema.Cols))

@@ -80,9 +80,9 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 	if r.symOff < 0 {
 		return nil
 	}
-	R, rs := r.mask+1, r.rowSize
+	R := r.mask + 1
 	seen := make([]uint64, (R+63)/64)
-	want := make([]byte, rs)
+	var want []byte
 	var it Iter
 	it.r = r
 	for n := max(first>>r.shift, r.ctl.CmpSegs()); n < r.ctl.DurableSegs() && (n+1)<<r.shift <= vis; n++ {
@@ -96,6 +96,8 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 		if c == nil {
 			continue
 		}
+		rs := c.rs
+		want = make([]byte, rs)
 		clear(seen)
 		for k := range c.nsym {
 			id, pos, count := store.CluDirEntryAt(c.dir, k)
@@ -164,13 +166,17 @@ func (r *Reader) liveAvailable(vis uint64) bool {
 	if gen == 0 || seg != n {
 		return false
 	}
-	_, err := r.attachSlot(int(n%uint64(len(r.slots))), gen, n)
+	_, _, err := r.attachSlot(int(n%uint64(len(r.slots))), gen, n)
 	return err == nil
 }
 
 func (r *Reader) rowPlace(seq uint64) (string, int64) {
 	n := seq >> r.shift
-	off := int64(store.BlockSize + (seq&r.mask)*r.rowSize)
+	rs := r.rowSize
+	if n < uint64(len(r.segs)) && r.segs[n].rs != 0 {
+		rs = r.segs[n].rs
+	}
+	off := int64(store.BlockSize + (seq&r.mask)*rs)
 	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive && seq&r.mask >= r.segs[n].from {
 		return filepath.Join(r.liveDirPath(), store.SlotName(r.segs[n].slot)), off
 	}
@@ -289,8 +295,8 @@ func (r *Reader) verifyDurableCopy(n, vis uint64) error {
 	}
 	defer store.Unmap(dv.file)
 	for seq := base; seq < d; seq++ {
-		off := (seq - base) * r.rowSize
-		if !store.Valid(seq, dv.rows[off:off+r.rowSize]) {
+		off := (seq - base) * dv.rs
+		if !store.Valid(seq, dv.rows[off:off+dv.rs]) {
 			return store.Corruptf(dv.path, int64(store.BlockSize+off), "row %d fails its check", seq)
 		}
 	}

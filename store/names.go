@@ -20,15 +20,17 @@ const (
 	PostName    = "post.idx" // per-symbol postings
 	LateIdxName = "late.idx" // rows stored late (inside the late window)
 	LockName    = "LOCK"     // writer lock (flock), holds the writer's pid
+	SchemaName  = "schema"   // the schema of a table that grew columns
 
-	MagicCtl  = "TICKCTL\x00"
-	MagicSym  = "TICKSYM\x00"
-	MagicTime = "TICKTSI\x00"
-	MagicPost = "TICKPST\x00"
-	MagicSeg  = "TICKSEG\x00" // durable segment
-	MagicLive = "TICKLIV\x00" // live (tmpfs) segment slot
-	MagicClu  = "TICKCLU\x00" // clustered hot copy of a sealed segment
-	MagicLate = "TICKLAT\x00" // late rows index
+	MagicCtl    = "TICKCTL\x00"
+	MagicSym    = "TICKSYM\x00"
+	MagicTime   = "TICKTSI\x00"
+	MagicPost   = "TICKPST\x00"
+	MagicSeg    = "TICKSEG\x00" // durable segment
+	MagicLive   = "TICKLIV\x00" // live (tmpfs) segment slot
+	MagicClu    = "TICKCLU\x00" // clustered hot copy of a sealed segment
+	MagicLate   = "TICKLAT\x00" // late rows index
+	MagicSchema = "TICKSCM\x00" // grown schema
 )
 
 // SegName is the durable segment file name for segment n.

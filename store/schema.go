@@ -84,7 +84,12 @@ type Schema struct {
 	Cols    []Column
 	offs    []int
 	RowSize int // bytes per row, a multiple of 8, check word included
-	SymCol  int // index of the first sym column (the postings key), or -1
+	SymCol  int // index of the first sym column of the base (the postings key), or -1
+	// nbase is how many columns are laid out by width (NewSchema); the
+	// columns after them were added to a table that had rows (AddColumn)
+	// and are laid out in the order added, each after the bytes of all
+	// before it.
+	nbase int
 }
 
 // NewSchema builds a schema from its columns; cols[0] must be {"ts", TypeTs}.
@@ -98,7 +103,7 @@ func NewSchema(cols ...Column) (*Schema, error) {
 	if len(cols) > MaxColumns {
 		return nil, fmt.Errorf("%w: %d columns, at most %d", ErrSchema, len(cols), MaxColumns)
 	}
-	s := &Schema{Cols: append([]Column(nil), cols...), offs: make([]int, len(cols)), SymCol: -1}
+	s := &Schema{Cols: append([]Column(nil), cols...), offs: make([]int, len(cols)), SymCol: -1, nbase: len(cols)}
 	seen := map[string]bool{}
 	for i, c := range cols {
 		if c.Name == "" || len(c.Name) > MaxColNameLen || strings.ContainsRune(c.Name, 0) {
@@ -126,6 +131,103 @@ func NewSchema(cols ...Column) (*Schema, error) {
 	}
 	s.RowSize = (off + CheckSize + 7) &^ 7
 	return s, nil
+}
+
+// AddColumn returns the schema with c added as its last column. The new
+// column goes after every byte of the old layout's rows but their check
+// word (at the old row size minus 4), so every column keeps its offset and
+// a row of the old layout is shorter than a row of the new one: Row's
+// accessors read a column that lies past a row's data as its missing value
+// (NaN, 0, false, symbol id 0). The postings column stays the base
+// schema's first sym column, if any: an added sym column is never the
+// postings key.
+func (s *Schema) AddColumn(c Column) (*Schema, error) {
+	if len(s.Cols) >= MaxColumns {
+		return nil, fmt.Errorf("%w: %d columns, at most %d", ErrSchema, len(s.Cols)+1, MaxColumns)
+	}
+	if c.Name == "" || len(c.Name) > MaxColNameLen || strings.ContainsRune(c.Name, 0) {
+		return nil, fmt.Errorf("%w: column name %q must be 1..%d bytes", ErrSchema, c.Name, MaxColNameLen)
+	}
+	if s.Index(c.Name) >= 0 {
+		return nil, fmt.Errorf("%w: duplicate column %q", ErrSchema, c.Name)
+	}
+	if c.Type.width() == 0 || c.Type == TypeTs {
+		return nil, fmt.Errorf("%w: column %q: bad type %v", ErrSchema, c.Name, c.Type)
+	}
+	off := s.RowSize - CheckSize
+	g := &Schema{
+		Cols:    append(append([]Column(nil), s.Cols...), c),
+		offs:    append(append([]int(nil), s.offs...), off),
+		RowSize: (off + c.Type.width() + CheckSize + 7) &^ 7,
+		SymCol:  s.SymCol,
+		nbase:   s.nbase,
+	}
+	return g, nil
+}
+
+// Base is how many leading columns were laid out together when the table
+// was created; the rest were added by AddColumn, one at a time.
+func (s *Schema) Base() int { return s.nbase }
+
+// Prefix returns the schema of the first n columns, Base() <= n <= len(Cols):
+// the layout rows had before the later columns were added.
+func (s *Schema) Prefix(n int) *Schema {
+	if n == len(s.Cols) {
+		return s
+	}
+	p := &Schema{Cols: s.Cols[:n:n], offs: s.offs[:n:n], SymCol: s.SymCol, nbase: s.nbase}
+	if n == s.nbase {
+		p.RowSize = (s.baseEnd() + CheckSize + 7) &^ 7
+	} else {
+		last := s.Cols[n-1]
+		p.RowSize = (s.offs[n-1] + last.Type.width() + CheckSize + 7) &^ 7
+	}
+	return p
+}
+
+// baseEnd is the end of the base columns' bytes.
+func (s *Schema) baseEnd() int {
+	end := 0
+	for i := range s.nbase {
+		end = max(end, s.offs[i]+s.Cols[i].Type.width())
+	}
+	return end
+}
+
+// Layout returns the number of columns of the layout whose rows are
+// rowSize bytes (one of the sizes the table's rows had as it grew), or -1.
+// Row sizes grow strictly with every column added.
+func (s *Schema) Layout(rowSize int) int {
+	for n := len(s.Cols); n >= s.nbase; n-- {
+		rs := s.Prefix(n).RowSize
+		if rs == rowSize {
+			return n
+		}
+		if rs < rowSize {
+			break
+		}
+	}
+	return -1
+}
+
+// Has reports whether row (of any of the table's layouts) holds column c;
+// a row laid out before c was added does not.
+func Has(row Row, c Col) bool { return c.Off+c.Type.width() <= len(row)-CheckSize }
+
+// Relayout copies row src (seq's, of any layout of the table) into dst,
+// a row of layout s (s.RowSize bytes): the columns of s that src holds,
+// the missing value of those it lacks (written before they were added),
+// and dst's check word. A column src has and s lacks is left out.
+func Relayout(s *Schema, seq uint64, dst, src []byte) {
+	n := copy(dst[:len(dst)-CheckSize], src[:len(src)-CheckSize])
+	clear(dst[n:])
+	row := Row(dst)
+	for i := range s.Cols {
+		if c := s.ColAt(i); !Has(Row(src), c) {
+			row.setMissing(c)
+		}
+	}
+	Seal(seq, dst)
 }
 
 // MustSchema is NewSchema for tests and fixed schemas; it panics on error.
@@ -197,7 +299,8 @@ func (s *Schema) String() string {
 func (s *Schema) NewRow() Row { return make(Row, s.RowSize) }
 
 // Column entries in a header: 64 bytes each (on-disk contract):
-// name [56]byte zero padded, type u8 @56, pad u8, offset u16 @58, pad [4].
+// name [56]byte zero padded, type u8 @56, added u8 @57 (1: laid out by
+// AddColumn, after the base columns), offset u16 @58, pad [4].
 const colEntrySize = 64
 
 // SchemaBytes is the size MarshalSchema writes: u32 column count, u32 row
@@ -214,6 +317,9 @@ func (s *Schema) MarshalSchema(dst []byte) {
 		clear(e)
 		copy(e[:56], c.Name)
 		e[56] = byte(c.Type)
+		if i >= s.nbase {
+			e[57] = 1
+		}
 		le.PutUint16(e[58:], uint16(s.offs[i]))
 	}
 }
@@ -230,6 +336,7 @@ func UnmarshalSchema(b []byte) (*Schema, error) {
 		return nil, fmt.Errorf("%w: column count %d out of range", ErrSchema, n)
 	}
 	cols := make([]Column, n)
+	nbase := n
 	for i := range cols {
 		e := b[8+i*colEntrySize:]
 		name := e[:56]
@@ -237,10 +344,24 @@ func UnmarshalSchema(b []byte) (*Schema, error) {
 			name = name[:j]
 		}
 		cols[i] = Column{Name: string(name), Type: ColType(e[56])}
+		switch {
+		case e[57] > 1 || (e[57] == 0 && nbase < n):
+			return nil, fmt.Errorf("%w: column %q: bad added mark %d", ErrSchema, cols[i].Name, e[57])
+		case e[57] == 1 && nbase == n:
+			nbase = i
+		}
 	}
-	s, err := NewSchema(cols...)
+	if nbase == 0 {
+		return nil, fmt.Errorf("%w: column ts marked added", ErrSchema)
+	}
+	s, err := NewSchema(cols[:nbase]...)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range cols[nbase:] {
+		if s, err = s.AddColumn(c); err != nil {
+			return nil, err
+		}
 	}
 	if int(le.Uint32(b[4:])) != s.RowSize {
 		return nil, fmt.Errorf("%w: stored row size %d, layout gives %d", ErrSchema, le.Uint32(b[4:]), s.RowSize)

@@ -193,31 +193,44 @@ func ParseSymEntry(path string, off int64, b []byte, id uint32) (name []byte, di
 // reader and the writer's recovery map a durable segment. An error from
 // opening the file is returned as is (os.ErrNotExist included).
 func MapSegment(path string, want SegHeader) ([]byte, error) {
+	b, _, err := MapSegmentOf(path, want, nil)
+	return b, err
+}
+
+// MapSegmentOf is MapSegment for a table whose rows had several layouts
+// (Schema.AddColumn): with layout non-nil, the header's row size need
+// not be want.RowSize, only one layout accepts; it returns the row size.
+func MapSegmentOf(path string, want SegHeader, layout func(rowSize int) bool) ([]byte, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	size := SegFileSize(want.RowSize, want.RowsPerSeg)
-	if st.Size() != size {
-		return nil, Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), size)
+	if st.Size() < BlockSize {
+		return nil, 0, Corruptf(path, st.Size(), "segment file is %d bytes, shorter than its header", st.Size())
 	}
-	b, err := MapShared(f, int(size), false)
+	b, err := MapShared(f, int(st.Size()), false)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	h, err := UnmarshalSegHeader(path, b)
+	if err == nil && layout != nil && h.RowSize != want.RowSize && layout(h.RowSize) {
+		want.RowSize = h.RowSize
+	}
 	if err == nil && h != want {
 		err = Corruptf(path, 0, "header is for segment %d of table %x (%d-byte rows, %d a segment, live %v), want segment %d of %x (%d, %d, live %v)",
 			h.SegNo, h.TableID, h.RowSize, h.RowsPerSeg, h.Live, want.SegNo, want.TableID, want.RowSize, want.RowsPerSeg, want.Live)
 	}
+	if size := SegFileSize(want.RowSize, want.RowsPerSeg); err == nil && st.Size() != size {
+		err = Corruptf(path, st.Size(), "segment file is %d bytes, want %d", st.Size(), size)
+	}
 	if err != nil {
 		Unmap(b)
-		return nil, err
+		return nil, 0, err
 	}
-	return b, nil
+	return b, h.RowSize, nil
 }

@@ -111,7 +111,7 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 // rows rows, and returns the raw and compressed file sizes.
 func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)
-	b, err := w.mapDurable(n)
+	b, rs, err := w.mapDurable(n)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -119,7 +119,8 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 		return 0, 0, store.Corruptf(rawPath, 0, "segment file missing below the durable count")
 	}
 	defer store.Unmap(b)
-	data := b[store.BlockSize : store.BlockSize+rows*w.rowSize]
+	data := b[store.BlockSize : store.BlockSize+rows*rs]
+	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
 	var st cseg.Stats
 	if w.schema.SymCol >= 0 {
 		w.ctl.AddFeatures(index.FeatClustered) // Encode writes version 2; the swap makes ctl durable
@@ -127,7 +128,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		st, err = cseg.Encode(bw, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath)
+		st, err = cseg.Encode(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath)
 		if err != nil {
 			return err
 		}
@@ -309,19 +310,20 @@ func (w *Writer) unfloor(n uint64) error {
 
 func (w *Writer) restoreSegment(n uint64) error {
 	zPath, rawPath := store.ZSegPath(w.dir, n), store.SegPath(w.dir, n)
-	z, err := cseg.Open(zPath, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps})
+	z, err := cseg.Open(zPath, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowsPerSeg: w.rps})
 	if err != nil {
 		return err
 	}
 	defer z.Close()
+	rs := z.RowSize() // the layout the segment was written in
 	return w.swap(n, zPath, rawPath, n, 10, func(f *os.File) error {
 		// Full size, sparse: the rows are written below, the rest reads
 		// as zeros and the flusher allocates ahead of its writes.
-		if err := f.Truncate(w.segSize); err != nil {
+		if err := f.Truncate(store.SegFileSize(rs, w.rps)); err != nil {
 			return err
 		}
 		hdr := make([]byte, store.BlockSize)
-		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
+		store.SegHeader{TableID: w.ctl.TableID, RowSize: rs, SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
 		if _, err := f.WriteAt(hdr, 0); err != nil {
 			return err
 		}
@@ -331,7 +333,7 @@ func (w *Writer) restoreSegment(n uint64) error {
 			if rows, err = z.Block(b, rows); err != nil {
 				return err
 			}
-			if _, err := f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(w.rowSize)); err != nil {
+			if _, err := f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(rs)); err != nil {
 				return err
 			}
 		}

@@ -199,9 +199,13 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 		return fmt.Errorf("writer: pre-fault live slot %s: %w", s.path, err)
 	}
 	if used > blk {
-		b, err := w.mapDurable(cur)
+		b, rs, err := w.mapDurable(cur)
 		if err != nil {
 			return err
+		}
+		if b != nil && rs != w.rowSize {
+			store.Unmap(b)
+			return store.Corruptf(store.SegPath(w.dir, cur), 12, "%d-byte rows of an earlier layout in the segment rows are appended to (%d-byte rows)", rs, w.rowSize)
 		}
 		if b == nil {
 			return store.Corruptf(store.SegPath(w.dir, cur), 0, "segment file missing, rows up to %d expected in it", seq)
@@ -284,7 +288,7 @@ func (w *Writer) maxTsBefore(from uint64) (int64, error) {
 		}
 	}
 	n := (from - 1) >> w.shift
-	b, err := w.mapDurable(n)
+	b, rs, err := w.mapDurable(n)
 	if err != nil {
 		return 0, err
 	}
@@ -296,7 +300,7 @@ func (w *Writer) maxTsBefore(from uint64) (int64, error) {
 		}
 		return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
 	}
-	off := store.BlockSize + ((from-1)-n<<w.shift)*w.rowSize
+	off := store.BlockSize + ((from-1)-n<<w.shift)*rs
 	ts := int64(le64(b[off:]))
 	store.Unmap(b)
 	return ts, nil
@@ -304,7 +308,7 @@ func (w *Writer) maxTsBefore(from uint64) (int64, error) {
 
 // compressedTs is the ts of row seq of compressed segment n.
 func (w *Writer) compressedTs(n, seq uint64) (int64, error) {
-	z, err := cseg.Open(store.ZSegPath(w.dir, n), w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(w.rowSize), RowsPerSeg: w.rps})
+	z, err := cseg.Open(store.ZSegPath(w.dir, n), w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowsPerSeg: w.rps})
 	if err != nil {
 		return 0, err
 	}
@@ -314,7 +318,7 @@ func (w *Writer) compressedTs(n, seq uint64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return int64(le64(rows[(i%cseg.BlockRows)*w.rowSize:])), nil
+	return int64(le64(rows[(i%cseg.BlockRows)*uint64(z.RowSize()):])), nil
 }
 
 // scanDurable returns the count of rows that check out in the durable
@@ -326,15 +330,15 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 	win := w.ctl.LateWindow()
 	if d > 0 {
 		n := (d - 1) >> w.shift
-		b, err := w.mapDurable(n)
+		b, rs, err := w.mapDurable(n)
 		if err != nil {
 			return 0, err
 		}
 		if b == nil {
 			return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
 		}
-		off := store.BlockSize + ((d-1)-n<<w.shift)*w.rowSize
-		row := b[off : off+w.rowSize]
+		off := store.BlockSize + ((d-1)-n<<w.shift)*rs
+		row := b[off : off+rs]
 		if !store.Valid(d-1, row) {
 			store.Unmap(b)
 			return 0, store.Corruptf(store.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
@@ -345,7 +349,7 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 	seq := d
 	for {
 		n := seq >> w.shift
-		b, err := w.mapDurable(n)
+		b, rs, err := w.mapDurable(n)
 		if err != nil {
 			if seq == n<<w.shift && errors.Is(err, store.ErrCorrupt) {
 				break // a segment file whose creation never completed
@@ -357,8 +361,8 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 		}
 		end := (n + 1) << w.shift
 		for seq < end {
-			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
-			row := b[off : off+w.rowSize]
+			off := store.BlockSize + (seq-n<<w.shift)*rs
+			row := b[off : off+rs]
 			ts := int64(le64(row))
 			// A row older than the newest before it by more than any late
 			// window the table was written with is not a row this table
@@ -383,7 +387,7 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 	for seq := from; seq < to; {
 		n := seq >> w.shift
-		b, err := w.mapDurable(n)
+		b, rs, err := w.mapDurable(n)
 		if err != nil {
 			return 0, err
 		}
@@ -392,8 +396,8 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 		}
 		end := min(to, (n+1)<<w.shift)
 		for ; seq < end; seq++ {
-			off := store.BlockSize + (seq-n<<w.shift)*w.rowSize
-			row := b[off : off+w.rowSize]
+			off := store.BlockSize + (seq-n<<w.shift)*rs
+			row := b[off : off+rs]
 			ts := int64(le64(row))
 			var sym uint32
 			if w.symOff >= 0 {

@@ -114,7 +114,7 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 		st, serr := f.Stat()
 		f.Close()
 		if rerr == nil && serr == nil && st.Size() == w.segSize {
-			if h, err := store.UnmarshalSegHeader(path, hdr); err == nil && !h.Live && h.SegNo == seg && h.TableID == w.ctl.TableID {
+			if h, err := store.UnmarshalSegHeader(path, hdr); err == nil && !h.Live && h.SegNo == seg && h.TableID == w.ctl.TableID && h.RowSize == int(w.rowSize) {
 				return nil
 			}
 		}
@@ -156,16 +156,22 @@ func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
 	return f, nil
 }
 
-// mapDurable maps segment seg's durable file read-only (recovery scans).
-// It returns nil, nil when the file does not exist.
-func (w *Writer) mapDurable(seg uint64) ([]byte, error) {
-	b, err := store.MapSegment(store.SegPath(w.dir, seg),
-		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps})
+// mapDurable maps segment seg's durable file read-only (recovery scans)
+// and returns its row size: the schema's, or an earlier layout's for a
+// segment written before columns were added. It returns nil, 0, nil when
+// the file does not exist.
+func (w *Writer) mapDurable(seg uint64) ([]byte, uint64, error) {
+	b, rs, err := store.MapSegmentOf(store.SegPath(w.dir, seg),
+		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}, w.knownLayout)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return b, err
+	return b, uint64(rs), err
 }
+
+// knownLayout reports whether rowSize is the row size of one of the
+// layouts the table's rows have had.
+func (w *Writer) knownLayout(rowSize int) bool { return w.schema.Layout(rowSize) >= 0 }
 
 // cutDurableTail makes the durable files end exactly at row seq: the block
 // holding seq is rewritten from the live copy with zero padding, the rest of

@@ -111,6 +111,13 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 		w.closeFiles()
 		return nil, err
 	}
+	w.start()
+	return w, nil
+}
+
+// start starts the flusher, the preparer and the checkpointer of a writer
+// that open has readied.
+func (w *Writer) start() {
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
@@ -124,8 +131,7 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 		// them now rather than at the next seal.
 		w.ck.wake()
 	}
-	w.log.Info("writer: open", "table", name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
-	return w, nil
+	w.log.Info("writer: open", "table", w.name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
 }
 
 // slotCount is the live slots of a new table: LiveSlots for the segments
@@ -230,6 +236,11 @@ func (w *Writer) open() error {
 	}
 	if err := w.cleanCompaction(); err != nil {
 		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
+	}
+	// After cleanCompaction, which removes what a crash left of its
+	// temporary files and of ours (seg-N.dat.tmp).
+	if err := w.upgradeTail(); err != nil {
+		return fmt.Errorf("writer: table %s: rewrite the last segment for added columns: %w", w.name, err)
 	}
 	if err := w.restoreTail(); err != nil {
 		return fmt.Errorf("writer: table %s: %w", w.name, err)

@@ -1,0 +1,168 @@
+package writer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/store"
+)
+
+// AddColumn adds column c to the table, online: rows appended from now on
+// have it (Schema and NewRow give the new layout; a row buffer of the old
+// size gets ErrRowSize), rows appended before read it as its missing value
+// (NaN, 0, false, the empty symbol: store.Row's getters). Every column
+// keeps its offset (store.Schema.AddColumn), so a reader that has the
+// table open goes on reading it, and sees the new column once it loads the
+// new schema (the reader does when it meets a row of the new layout).
+//
+// It is a close and a reopen that keeps the writer lock: every row is made
+// durable and the index files checkpointed, the schema is written to the
+// schema file (docs/FORMAT.md §15), the rows of the current segment are
+// rewritten in the new layout, and the writer reopens on it. It takes
+// about as long as Close and Open (milliseconds), during which no row is
+// appended; a column is added once. On an error the writer is closed.
+func (w *Writer) AddColumn(c store.Column) error {
+	if w.closed {
+		return ErrClosed
+	}
+	ns, err := w.schema.AddColumn(c)
+	if err != nil {
+		return err
+	}
+	o := w.opts
+	o.Schema = ns
+	id, dir, name, lock := w.ctl.TableID, w.dir, w.name, w.lock
+	w.lock = nil // kept through the reopen: no other writer can take the table
+	fail := func(step string, err error) error {
+		lock.Close()
+		w.closed = true
+		return fmt.Errorf("writer: add column %q to table %s: %s: %w", c.Name, name, step, err)
+	}
+	if err := w.Close(); err != nil {
+		return fail("close", err)
+	}
+	// The schema file first, then the feature bit that makes readers read
+	// it: a crash between leaves the table as it was.
+	if err := index.WriteSchema(dir, ns, id); err != nil {
+		return fail("write the schema", err)
+	}
+	ctl, err := index.OpenCtl(filepath.Join(dir, store.CtlName), true)
+	if err != nil {
+		return fail("open ctl", err)
+	}
+	ctl.AddFeatures(index.FeatColumns)
+	err = ctl.Sync()
+	if e := ctl.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fail("mark the table", err)
+	}
+	*w = Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	if err := w.open(); err != nil {
+		w.closeFiles()
+		w.closed = true
+		return fmt.Errorf("writer: add column %q to table %s: reopen: %w", c.Name, name, err)
+	}
+	w.start()
+	w.log.Info("writer: added column", "table", name, "column", c.Name, "type", c.Type.String(), "row_size", ns.RowSize)
+	return nil
+}
+
+// upgradeTail rewrites, in the schema's layout, the durable file of the
+// segment the next row goes to when it holds rows of an earlier layout
+// (the writer that added a column closed the table on them), and removes
+// later segment files of an earlier layout, which hold no rows (made
+// ahead by the preparer). A crash part way leaves the old file or the
+// new one (written under a temporary name, then renamed), and the next
+// open does it again. Only a closed table is upgraded: a writer that dies
+// after opening one has upgraded it before its first row.
+func (w *Writer) upgradeTail() error {
+	c := w.ctl
+	if c.Features()&index.FeatColumns == 0 || c.State() != index.StateClosed {
+		return nil
+	}
+	visible := c.RawSnap().Visible
+	cur := visible >> w.shift
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		var n uint64
+		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err != nil || e.Name() != store.SegName(n) || n < cur {
+			continue
+		}
+		b, rs, err := w.mapDurable(n)
+		if err != nil {
+			return err
+		}
+		if b == nil || rs == w.rowSize {
+			store.Unmap(b)
+			continue
+		}
+		if n == cur && visible > cur<<w.shift {
+			err = w.rewriteLayout(n, b, rs, visible)
+		} else {
+			err = os.Remove(store.SegPath(w.dir, n))
+		}
+		store.Unmap(b)
+		if err != nil {
+			return err
+		}
+	}
+	return store.SyncPath(w.dir)
+}
+
+// rewriteLayout writes rows [n's first, end) of segment n, mapped in b
+// with rows of rs bytes, into a new durable file of the schema's layout:
+// each row's bytes, the added columns' missing values, a new check word.
+func (w *Writer) rewriteLayout(n uint64, b []byte, rs, end uint64) error {
+	base := n << w.shift
+	ncols := w.schema.Layout(int(rs))
+	rows := make([]byte, (end-base)*w.rowSize)
+	for seq := base; seq < end; seq++ {
+		src := b[store.BlockSize+(seq-base)*rs:][:rs]
+		if !store.Valid(seq, src) {
+			continue // below the first row, or never written: stays zero
+		}
+		dst := store.Row(rows[(seq-base)*w.rowSize:][:w.rowSize])
+		copy(dst, src[:rs-store.CheckSize])
+		for i := ncols; i < len(w.schema.Cols); i++ {
+			dst.SetMissing(w.schema.ColAt(i))
+		}
+		store.Seal(seq, dst)
+	}
+	path := store.SegPath(w.dir, n)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	hdr := make([]byte, store.BlockSize)
+	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
+	_, err = f.WriteAt(hdr, 0)
+	if err == nil {
+		_, err = f.WriteAt(rows, store.BlockSize)
+	}
+	if err == nil {
+		err = f.Truncate(w.segSize)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.log.Info("writer: rewrote the last segment for added columns", "table", w.name, "segment", n, "rows", end-base, "row_size", w.rowSize, "was", rs)
+	return nil
+}

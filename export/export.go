@@ -238,7 +238,7 @@ func (e *exporter) checkFree(plan []filePlan) error {
 // runCSV writes the planned files one after the other, streaming rows
 // through query's CSV encoder.
 func (e *exporter) runCSV(plan []filePlan) error {
-	sc := newScanner(e.r, e.late, e.vis)
+	sc := newScanner(e.r, e.s, e.late, e.vis)
 	var reported int64
 	for _, fp := range plan {
 		of, err := e.create(fp)
@@ -417,6 +417,9 @@ type symCache struct {
 // name returns symbol id's name; the slice stays valid and unchanged for
 // the cache's life.
 func (c *symCache) name(id uint32) ([]byte, error) {
+	if id == store.NoSym {
+		return nil, nil // a sym column added after the row was written: ""
+	}
 	if int(id) < len(c.known) && c.known[id] {
 		return c.names[id], nil
 	}

@@ -99,7 +99,7 @@ func (e *exporter) runParquet(plan []filePlan) (err error) {
 			}
 			extra = append(extra, r)
 		}
-		w := &worker{sc: newScanner(r, e.late, e.vis), fill: newRowGroupFiller(e.s, symCache{r: r})}
+		w := &worker{sc: newScanner(r, e.s, e.late, e.vis), fill: newRowGroupFiller(e.s, symCache{r: r})}
 		wg.Go(func() {
 			for t := range work {
 				t.done <- w.build(ctx, t)

@@ -31,6 +31,7 @@ type scanner struct {
 	it    reader.Iter
 	batch []byte // batchRows rows
 	rs    int
+	s     *store.Schema // the batch rows' layout
 
 	// The time-order walk (late rows): whether it is on, the rows
 	// published at Run's start, the cuts, and the walk's state.
@@ -42,9 +43,12 @@ type scanner struct {
 	done     bool
 }
 
-func newScanner(r *reader.Reader, late bool, vis uint64) *scanner {
-	rs := r.Schema().RowSize
-	return &scanner{r: r, batch: make([]byte, batchRows*rs), rs: rs, late: late, vis: vis}
+// newScanner reads r's rows into batches of rows of schema s's layout
+// (r's schema when the export began: a row of another layout, written
+// before a column was added or after, is relaid out into it).
+func newScanner(r *reader.Reader, s *store.Schema, late bool, vis uint64) *scanner {
+	rs := s.RowSize
+	return &scanner{r: r, s: s, batch: make([]byte, batchRows*rs), rs: rs, late: late, vis: vis}
 }
 
 // start positions the scanner at the rows [from, to).
@@ -87,9 +91,16 @@ func (s *scanner) fill() (int, error) {
 	// was before late rows, copyRow's body inline.
 	n := 0
 	for n < batchRows && s.it.Next() {
-		seq := s.it.Seq()
+		seq, row := s.it.Seq(), s.it.Row()
 		dst := s.batch[n*s.rs : (n+1)*s.rs]
-		copy(dst, s.it.Row())
+		if len(row) != s.rs {
+			if err := s.copyRow(n, seq, row); err != nil {
+				return 0, err
+			}
+			n++
+			continue
+		}
+		copy(dst, row)
 		if !store.Valid(seq, dst) {
 			if err := s.reread(seq, dst); err != nil {
 				return 0, err
@@ -143,6 +154,14 @@ func (s *scanner) fillLate() (int, error) {
 // copyRow copies row seq into batch slot i, checked.
 func (s *scanner) copyRow(i int, seq uint64, row store.Row) error {
 	dst := s.batch[i*s.rs : (i+1)*s.rs]
+	if len(row) != s.rs {
+		// Another layout (docs/FORMAT.md §15): checked, then relaid out.
+		if !store.Valid(seq, row) {
+			return s.reread(seq, dst)
+		}
+		store.Relayout(s.s, seq, dst, row)
+		return nil
+	}
 	copy(dst, row)
 	if !store.Valid(seq, dst) {
 		return s.reread(seq, dst)

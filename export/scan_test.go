@@ -55,7 +55,7 @@ func TestScanAllocs(t *testing.T) {
 			if (snap.Late > 0) != late {
 				t.Fatalf("%d late rows", snap.Late)
 			}
-			sc := newScanner(r, late, snap.Visible)
+			sc := newScanner(r, r.Schema(), late, snap.Visible)
 			from, to := cut{math.MinInt64, 0}, cut{snap.LastTs, snap.Visible}
 			rows := 0
 			scan := func() {

@@ -52,9 +52,15 @@ func NewParquetStream(w io.Writer, r *reader.Reader, o *Options) (*ParquetStream
 	}, nil
 }
 
-// Row appends one row of the table's schema. The row is copied.
+// Row appends one row of the table's schema (or of another of its
+// layouts: docs/FORMAT.md §15). The row is copied.
 func (p *ParquetStream) Row(row store.Row) error {
-	copy(p.batch[p.n*p.s.RowSize:], row)
+	dst := p.batch[p.n*p.s.RowSize:][:p.s.RowSize]
+	if len(row) == len(dst) {
+		copy(dst, row)
+	} else {
+		store.Relayout(p.s, 0, dst, row) // (the check word is not exported)
+	}
 	p.n++
 	if p.n == batchRows || p.inRG+int64(p.n) == p.per {
 		return p.flushBatch()

@@ -268,7 +268,10 @@ func (x *asofRun) resolve(id uint32) error {
 // from a slab so that the symbols cost one allocation per 64.
 func (x *asofRun) newRow() store.Row {
 	if len(x.spare) == 0 {
-		rs := x.right.Schema().RowSize
+		rs := len(x.rs.row) // the right scan's layout (its schema when it started)
+		if rs == 0 {
+			rs = x.right.Schema().RowSize
+		}
 		slab := make([]byte, 64*rs)
 		for i := 0; i < 64; i++ {
 			x.spare = append(x.spare, store.Row(slab[i*rs:(i+1)*rs:(i+1)*rs]))

@@ -79,7 +79,7 @@ type Encoder struct {
 	dicts          []dict
 	times          timeCache
 	arena          []byte    // the encoded symbol names dicts point into
-	vrow           store.Row // Values: the row's words, 8 bytes per column
+	vrow           store.Row // Values: the row's words, 8 bytes per column, then 4 unused
 	buf            []byte
 	rows           int64
 	// written counts the bytes handed to the writer.
@@ -158,7 +158,7 @@ func NewValuesEncoder(w io.Writer, f Format, tsf TsFormat, cols []Column, table 
 		}
 	}
 	e := newEncoder(w, f, tsf, cols, table, dicts)
-	e.vrow = make(store.Row, 8*len(cols))
+	e.vrow = make(store.Row, 8*len(cols)+store.CheckSize) // (room for a check word: the getters read only columns before it)
 	for i := range e.cols {
 		e.cols[i].col = store.Col{Off: 8 * (i + 1), Type: cols[i+1].Type}
 	}
@@ -225,7 +225,8 @@ func (e *Encoder) Rows() int64 { return e.rows }
 // handler can still answer with an error status).
 func (e *Encoder) Written() int64 { return e.written }
 
-// Row encodes one row (RowSize bytes of the encoder's schema). The row is
+// Row encodes one row (RowSize bytes of the encoder's schema, or of one of
+// its earlier or later layouts: docs/FORMAT.md §15). The row is
 // not kept: it may be a zero-copy view that changes after Row returns. A
 // failed symbol lookup leaves nothing of the row in the output. An
 // encoder of computed rows (NewValuesEncoder) takes Values, not Row.
@@ -233,9 +234,11 @@ func (e *Encoder) Row(r store.Row) error {
 	if e.schema == nil {
 		return errors.New("query: Row on an encoder of computed rows (use Values)")
 	}
-	if len(r) != e.schema.RowSize {
+	if len(r) < e.schema.RowSize && e.schema.Layout(len(r)) < 0 {
 		return fmt.Errorf("query: row is %d bytes, the schema's rows are %d", len(r), e.schema.RowSize)
 	}
+	// A row of another of the table's layouts (docs/FORMAT.md §15) reads
+	// the columns it lacks as missing (store.Row's getters).
 	return e.encode(r, nil)
 }
 
@@ -658,9 +661,12 @@ func (e *Encoder) addSym(d int, id uint32) ([]byte, int, error) {
 	if dc.name == nil {
 		return nil, 0, fmt.Errorf("query: symbol %d: the encoder has no symbol lookup", id)
 	}
-	name, err := dc.name(id)
-	if err != nil {
-		return nil, 0, fmt.Errorf("query: symbol %d: %w", id, err)
+	var name string
+	if id != store.NoSym { // NoSym: "" (a sym column added after the row was written)
+		var err error
+		if name, err = dc.name(id); err != nil {
+			return nil, 0, fmt.Errorf("query: symbol %d: %w", id, err)
+		}
 	}
 	off := len(e.arena)
 	w := 0
@@ -676,6 +682,9 @@ func (e *Encoder) addSym(d int, id uint32) ([]byte, int, error) {
 	}
 	if len(e.arena) > math.MaxUint32 {
 		return nil, 0, fmt.Errorf("query: symbol %d: more than 4 GiB of symbol names", id)
+	}
+	if id == store.NoSym {
+		return e.arena[off:], w, nil // "" (a sym column added after the row), not cached by id
 	}
 	if int(id) >= len(dc.syms) {
 		dc.syms = append(dc.syms, make([]symEnc, int(id)+1-len(dc.syms))...)

@@ -96,6 +96,14 @@ func (s *scan) take() bool {
 
 // takeSlow is take for rows of other sizes.
 func (s *scan) takeSlow(v store.Row) bool {
+	if len(v) != len(s.row) {
+		// Another of the table's layouts (docs/FORMAT.md §15).
+		if err := s.r.CopyRow(s.seq, s.row, v); err != nil {
+			s.err = err
+			return false
+		}
+		return store.Valid(s.seq, s.row) || s.reread(s.seq)
+	}
 	copy(s.row, v)
 	return store.Valid(s.seq, s.row) || s.reread(s.seq)
 }

@@ -576,9 +576,17 @@ func (r *Reader) reloadSchema() bool {
 	return true
 }
 
-// copyRow copies row seq (src, a row of any of the table's layouts) into
-// dst, in the layout of dst's size. A src that fails its check is not
-// relaid: dst is cleared, so it fails its check too.
+// CopyRow copies row seq, src (a view Get or an iterator gave, of any of
+// the table's layouts: docs/FORMAT.md §15), into dst in the layout of
+// dst's size (Schema().RowSize, or the size a schema the caller took
+// earlier had): a plain copy when the sizes agree, else store.Relayout.
+// A src that fails its check (a live slot recycled under the view) is
+// not relaid: dst is cleared and fails its check too; ReadRow then reads
+// the row again.
+func (r *Reader) CopyRow(seq uint64, dst []byte, src store.Row) error {
+	return r.copyRow(seq, dst, src)
+}
+
 func (r *Reader) copyRow(seq uint64, dst, src []byte) error {
 	switch {
 	case len(src) == len(dst):

@@ -172,6 +172,9 @@ func (s *Schema) Base() int { return s.nbase }
 // Prefix returns the schema of the first n columns, Base() <= n <= len(Cols):
 // the layout rows had before the later columns were added.
 func (s *Schema) Prefix(n int) *Schema {
+	if n < s.nbase || n > len(s.Cols) {
+		panic(fmt.Sprintf("store: Prefix(%d) of a schema of %d columns, %d of them base", n, len(s.Cols), s.nbase))
+	}
 	if n == len(s.Cols) {
 		return s
 	}

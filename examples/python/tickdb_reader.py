@@ -9,6 +9,13 @@ prescribes, verifies every row's check word and every dictionary entry's
 CRC32C, and returns the rows as a numpy structured array whose dtype is built
 from the column offsets stored in the schema.
 
+A table whose columns grew (§15: ctl feature bit 3, the ``schema`` file)
+holds segments of several row sizes; each is read in its own layout (the
+schema's first k columns) and its rows are returned relaid into the
+current schema, as tickdb's ``store.Relayout`` does: the columns a row was
+written without read as their missing value (NaN, 0, False, the sym id
+``NO_SYM``, named "").
+
 Compacted segments (``seg-N.zdat``, §10: format version 1 in seq order,
 version 2 clustered by symbol) are decoded with the column codecs of §11
 (numpy, plus the ``zstandard`` module for the zstd frames) into the raw
@@ -74,6 +81,10 @@ class VersionError(TickDBError):
 
 class BusyError(TickDBError):
     """The seqlock stayed odd (a writer died mid-publish, §4): no guessing."""
+
+
+class _SchemaGrew(Exception):
+    """The table's schema gained columns during a read (Table.read starts over)."""
 
 
 class UnavailableError(TickDBError):
@@ -242,6 +253,8 @@ def verify_rows(buf, row_size, first_seq, path, file_offset):
 
 VERSION = 1
 CTL_SIZE = 8192
+NO_SYM = 0xFFFFFFFF  # the sym id of a sym column added after the row was written (§15): ""
+SCHEMA_MAGIC = b"TICKSCM\0"
 BLOCK = 4096
 TYPE_TS, TYPE_SYM, TYPE_F64, TYPE_I64, TYPE_BOOL = 1, 2, 3, 4, 5
 TYPE_NAMES = {TYPE_TS: "ts", TYPE_SYM: "sym", TYPE_F64: "f64", TYPE_I64: "i64", TYPE_BOOL: "bool"}
@@ -267,7 +280,8 @@ OFF_CK_SEQ = 4240
 OFF_FLUSHES = 4264
 OFF_CMP_SEGS = 4272  # compaction mark: segments below it are seg-N.zdat (§10)
 OFF_FEATURES = 4312  # format feature bits (§12): refuse a table with one this reader does not know
-KNOWN_FEATURES = 0b111  # late rows (read in arrival order), postings floor, clustered compressed segments
+FEAT_COLUMNS = 1 << 3  # columns added to the table: the schema file, segments of several row sizes (§15)
+KNOWN_FEATURES = 0b1111  # late rows (read in arrival order), postings floor, clustered compressed segments, columns
 OFF_SLOTS = 4352
 OFF_LIVE_DIR = 4864
 
@@ -578,7 +592,9 @@ def _zframe(frame, limit):
 class _ZSeg:
     """One compressed segment file, checked against the table (§10, §10.1,
     §10.2) and decoded to the raw segment's rows: every column at its schema
-    offset, padding zero, check words recomputed for their seq (§2)."""
+    offset, padding zero, check words recomputed for their seq (§2). The
+    rows are in the segment's layout: the table's first ncols columns (its
+    header's, §15), cols, row_size and dtype."""
 
     def __init__(self, table, n, path):
         self.t, self.n, self.path = table, n, path
@@ -617,15 +633,21 @@ class _ZSeg:
             raise self._corrupt(check + 4 + len(zero) - len(zero.lstrip(b"\0")), "nonzero byte in the header's zero area")
         R = t.rows_per_seg
         self.rows = rows = _u64(b, 48)
-        ncols = len(t.columns)
+        # The segment's columns are the schema's first ncols (§15): its
+        # layout, whose row size the header must give.
+        ncols = _u32(b, 68)
+        lay = t.layout_of_ncols(ncols)
+        if lay is None:
+            raise self._corrupt(68, f"ncols {ncols}, not a layout of the table's {len(t.columns)} columns")
+        self.cols, self.row_size, self.dtype = lay.columns, lay.row_size, lay.dtype
         for off, what, got, want in ((16, "table id", b[16:32], t.table_id), (32, "segNo", _u64(b, 32), self.n),
-                                     (40, "rowsPerSeg", _u64(b, 40), R), (56, "rowSize", _u32(b, 56), t.row_size),
-                                     (60, "blockRows", _u32(b, 60), ZBLOCK_ROWS), (68, "ncols", _u32(b, 68), ncols)):
+                                     (40, "rowsPerSeg", _u64(b, 40), R), (56, "rowSize", _u32(b, 56), self.row_size),
+                                     (60, "blockRows", _u32(b, 60), ZBLOCK_ROWS)):
             if got != want:
                 raise self._corrupt(off, f"{what} {got!r}, want {want!r}")
         if rows > R:
             raise self._corrupt(48, f"{rows} rows in a segment of {R}")
-        types = bytes(c.type for c in t.columns).ljust(64, b"\0")
+        types = bytes(c.type for c in self.cols).ljust(64, b"\0")
         if b[88:152] != types:
             i = next(i for i in range(64) if b[88 + i] != types[i])
             raise self._corrupt(88 + i, f"column {i} has type code {b[88 + i]}, the schema's is {types[i]}")
@@ -640,7 +662,9 @@ class _ZSeg:
         end = size if v == 1 else index_off + index_len
         if index_len != nblocks * es + 4 or index_len != end - index_off or end > size:
             raise self._corrupt(80, f"index of {index_len} bytes at {index_off} in a {size}-byte file")
-        self.sym_col = next((i for i, c in enumerate(t.columns) if c.type == TYPE_SYM), -1)
+        # The clustering and key column: the base schema's first sym column
+        # (an added sym column never is one, §15).
+        self.sym_col = t.sym_col
         self.dir = None
         if v == 2:
             self._parse_v2(index_off, nblocks, es, nranks)
@@ -710,7 +734,7 @@ class _ZSeg:
         return (ZBLOCK_ROWS if i < first + nb - 1 else srows - (nb - 1) * ZBLOCK_ROWS), j
 
     def _parse_index(self, off, nblocks, es):
-        b, ncols = self.data, len(self.t.columns)
+        b, ncols = self.data, len(self.cols)
         idx = b[off:off + nblocks * es + 4]
         got, want = _u32(idx, nblocks * es), crc32c(idx[:nblocks * es])
         if got != want:
@@ -797,7 +821,7 @@ class _ZSeg:
     def _column(self, k, c, frames, n, decode, *args):
         """Decompress and decode column c's frame of data block k (n rows): the values."""
         off, frame = frames[c]
-        name = self.t.columns[c].name if not (self.version == 2 and c == self.sym_col) else "seq"
+        name = self.cols[c].name if not (self.version == 2 and c == self.sym_col) else "seq"
         try:
             raw = _zframe(frame, 64 + 10 * n + 8)
             rate = None
@@ -824,7 +848,7 @@ class _ZSeg:
     def _fill(self, out, at, k, frames, n, key):
         """Decode the columns of data block k other than the sym column
         (version 1: keyed by key) into out[at]."""
-        for c, col in enumerate(self.t.columns):
+        for c, col in enumerate(self.cols):
             if c == self.sym_col:
                 continue
             if col.type == TYPE_TS:
@@ -842,7 +866,7 @@ class _ZSeg:
         if self.version == 1:
             k0, k1 = a // ZBLOCK_ROWS, (b + ZBLOCK_ROWS - 1) // ZBLOCK_ROWS
             self._check_crcs(range(k0, k1))
-            out = np.zeros((k1 - k0) * ZBLOCK_ROWS if k1 > k0 else 0, dtype=t.dtype)
+            out = np.zeros((k1 - k0) * ZBLOCK_ROWS if k1 > k0 else 0, dtype=self.dtype)
             for k in range(k0, k1):
                 boff, _, n, _, lo, hi = self.blocks[k][:6]
                 frames = self._frames(k)
@@ -850,7 +874,7 @@ class _ZSeg:
                 key = None
                 if self.sym_col >= 0:
                     key = self._column(k, self.sym_col, frames, n, decode_u32)
-                    out[t.columns[self.sym_col].name][at] = key
+                    out[self.cols[self.sym_col].name][at] = key
                 ts = self._column(k, 0, frames, n, decode_ts)
                 self._check_ts(ts, lo, hi, frames[0][0], f"block {k}")
                 out["ts"][at] = ts
@@ -862,7 +886,7 @@ class _ZSeg:
                 self._v2 = self._decode_v2()
             out = self._v2[a:b]
         buf = np.ascontiguousarray(out).view(np.uint8).reshape(-1).copy()
-        seal_rows(buf, t.row_size, np.arange(base + a, base + b, dtype=np.uint64))
+        seal_rows(buf, self.row_size, np.arange(base + a, base + b, dtype=np.uint64))
         return buf
 
     def _decode_v2(self):
@@ -873,10 +897,10 @@ class _ZSeg:
         exactly one block, the rank frames list each row's symbol slot, the
         slots present and their rows before the rank block, and each
         symbol's rows ascend in seq across its blocks (§10.2 "Seq → row")."""
-        t, rows = self.t, self.rows
-        out = np.zeros(rows, dtype=t.dtype)
+        rows = self.rows
+        out = np.zeros(rows, dtype=self.dtype)
         slot_of = np.full(rows, -1, np.int64)
-        ts_name, sym_name = t.columns[0].name, t.columns[self.sym_col].name
+        ts_name, sym_name = self.cols[0].name, self.cols[self.sym_col].name
         self._check_crcs(range(len(self.blocks)))
         rank_crcs = _crcs([self.data[e[0]:e[0] + e[1]] for e in self.ranks])
         for j, (sid, first, nb, _, _, _) in enumerate(self.dir):
@@ -980,13 +1004,16 @@ class Snapshot:
         return np.arange(self.first_seq, self.first_seq + len(self.rows), dtype=np.uint64)
 
     def symbol(self, sym_id):
-        """The name (str, UTF-8 with undecodable bytes escaped) of a sym id."""
+        """The name (str, UTF-8 with undecodable bytes escaped) of a sym id;
+        NO_SYM (a sym column added after the row was written, §15) is ""."""
+        if sym_id == NO_SYM:
+            return ""
         return self.symbols[sym_id].decode("utf-8", "backslashreplace")
 
     def names(self, column):
-        """The names of a sym column's values, as a list of str."""
+        """The names of a sym column's values, as a list of str (NO_SYM: "")."""
         decoded = [s.decode("utf-8", "backslashreplace") for s in self.symbols]
-        return [decoded[i] for i in self.rows[column].tolist()]
+        return ["" if i == NO_SYM else decoded[i] for i in self.rows[column].tolist()]
 
 
 def _row_dtype(cols, row_size):
@@ -997,6 +1024,59 @@ def _row_dtype(cols, row_size):
         "offsets": [c.offset for c in cols],
         "itemsize": row_size,
     })
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One of the row layouts a table's rows have had (§15): the schema's
+    first len(columns) columns, rows of row_size bytes."""
+    columns: list
+    row_size: int
+    dtype: np.dtype
+
+
+def _layouts(cols, nbase, base_row_size):
+    """The layouts of a schema whose first nbase columns are the base (rows
+    of base_row_size bytes) and the rest added one at a time (§15): each
+    added column at the previous layout's row size minus 4, the new row
+    size that offset + width + 4 rounded up to 8. Raises ValueError naming
+    the first added column whose stored offset is not its layout's."""
+    out = [_Layout(cols[:nbase], base_row_size, _row_dtype(cols[:nbase], base_row_size))]
+    rs = base_row_size
+    for k in range(nbase, len(cols)):
+        c = cols[k]
+        if c.offset != rs - 4:
+            raise ValueError(f"column {c.name!r} stored at offset {c.offset}, its layout gives {rs - 4}")
+        rs = (rs - 4 + _TYPE_WIDTH[c.type] + 4 + 7) // 8 * 8
+        out.append(_Layout(cols[:k + 1], rs, _row_dtype(cols[:k + 1], rs)))
+    return out
+
+
+# The bytes of each type's missing value (§15) as tickdb stores it in a
+# relaid row: Go's math.NaN() (so rows match tickdb's byte for byte), the
+# sym id NO_SYM; zero for i64 and bool.
+_MISSING = {TYPE_F64: np.frombuffer((0x7FF8000000000001).to_bytes(8, "little"), np.uint8),
+            TYPE_SYM: np.frombuffer(b"\xff\xff\xff\xff", np.uint8)}
+
+
+def relayout_rows(buf, row_size, columns, new_row_size, seqs):
+    """Rows of an earlier layout (buf: len(seqs) rows of row_size bytes,
+    check words verified) in the layout of columns (new_row_size bytes),
+    as tickdb's store.Relayout does: each row's bytes before its check word,
+    zeros after them, the missing value of every column the row lacks
+    (§15), and a new check word for its seq. Returns a flat uint8 array."""
+    n = len(seqs)
+    if row_size == new_row_size:
+        return buf
+    src = np.asarray(buf, np.uint8).reshape(n, row_size)
+    out = np.zeros((n, new_row_size), np.uint8)
+    out[:, :row_size - 4] = src[:, :row_size - 4]
+    for c in columns:
+        if c.offset + _TYPE_WIDTH[c.type] > row_size - 4 and c.type in _MISSING:
+            out[:, c.offset:c.offset + _TYPE_WIDTH[c.type]] = _MISSING[c.type]
+    out = out.reshape(-1)
+    seal_rows(out, new_row_size, np.asarray(seqs, np.uint64))
+    return out
 
 
 def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None):
@@ -1014,10 +1094,12 @@ def read_compressed(path, columns, row_size, rows_per_seg, seg_no, table_id=None
         with open(path, "rb") as f:
             table_id = f.read(32)[16:32]
     cols = [c if isinstance(c, Column) else Column(*c) for c in columns]
-    t = SimpleNamespace(columns=cols, row_size=row_size, rows_per_seg=rows_per_seg,
-                        table_id=bytes(table_id), dtype=_row_dtype(cols, row_size))
+    lay = _Layout(cols, row_size, _row_dtype(cols, row_size))
+    t = SimpleNamespace(columns=cols, rows_per_seg=rows_per_seg, table_id=bytes(table_id),
+                        sym_col=next((i for i, c in enumerate(cols) if c.type == TYPE_SYM), -1),
+                        layout_of_ncols=lambda n: lay if n == len(cols) else None)
     z = _ZSeg(t, seg_no, path)
-    return z.rows_range(0, z.rows).view(t.dtype)
+    return z.rows_range(0, z.rows).view(lay.dtype)
 
 
 # ---------------------------------------------------------------- the table
@@ -1039,11 +1121,9 @@ class Table:
         # so it sees the writer's latest stores (8-aligned loads are atomic).
         self._words = self._ctl[:CTL_SIZE].view("<u8")
         self._parse_header(bytes(self._ctl[:BLOCK]))
-        features = int(self._words[OFF_FEATURES // 8])
-        if features & ~KNOWN_FEATURES:
-            raise VersionError(
-                f"tickdb: {self.ctl_path}: format features {features:#x}, this reader knows {KNOWN_FEATURES:#x} "
-                f"(the table was written by a newer tickdb)")
+        self._schema_path = os.path.join(self.dir, "schema")
+        self._schema_loaded = False
+        self._check_features()
         self._sym_path = os.path.join(self.dir, "sym.dat")
         self._sym_names = []   # parsed dictionary entries, id order
         self._sym_off = BLOCK  # offset of the next entry to parse
@@ -1090,8 +1170,116 @@ class Table:
             cols.append(Column(name, typ, off))
         if cols[0].type != TYPE_TS or cols[0].offset != 0:
             raise CorruptError(p, 72, "column 0 is not ts at offset 0")
-        self.columns = cols
-        self.dtype = _row_dtype(cols, self.row_size)
+        if len({c.name for c in cols}) != len(cols):
+            raise CorruptError(p, 72, "duplicate column name")
+        self.base_columns, self.base_row_size = cols, self.row_size
+        self._set_schema(cols, len(cols))
+
+    def _set_schema(self, cols, nbase):
+        """Take cols (the first nbase the base, the rest added, §15) as the
+        table's schema: columns, row_size and dtype are the newest layout's;
+        rows of the earlier layouts are relaid into it as they are read."""
+        self._layout_list = _layouts(cols, nbase, self.base_row_size)
+        self.columns, self.nbase = cols, nbase
+        self.row_size, self.dtype = self._layout_list[-1].row_size, self._layout_list[-1].dtype
+        # The postings (clustering, key) column: the base's first sym column.
+        self.sym_col = next((i for i, c in enumerate(cols[:nbase]) if c.type == TYPE_SYM), -1)
+
+    def layout_of_ncols(self, ncols):
+        """The layout of the schema's first ncols columns, or None."""
+        k = ncols - self.nbase
+        return self._layout_list[k] if 0 <= k < len(self._layout_list) else None
+
+    def _layout_of_row_size(self, rs):
+        return next((lay for lay in self._layout_list if lay.row_size == rs), None)
+
+    # -- features (§12) and the schema file (§15)
+
+    def _check_features(self):
+        """Refuse a feature bit this reader does not know; load the schema
+        file once bit 3 (columns) is set."""
+        features = self._word(OFF_FEATURES)
+        if features & ~KNOWN_FEATURES:
+            raise VersionError(
+                f"tickdb: {self.ctl_path}: format features {features:#x} at offset {OFF_FEATURES}, this reader "
+                f"knows {KNOWN_FEATURES:#x} (the table was written by a newer tickdb)")
+        if features & FEAT_COLUMNS and not self._schema_loaded:
+            self._load_schema()
+        return features
+
+    def _load_schema(self):
+        """Read the schema file (§15) and take its schema; True if it has
+        columns this reader did not have."""
+        p = self._schema_path
+        with open(p, "rb") as f:
+            b = f.read()
+        if len(b) < 36 or b[0:8] != SCHEMA_MAGIC:
+            raise CorruptError(p, 0, f"magic {b[0:8]!r}, want {SCHEMA_MAGIC!r} ({len(b)} bytes)")
+        if _u32(b, 8) != VERSION:
+            raise VersionError(f"tickdb: {p}: schema file version {_u32(b, 8)}, this reader knows {VERSION}")
+        n = _u32(b, 12)
+        if 32 + n + 4 != len(b):
+            raise CorruptError(p, 12, f"schema of {n} bytes in a file of {len(b)}")
+        got, want = _u32(b, 32 + n), crc32c(b[:32 + n])
+        if got != want:
+            raise CorruptError(p, 32 + n, f"check 0x{got:08x}, want 0x{want:08x}")
+        if b[16:32] != self.table_id:
+            raise CorruptError(p, 16, "table id differs from ctl's")
+        h = b[32:32 + n]
+        ncols, row_size = (_u32(h, 0), _u32(h, 4)) if n >= 8 else (0, 0)
+        if not 1 <= ncols <= 60 or 8 + 64 * ncols > n:
+            raise CorruptError(p, 32, f"ncols {ncols} in a schema of {n} bytes")
+        cols, nbase = [], None
+        for i in range(ncols):
+            e, eo = h[8 + 64 * i:8 + 64 * (i + 1)], 32 + 8 + 64 * i
+            name = e[:56].split(b"\0", 1)[0].decode("utf-8")
+            typ, added, off = e[56], e[57], int.from_bytes(e[58:60], "little")
+            if typ not in TYPE_NAMES or (added and typ == TYPE_TS):
+                raise CorruptError(p, eo + 56, f"column {name!r}: type {typ}")
+            if added > 1 or (not added and nbase is not None):
+                raise CorruptError(p, eo + 57, f"column {name!r}: added mark {added} (the base's columns come first)")
+            if added and nbase is None:
+                nbase = i
+            cols.append(Column(name, typ, off))
+        nbase = ncols if nbase is None else nbase
+        if cols[:nbase] != list(self.base_columns):
+            raise CorruptError(p, 40, f"first {nbase} columns {[c.name for c in cols[:nbase]]} are not ctl's "
+                                      f"{[c.name for c in self.base_columns]}")
+        if len({c.name for c in cols}) != ncols:
+            raise CorruptError(p, 40, "duplicate column name")
+        if ncols < len(self.columns) or cols[:len(self.columns)] != list(self.columns):
+            raise CorruptError(p, 40, f"columns {[c.name for c in cols]} do not grow "
+                                      f"{[c.name for c in self.columns]} (read before)")
+        try:
+            lays = _layouts(cols, nbase, self.base_row_size)
+        except ValueError as e:
+            raise CorruptError(p, 40, str(e))
+        if row_size != lays[-1].row_size:
+            raise CorruptError(p, 36, f"rowSize {row_size}, the layout gives {lays[-1].row_size}")
+        grew = ncols > len(self.columns)
+        self._set_schema(cols, nbase)
+        self._schema_loaded = True
+        return grew
+
+    def _layout(self, rs, path, off):
+        """The layout whose rows are rs bytes (a segment header's row size).
+        An unknown one has the schema file read again: if it grew, the read
+        starts over (_SchemaGrew)."""
+        lay = self._layout_of_row_size(rs)
+        if lay is not None:
+            return lay
+        if self._check_features() & FEAT_COLUMNS and self._load_schema():
+            raise _SchemaGrew()
+        raise CorruptError(path, off, f"rowSize {rs}, none of the table's layouts "
+                                      f"{[lay.row_size for lay in self._layout_list]}")
+
+    def _relayout(self, buf, rs, first_seq):
+        """Rows from first_seq of rs bytes (verified) in the newest layout."""
+        if rs == self.row_size:
+            return buf
+        n = len(buf) // rs
+        return relayout_rows(buf, rs, self.columns, self.row_size,
+                             np.arange(first_seq, first_seq + n, dtype=np.uint64))
 
     # -- page 1
 
@@ -1200,13 +1388,14 @@ class Table:
         if got != want:
             raise CorruptError(path, 32, f"header check 0x{got:08x}, want 0x{want:08x}")
 
-    def _seg_file_size(self):
-        return BLOCK + (self.rows_per_seg * self.row_size + BLOCK - 1) // BLOCK * BLOCK
+    def _seg_file_size(self, rs):
+        return BLOCK + (self.rows_per_seg * rs + BLOCK - 1) // BLOCK * BLOCK
 
     def _check_seg_header(self, m, path, magic, seg_no):
-        size = self._seg_file_size()
-        if len(m) < size:
-            raise CorruptError(path, len(m), f"file is {len(m)} bytes, want {size}")
+        """Check a segment file's header (§3); its row size names the
+        layout of its rows (§15), which is returned."""
+        if len(m) < 64:
+            raise CorruptError(path, len(m), f"file is {len(m)} bytes, shorter than a header")
         h = bytes(m[:64])
         if h[0:8] != magic:
             raise CorruptError(path, 0, f"magic {h[0:8]!r}, want {magic!r}")
@@ -1215,14 +1404,18 @@ class Table:
         got, want = _u32(h, 56), crc32c(h[:56])
         if got != want:
             raise CorruptError(path, 56, f"header check 0x{got:08x}, want 0x{want:08x}")
-        for off, what, v, w in ((12, "rowSize", _u32(h, 12), self.row_size),
-                                (32, "segNo", _u64(h, 32), seg_no),
+        if h[16:32] != self.table_id:
+            raise CorruptError(path, 16, "table id differs from ctl's")
+        lay = self._layout(_u32(h, 12), path, 12)
+        size = self._seg_file_size(lay.row_size)
+        if len(m) < size:
+            raise CorruptError(path, len(m), f"file is {len(m)} bytes, want {size}")
+        for off, what, v, w in ((32, "segNo", _u64(h, 32), seg_no),
                                 (40, "baseSeq", _u64(h, 40), seg_no * self.rows_per_seg),
                                 (48, "rowsPerSeg", _u64(h, 48), self.rows_per_seg)):
             if v != w:
                 raise CorruptError(path, off, f"{what} {v}, want {w}")
-        if h[16:32] != self.table_id:
-            raise CorruptError(path, 16, "table id differs from ctl's")
+        return lay.row_size
 
     def _zrows(self, n, a, b):
         """Rows [a, b) of segment n from its compressed file (seg-N.zdat,
@@ -1244,7 +1437,7 @@ class Table:
             return None
         self._zseg = z  # one segment kept: read() takes them in order
         base = n << self.seg_shift
-        return z.rows_range(a - base, b - base)
+        return self._relayout(z.rows_range(a - base, b - base), z.row_size, a)
 
     def _durable_rows(self, n, a, b):
         """Rows [a, b) of segment n, copied from its durable file and
@@ -1263,11 +1456,11 @@ class Table:
                 if attempt < 2 and n < self._word(OFF_CMP_SEGS):
                     continue  # compacted since the look above
                 raise
-            self._check_seg_header(m, path, b"TICKSEG\0", n)
-            off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
-            buf = np.array(m[off:off + (b - a) * self.row_size])
-            verify_rows(buf, self.row_size, a, path, off)
-            return buf
+            rs = self._check_seg_header(m, path, b"TICKSEG\0", n)
+            off = BLOCK + (a - (n << self.seg_shift)) * rs
+            buf = np.array(m[off:off + (b - a) * rs])
+            verify_rows(buf, rs, a, path, off)
+            return self._relayout(buf, rs, a)
         raise FileNotFoundError(path)
 
     def _live_rows(self, n, a, b, slots):
@@ -1290,7 +1483,7 @@ class Table:
         path, m = slots[s]
         if len(m) < 72 or int(m[64:72].view("<u8")[0]) != gen:
             return None
-        self._check_seg_header(m, path, b"TICKLIV\0", n)
+        rs = self._check_seg_header(m, path, b"TICKLIV\0", n)
         # liveFrom (@72): rows of the segment below it are not in the slot
         # (a reopened writer copied in only the block it appends to); they
         # are durable and come from the durable file.
@@ -1299,11 +1492,12 @@ class Table:
         if a < live_from:
             low = self._durable_rows(n, a, min(b, live_from))
             a = min(b, live_from)
-        off = BLOCK + (a - (n << self.seg_shift)) * self.row_size
-        buf = np.array(m[off:off + (b - a) * self.row_size])
+        off = BLOCK + (a - (n << self.seg_shift)) * rs
+        buf = np.array(m[off:off + (b - a) * rs])
         if self._word(e) != gen:
             return None  # the slot moved on to a newer segment while we copied
-        verify_rows(buf, self.row_size, a, path, off)
+        verify_rows(buf, rs, a, path, off)
+        buf = self._relayout(buf, rs, a)
         return buf if low is None else np.concatenate([low, buf])
 
     def _live_usable(self):
@@ -1320,7 +1514,20 @@ class Table:
         rows below durable. If some published rows can only be in a
         live slot that is gone, raises UnavailableError, or with partial=True
         returns the rows before them and counts the rest in .unavailable.
+
+        Rows are in the table's newest schema (columns, dtype): a row
+        written before a column was added (§15) reads it as its missing
+        value (NaN, 0, False, the symbol id NO_SYM, named "").
         """
+        for attempt in range(4):
+            self._check_features()
+            try:
+                return self._read(partial)
+            except _SchemaGrew:
+                pass
+        raise TickDBError(f"tickdb: {self._schema_path}: the schema kept growing during the read")
+
+    def _read(self, partial):
         pub = self.published()
         rs, shift = self.row_size, self.seg_shift
         out = np.empty((pub.visible - pub.first_seq) * rs, dtype=np.uint8)
@@ -1383,7 +1590,7 @@ def read_table(db, table, partial=False):
 
 def _json_value(col, v, syms):
     if col.type == TYPE_SYM:
-        return syms[v]
+        return "" if v == NO_SYM else syms[v]
     if col.type == TYPE_F64 and not math.isfinite(v):
         return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
     return v
@@ -1450,7 +1657,7 @@ def main(argv=None):
         cells = [str(seq)]
         for col, vals in zip(t.columns, values):
             v = vals[i]
-            cells.append(syms[v] if col.type == TYPE_SYM else repr(v) if col.type == TYPE_F64 else str(v))
+            cells.append(("" if v == NO_SYM else syms[v]) if col.type == TYPE_SYM else repr(v) if col.type == TYPE_F64 else str(v))
         out.write("\t".join(cells) + "\n")
     return 0
 

@@ -138,7 +138,7 @@ func NewSchema(cols ...Column) (*Schema, error) {
 // word (at the old row size minus 4), so every column keeps its offset and
 // a row of the old layout is shorter than a row of the new one: Row's
 // accessors read a column that lies past a row's data as its missing value
-// (NaN, 0, false, symbol id 0). The postings column stays the base
+// (NaN, 0, false, NoSym: the empty symbol). The postings column stays the base
 // schema's first sym column, if any: an added sym column is never the
 // postings key.
 func (s *Schema) AddColumn(c Column) (*Schema, error) {

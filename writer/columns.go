@@ -43,11 +43,13 @@ func (w *Writer) AddColumn(c store.Column) error {
 	if err := w.Close(); err != nil {
 		return fail("close", err)
 	}
+	w.columnStep(1)
 	// The schema file first, then the feature bit that makes readers read
 	// it: a crash between leaves the table as it was.
 	if err := index.WriteSchema(dir, ns, id); err != nil {
 		return fail("write the schema", err)
 	}
+	w.columnStep(2)
 	ctl, err := index.OpenCtl(filepath.Join(dir, store.CtlName), true)
 	if err != nil {
 		return fail("open ctl", err)
@@ -60,6 +62,7 @@ func (w *Writer) AddColumn(c store.Column) error {
 	if err != nil {
 		return fail("mark the table", err)
 	}
+	w.columnStep(3)
 	*w = Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
 	if err := w.open(); err != nil {
 		w.closeFiles()
@@ -157,7 +160,11 @@ func (w *Writer) rewriteLayout(n uint64, b []byte, rs, end uint64) error {
 		err = e
 	}
 	if err == nil {
+		w.columnStep(4)
 		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		w.columnStep(5)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -165,4 +172,11 @@ func (w *Writer) rewriteLayout(n uint64, b []byte, rs, end uint64) error {
 	}
 	w.log.Info("writer: rewrote the last segment for added columns", "table", w.name, "segment", n, "rows", end-base, "row_size", w.rowSize, "was", rs)
 	return nil
+}
+
+// columnStep calls Options.columnHook (tests) after step n of AddColumn.
+func (w *Writer) columnStep(n int) {
+	if w.opts.columnHook != nil {
+		w.opts.columnHook(n)
+	}
 }

@@ -15,3 +15,9 @@ func PrepareNow(w *Writer) {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// SetColumnHook makes the writers opened with o call f after each
+// numbered step of AddColumn (1 closed, 2 schema file written, 3 feature
+// bit set, 4 the last segment's new file written, before its rename, 5
+// renamed; tests kill the process there).
+func SetColumnHook(o *Options, f func(step int)) { o.columnHook = f }

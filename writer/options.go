@@ -147,6 +147,7 @@ type Options struct {
 	Logger *slog.Logger
 
 	compactHook func(seg uint64, step int) // tests: called after each step of a compaction swap
+	columnHook  func(step int)             // tests: called after each step of AddColumn (columns.go)
 }
 
 func (o *Options) withDefaults() Options {

@@ -85,7 +85,10 @@ func runTail(cmd *cobra.Command, g *globals, o *tailOpts) error {
 		from = r.First()
 	}
 	out := cmd.OutOrStdout()
-	enc := query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, s, o.table, r.Symbol)
+	newEnc := func(s *store.Schema) *query.Encoder {
+		return query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, s, o.table, r.Symbol)
+	}
+	enc := newEnc(s)
 	t := r.Tail(from, nil)
 	f := &tailFilter{sym: o.sym}
 	if o.sym != "" {
@@ -100,7 +103,7 @@ func runTail(cmd *cobra.Command, g *globals, o *tailOpts) error {
 	if err := enc.Flush(); err != nil {
 		return err
 	}
-	err = tailLoop(ctx, r, t, f, enc)
+	err = tailLoop(ctx, r, t, f, &enc, newEnc)
 	if ctx.Err() != nil {
 		// SIGINT/SIGTERM: finish the output (the json trailer, if any).
 		return enc.Close()
@@ -159,9 +162,13 @@ func (f *tailFilter) keep(r *reader.Reader, t *reader.Tail, row store.Row) (bool
 // tailLoop prints rows as the tail returns them until ctx is done. It
 // flushes the encoder whenever no row is waiting, and at least every
 // tailBatch rows, so a pipe sees each row within one poll of its publish.
-func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilter, enc *query.Encoder) error {
+// When the table gains a column (the reader meets a row of the new
+// layout), it goes on with a new encoder, newEnc's, of the grown schema
+// (csv and table print its header before the next row), in *enc.
+func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilter, enc **query.Encoder, newEnc func(*store.Schema) *query.Encoder) error {
 	idle := &reader.Backoff{MaxSleep: tailMaxSleep}
-	row := r.Schema().NewRow() // a checked copy, as query.Run hands rows on
+	s := r.Schema()
+	row := s.NewRow() // a checked copy, as query.Run hands rows on
 	pending, empty := 0, 0
 	for {
 		view, seq, ok, err := t.Poll()
@@ -173,7 +180,16 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 				empty = 0
 				idle.Reset()
 			}
-			copy(row, view)
+			if g := r.Schema(); g != s {
+				// A column added (docs/FORMAT.md §15).
+				if err := (*enc).Flush(); err != nil {
+					return err
+				}
+				s, row, *enc = g, g.NewRow(), newEnc(g)
+			}
+			if err := r.CopyRow(seq, row, view); err != nil {
+				return err
+			}
 			if !store.Valid(seq, row) {
 				// The live slot was recycled under the view: read it again.
 				if err := r.ReadRow(seq, row); err != nil {
@@ -188,7 +204,7 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 				return err
 			}
 			if keep {
-				if err := enc.Row(row); err != nil {
+				if err := (*enc).Row(row); err != nil {
 					return err
 				}
 			}
@@ -199,7 +215,7 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 		// No row waiting (or a full batch, or a passing error): hand out
 		// what was read, then idle.
 		if pending > 0 {
-			if err := enc.Flush(); err != nil {
+			if err := (*enc).Flush(); err != nil {
 				return err
 			}
 			pending = 0

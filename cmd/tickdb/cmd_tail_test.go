@@ -601,3 +601,51 @@ func replicaRows(t *testing.T, db, table string) []string {
 	}
 	return rows
 }
+
+// TestTailAddedColumn: a column added to the table while tail follows it
+// (writer.AddColumn) shows from the first row that has it: csv prints the
+// grown header, then the rows with the new column.
+func TestTailAddedColumn(t *testing.T) {
+	t.Parallel() // its time goes to starting processes
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, "ticks", &writer.Options{Schema: store.TickSchema(), LiveDir: live, SegmentSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	add := func(ts int64, x float64) {
+		t.Helper()
+		s := w.Schema()
+		row := w.NewRow()
+		row.SetTs(ts)
+		id, _ := w.SymbolString("A B")
+		row.SetSym(s.ColAt(1), id)
+		row.SetF64(s.ColAt(2), 1.25)
+		row.SetI64(s.ColAt(3), 7)
+		if c, ok := s.Col("x"); ok {
+			row.SetF64(c, x)
+		}
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		w.Publish()
+	}
+	add(100, 0)
+	p := startCLI(t, "tail", "--db", db, "--table", "ticks", "--from-start", "--format", "csv", "--ts", "ns")
+	if h := p.line(t, time.Minute, "header"); h != "ts,sym,price,size" {
+		t.Fatalf("header %q", h)
+	}
+	if got := p.line(t, tailBound, "row 0"); got != "100,A B,1.25,7" {
+		t.Fatalf("row 0: %q", got)
+	}
+	if err := w.AddColumn(store.Column{Name: "x", Type: store.TypeF64}); err != nil {
+		t.Fatal(err)
+	}
+	add(200, 2.5)
+	for _, want := range []string{"ts,sym,price,size,x", "200,A B,1.25,7,2.5"} {
+		if got := p.line(t, tailBound, want); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	p.stop(t, syscall.SIGTERM)
+}

@@ -170,6 +170,11 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ok {
+			if g := rd.Schema(); g != s {
+				// A column added (docs/FORMAT.md §15): the rows from
+				// here on carry it.
+				s, enc = g, query.NewEncoder(&rowBuf, query.FormatJSON, tsf, g, table, rd.Symbol)
+			}
 			if err := enc.Row(row); err != nil { // a symbol's name unreadable
 				h.s.log.Warn("ingest: tail", "table", table, "seq", seq, "err", err)
 				return

@@ -242,6 +242,31 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	wantRows(t, db, "trades", `10 sym="A" price=1`, `90 sym="C" price=9`)
 }
 
+// A line naming a tag or field its table lacks adds the column, in a file
+// for a table that exists and in one that creates it; the rows before
+// read it as missing.
+func TestIngestAddsColumns(t *testing.T) {
+	db, live := testutil.DB(t)
+	f := ingestFile(t, "first.ilp", "cpu,host=a usage=2.5 1\n")
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	g := ingestFile(t, "more.ilp", ""+
+		"cpu,host=a usage=2.5,temp=40i 2\n"+
+		"cpu,host=a,dc=x usage=1 3\n"+
+		"cpu,host=a usage=1,note=\"halted\" 4\n"+
+		"cpu,host=b temp=7i 5\n")
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, g); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	wantRows(t, db, "cpu",
+		`1 host="a" usage=2.5 temp=0i dc="" note=""`,
+		`2 host="a" usage=2.5 temp=40i dc="" note=""`,
+		`3 host="a" usage=1 temp=0i dc="x" note=""`,
+		`4 host="a" usage=1 temp=0i dc="" note="halted"`,
+		`5 host="b" usage=NaN temp=7i dc="" note=""`)
+}
+
 func TestIngestSkipBad(t *testing.T) {
 	db, live := testutil.DB(t)
 	f := ingestFile(t, "mixed.ilp", ""+

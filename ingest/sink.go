@@ -638,7 +638,7 @@ func (s *sink) refreshStats(force bool) {
 	s.lastSt = now
 	s.statsMu.Lock()
 	for name, t := range s.tables {
-		s.stats[name] = t.w.Stats()
+		s.stats[name] = t.stats()
 	}
 	s.statsMu.Unlock()
 }
@@ -664,7 +664,7 @@ func (s *sink) closeTables() {
 				s.err = fmt.Errorf("close table %s: %w", name, err)
 			}
 		}
-		st := t.w.Stats()
+		st := t.stats()
 		s.statsMu.Lock()
 		s.stats[name] = st
 		s.statsMu.Unlock()

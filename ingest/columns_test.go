@@ -279,3 +279,56 @@ func TestAddColumnReaderOpen(t *testing.T) {
 		t.Fatalf("range: %d rows, err %v; want 250", n, it.Err())
 	}
 }
+
+// HTTP writes wait for durability from their handlers' goroutines while
+// lines over TCP add columns to the same table: the writer is rebuilt in
+// place for each column, so the addition waits for those handlers (run
+// with -race).
+func TestAddColumnsWhileHTTPWaits(t *testing.T) {
+	srv, db := testServer(t, nil)
+	writeLines(t, srv, "race,host=a v=1\n")
+	const posts, cols = 40, 15
+	done := make(chan error, 1)
+	go func() {
+		for range posts {
+			code, resp, err := postOnce(srv, "race,host=a v=1\n")
+			if err == nil && code != http.StatusNoContent {
+				err = fmt.Errorf("%d %s", code, resp)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c := dial(t, srv)
+	for i := range cols {
+		fmt.Fprintf(c, "race,host=b v=2,c%02d=%di\n", i, i)
+		time.Sleep(time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tableRows(t, db, "race", 1+posts+cols, 10*time.Second)
+	r, err := reader.Open(db, "race", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := len(r.Schema().Cols); n != 3+cols {
+		t.Fatalf("schema %v: %d columns, want %d", r.Schema(), n, 3+cols)
+	}
+}
+
+// postOnce is httpDo for another goroutine than the test's.
+func postOnce(srv *Server, body string) (int, string, error) {
+	resp, err := http.Post("http://"+srv.HTTPAddr().String()+"/write", "text/plain", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String(), nil
+}

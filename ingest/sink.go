@@ -69,8 +69,31 @@ type txnResult struct {
 }
 
 type durableWait struct {
-	w *writer.Writer
-	n uint64
+	w  *writer.Writer
+	n  uint64
+	wg *sync.WaitGroup // the table's waiters, released by wait or release
+}
+
+// wait waits until every table the request wrote has its rows durable,
+// then releases the waits.
+func (r *txnResult) wait() error {
+	var err error
+	for _, dw := range r.waits {
+		if err == nil {
+			err = dw.w.WaitDurable(dw.n)
+		}
+		dw.wg.Done()
+	}
+	r.waits = nil
+	return err
+}
+
+// release lets go of the waits without waiting.
+func (r *txnResult) release() {
+	for _, dw := range r.waits {
+		dw.wg.Done()
+	}
+	r.waits = nil
 }
 
 func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink {
@@ -521,7 +544,8 @@ func (s *sink) apply(t *txn) {
 		tb.dirty = false
 		s.m.addAccepted(tb.name, tb.accepted)
 		tb.accepted = 0
-		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len()})
+		tb.waiters.Add(1)
+		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
 	}
 	t.res <- res
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -252,6 +253,11 @@ type table struct {
 	accepted uint64 // rows appended since the last metrics update
 	rejected uint64
 	base     writer.Stats // counters of the writer before its reopens (stats)
+	// waiters counts the HTTP handlers waiting in w.WaitDurable, from
+	// their goroutines: writer.AddColumn rebuilds the writer in place,
+	// so it waits for them (the flusher makes their rows durable
+	// meanwhile, in a flush interval).
+	waiters sync.WaitGroup
 }
 
 func newTable(name string, w *writer.Writer, log *slog.Logger) *table {
@@ -272,6 +278,7 @@ func (t *table) addColumns(l *Line) error {
 	if lerr != nil {
 		return lerr
 	}
+	t.waiters.Wait()
 	for _, c := range add {
 		// The writer's own counters start again at its reopen.
 		st := t.w.Stats()

@@ -197,6 +197,10 @@ func TestAddColumnsHTTPRequest(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// The reopened writer keeps the table's last time: a late row is bad.
+	if code, resp, _ := httpDo(t, srv, "POST", "/write", "cpu,host=c usage=1 2\n"); code != http.StatusBadRequest || !strings.Contains(resp, "before the table's last row (3)") {
+		t.Fatalf("late row: %d %s", code, resp)
+	}
 }
 
 // A reader of the same process that has the table open when a column is

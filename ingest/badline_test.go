@@ -40,7 +40,14 @@ func badLines() []badLine {
 		{"no value", func(int64) string { return "t,sym=A v=abc" }, "value", "t", "not a number"},
 		{"duplicate key", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1,v=2 %d", ts+1) }, "duplicate", "t", "repeats"},
 		{"malformed timestamp", func(int64) string { return "t,sym=A v=1 12x" }, "timestamp", "t", "malformed timestamp"},
-		{"unknown column", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1,w=2 %d", ts+1) }, "unknown_column", "t", `"w": table t has no such column`},
+		// A line naming a column the table lacks adds it, but not when the
+		// line is bad: the rows read back show every column the table has.
+		{"more columns than a table can have", func(ts int64) string { return fmt.Sprintf("t v=1,%s %d", manyFields(58), ts+1) }, "table_full", "t", `adding 58 columns ("c00", "c01", "c02", ...) would give table t 61 columns, more than the 60`},
+		{"type mismatch in a line adding a column", func(ts int64) string { return fmt.Sprintf("t,sym=A,dc=x v=t,w=2 %d", ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a boolean value"},
+		{"late row adding a column", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1,w=2 %d", ts-1) }, "out_of_order", "t", "before"},
+		{"symbol too long adding a column", func(ts int64) string {
+			return fmt.Sprintf("t,sym=A v=1,note=\"%s\" %d", strings.Repeat("x", 5000), ts+1)
+		}, "value", "t", "a symbol is at most"},
 		{"type mismatch", func(ts int64) string { return fmt.Sprintf("t,sym=A v=t %d", ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a boolean value"},
 		{"string into the f64 column", func(ts int64) string { return fmt.Sprintf(`t,sym=A v="1.5" %d`, ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a string value"},
 		{"late row", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1 %d", ts-1) }, "out_of_order", "t", "before"},
@@ -48,6 +55,15 @@ func badLines() []badLine {
 		{"bad table name", func(ts int64) string { return fmt.Sprintf("a/b,sym=A v=1 %d", ts+1) }, "name", "", "a/b"},
 		{"line over the limit", func(ts int64) string { return fmt.Sprintf("t,sym=%s v=1 %d", strings.Repeat("y", 70<<10), ts+1) }, "too_long", "", "limit"},
 	}
+}
+
+// manyFields is n integer fields, c00=1i,c01=1i,...
+func manyFields(n int) string {
+	f := make([]string, n)
+	for i := range f {
+		f[i] = fmt.Sprintf("c%02d=1i", i)
+	}
+	return strings.Join(f, ",")
 }
 
 // Over TCP, every bad line is skipped alone: the good lines around it are

@@ -65,7 +65,7 @@ var (
 	}
 	qdbReject = []qdbRow{
 		{Table: "quotes", Syms: [][2]string{{"sym", "kept"}}, Cols: []clientCol{{"price", "f", "1"}}},
-		{Table: "quotes", Syms: [][2]string{{"sym", "bad"}}, Cols: []clientCol{{"note", "s", "hello"}}},
+		{Table: "quotes", Syms: [][2]string{{"sym", "bad"}}, Cols: []clientCol{{"price", "s", "hello"}}},
 	}
 	// What the client writes for each flush: every value as its
 	// toString() spells it, a backslash escaped as \\, and the unit
@@ -79,7 +79,7 @@ var (
 			`quotes,sym=NaN price=NaN,size=0i 1700000000003000003` + "\n" +
 			`quotes,sym=now price=0.1` + "\n",
 		`quotes,sym=kept price=1` + "\n" +
-			`quotes,sym=bad note="hello"` + "\n",
+			`quotes,sym=bad price="hello"` + "\n",
 	}
 	// The table afterwards; NOW stands for a server-stamped time.
 	qdbRows = []string{
@@ -155,7 +155,7 @@ func TestRealClients(t *testing.T) {
 	}{
 		{name: "questdb/http", http: true,
 			conf:    "http::addr=%s;token=" + clientsToken + ";auto_flush=off;",
-			errWant: []string{"statusCode=400", `"line":2`, "line 2", `string field \"note\": table quotes has no such column`}},
+			errWant: []string{"statusCode=400", `"line":2`, "line 2", `field \"price\": column \"price\" of table quotes is f64, got a string value`}},
 		// The client's other HTTP transport, on node:http. On an error
 		// status it destroys the request in the response callback, before
 		// the body is read (HttpTransport.send: "req.destroy(new
@@ -219,10 +219,10 @@ func TestRealClients(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			// The string field is a symbol, but table quotes has no note
-			// column (a table's columns are fixed by its first line).
-			if n := rejected(srv, "quotes", "unknown_column"); n != 1 {
-				t.Errorf("unknown_column rejections of table quotes: %v, want 1", n)
+			// The string field is a symbol, but price is an f64 column (a
+			// string field the table lacks would add a sym column).
+			if n := rejected(srv, "quotes", "type_mismatch"); n != 1 {
+				t.Errorf("type_mismatch rejections of table quotes: %v, want 1", n)
 			}
 		})
 	}
@@ -238,7 +238,7 @@ func TestRealClients(t *testing.T) {
 			"batches": batches,
 			"reject": influxBatch{Precision: "ns", Points: []influxPoint{
 				{Measurement: "ticks", Tags: [][2]string{{"sym", "kept"}}, Fields: []clientCol{{"price", "f", "1"}}, Ts: ""},
-				{Measurement: "ticks", Tags: [][2]string{{"sym", "bad"}}, Fields: []clientCol{{"note", "s", "hello"}}, Ts: ""},
+				{Measurement: "ticks", Tags: [][2]string{{"sym", "bad"}}, Fields: []clientCol{{"price", "s", "hello"}}, Ts: ""},
 			}},
 		}, &out)
 		if out.Client != "@influxdata/influxdb-client" || out.Version != "1.35.0" || out.Batches != len(batches) {
@@ -253,10 +253,10 @@ func TestRealClients(t *testing.T) {
 		t.Logf("client error: %s %d %s: %s", e.Name, e.StatusCode, e.Code, e.Message)
 		if e.Name != "HttpError" || e.StatusCode != 400 || e.Code != "invalid" ||
 			e.JSON == nil || e.JSON.Line != 2 || e.JSON.ErrorID == "" || e.JSON.Message != e.Message ||
-			!strings.Contains(e.Message, "line 2") || !strings.Contains(e.Message, `string field "note": table ticks has no such column`) {
-			t.Errorf("client error %+v (body %+v), want an HttpError 400 naming line 2 and the string field's missing column", *e, e.JSON)
+			!strings.Contains(e.Message, "line 2") || !strings.Contains(e.Message, `field "price": column "price" of table ticks is f64, got a string value`) {
+			t.Errorf("client error %+v (body %+v), want an HttpError 400 naming line 2 and the string field's type conflict", *e, e.JSON)
 		}
-		if len(out.Log) != 1 || !strings.Contains(out.Log[0], `"note"`) {
+		if len(out.Log) != 1 || !strings.Contains(out.Log[0], `"price"`) {
 			t.Errorf("client log %q, want the one failed write", out.Log)
 		}
 
@@ -281,8 +281,8 @@ func TestRealClients(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(rows, "\n") {
 			t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(rows, "\n"))
 		}
-		if n := rejected(srv, "ticks", "unknown_column"); n != 1 {
-			t.Errorf("unknown_column rejections of table ticks: %v, want 1", n)
+		if n := rejected(srv, "ticks", "type_mismatch"); n != 1 {
+			t.Errorf("type_mismatch rejections of table ticks: %v, want 1", n)
 		}
 	})
 }
@@ -337,7 +337,7 @@ func influxCase() (batches []influxBatch, wire, rows []string) {
 	}
 	wire = append(wire, strings.Join(bulk, "\n"),
 		"ticks,sym=ms price=0.5 1700000000006\nticks,sym=now price=0.1",
-		"ticks,sym=kept price=1\nticks,sym=bad note=\"hello\"")
+		"ticks,sym=kept price=1\nticks,sym=bad price=\"hello\"")
 	rows = append(rows,
 		"1700000000006000000 sym=ms venue= buy=false n=0 price=0.5 qty=0",
 		"NOW sym=now venue= buy=false n=0 price=0.1 qty=0")

@@ -6,9 +6,11 @@
 //
 // A table is created from the first line that names it: ts, then the tags
 // as sym columns, then the fields (float → f64, integer → i64, boolean →
-// bool, string → sym, stored like a tag), in the line's order. Its columns are then fixed: a later line may
-// omit any (stored as NaN, 0, false or the empty symbol) but a tag or field
-// the table lacks, or a value of another type, makes the line bad. A line
+// bool, string → sym, stored like a tag), in the line's order. A later line
+// may omit any (stored as NaN, 0, false or the empty symbol); a value of
+// another type makes the line bad; a tag or field the table lacks adds the
+// column, typed the same way, once the whole line is known good
+// (writer.Writer.AddColumn; rows before read it as missing). A line
 // without a timestamp gets the writer's clock, never earlier than the
 // table's last row. docs/DESIGN.md ("Ingestion") has the whole path.
 //

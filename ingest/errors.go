@@ -26,7 +26,7 @@ const (
 	ReasonNoField                         // a line with no field (tags alone, or nothing after the measurement)
 	ReasonTooLong                         // a line longer than the listener's limit
 	ReasonName                            // a table or column name the store cannot take
-	ReasonUnknownColumn                   // a tag or field the table does not have
+	ReasonUnknownColumn                   // a CSV header column the table does not have (a line adds it)
 	ReasonType                            // a field whose kind does not match its column
 	ReasonOutOfOrder                      // a timestamp before the table's last row
 	ReasonTableFull                       // the table cannot take more rows or columns

@@ -227,6 +227,7 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	}
 	res := h.s.sink.submit(t)
 	if res.err != nil {
+		res.release()
 		if le, ok := asLineErr(res.err); ok {
 			h.writeError(w, http.StatusBadRequest, "invalid", "failed to write line protocol: "+le.Error(), le.Line)
 			return
@@ -234,11 +235,9 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusInternalServerError, "internal error", res.err.Error(), 0)
 		return
 	}
-	for _, dw := range res.waits {
-		if err := dw.w.WaitDurable(dw.n); err != nil {
-			h.writeError(w, http.StatusInternalServerError, "internal error", "rows stored but not made durable: "+err.Error(), 0)
-			return
-		}
+	if err := res.wait(); err != nil {
+		h.writeError(w, http.StatusInternalServerError, "internal error", "rows stored but not made durable: "+err.Error(), 0)
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -82,7 +82,8 @@ func TestHTTPBadLineCommitsNothing(t *testing.T) {
 		{"syntax", "n,sym=A v=1 1\nn,sym=A v=2 2\nn,sym=A v= 3\n", 3, ""},
 		{"string into an f64 column", "n,sym=A v=1 1\nn,sym=A v=\"s\" 2\n", 2, `column "v" of table n is f64, got a string value`},
 		{"tags alone", "n,sym=A v=1 1\nn,sym=A 2\n", 2, "no field after the tags"},
-		{"unknown column of the new table", "n,sym=A v=1 1\n\nn,sym=A w=2 2\n", 3, "no such column"},
+		{"type conflict with a column an earlier line adds", "n,sym=A v=1 1\n\nn,sym=A w=2 2\nn,sym=A w=\"s\" 3\n", 4, `column "w" of table n is f64, got a string value`},
+		{"too many columns added", "n,sym=A v=1 1\nn,sym=A " + manyFields(57) + " 2\nn,sym=A v=1,x=1 3\n", 3, "more than the 60"},
 		{"out of order", "n,sym=A v=1 5\nn,sym=A v=1 4\n", 2, "before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

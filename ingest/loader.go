@@ -9,7 +9,8 @@ import (
 
 // Loader stores parsed lines into the tables of a database from the calling
 // goroutine, by the server's rules: a table is created from its first line,
-// its columns are then fixed, omitted columns get their defaults and a line
+// a line naming a tag or field it lacks adds the column, omitted columns
+// get their defaults and a line
 // without a timestamp gets the current time (never before the table's last
 // row). It is what `tickdb ingest` uses to bulk-load files.
 //

@@ -45,7 +45,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 		return err
 	}
 	sk.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
-	t := newTable(name, w)
+	t := newTable(name, w, sk.log)
 	sk.tables[name] = t
 	sk.last = t
 	sk.refreshStats(true)

@@ -39,14 +39,15 @@ func parseLines(t *testing.T, text string) []Line {
 func TestLoaderCheckThenAppend(t *testing.T) {
 	db, live := testutil.DB(t)
 	ld := NewLoader(&Options{DB: db, LiveRoot: live})
-	bad := parseLines(t, "f,sym=A v=1 1\nf,sym=A v=2 2\nf,sym=A w=3 3")
+	// Line 3 adds column w; line 4 conflicts with the type line 3 gives it.
+	bad := parseLines(t, "f,sym=A v=1 1\nf,sym=A v=2 2\nf,sym=A w=3 3\nf,sym=A w=t 4")
 	var err error
 	for i := range bad {
 		if err = ld.Check(&bad[i]); err != nil {
 			break
 		}
 	}
-	if !errors.Is(err, ErrBadLine) || !strings.Contains(err.Error(), "no such column") {
+	if !errors.Is(err, ErrBadLine) || !strings.Contains(err.Error(), `field "w": column "w" of table f is f64, got a boolean value`) {
 		t.Fatalf("check: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(db, "f")); !os.IsNotExist(err) {
@@ -64,17 +65,28 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	late := parseLines(t, "f,sym=A v=9 0")
-	if err := ld.Append(&late[0]); !errors.Is(err, ErrBadLine) {
-		t.Fatalf("late row: %v", err)
+	// A late row is bad, and adds no column even when it names one.
+	late := parseLines(t, "f,sym=A v=9 0\nf,sym=A v=9,late=1i 0")
+	for i := range late {
+		if err := ld.Append(&late[i]); !errors.Is(err, ErrBadLine) {
+			t.Fatalf("late row %d: %v", i, err)
+		}
+	}
+	// A line naming a new field adds its column; the rows before read it as 0.
+	grow := parseLines(t, "f,sym=C v=3,w=4i 3")
+	if err := ld.Check(&grow[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ld.Append(&grow[0]); err != nil {
+		t.Fatal(err)
 	}
 	if err := ld.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if rows := tableRows(t, db, "f", 2, 0); rows[1] != "2 sym=B v=2" {
+	if rows := tableRows(t, db, "f", 3, 0); strings.Join(rows, "\n") != "1 sym=A v=1 w=0\n2 sym=B v=2 w=0\n3 sym=C v=3 w=4" {
 		t.Fatalf("rows %q", rows)
 	}
-	if st := ld.Stats(); st["f"].Durable != 2 || st["g"].Durable != 1 {
+	if st := ld.Stats(); st["f"].Durable != 3 || st["g"].Durable != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	verifyAll(t, db)

@@ -213,7 +213,7 @@ func TestListenerBadLinesSkipped(t *testing.T) {
 	w := bufio.NewWriter(c)
 	fmt.Fprintf(w, "t,sym=A v=1 1\n")
 	fmt.Fprintf(w, "t,sym=A v=\"a string\" 2\n")                   // a string (a symbol) into the f64 column
-	fmt.Fprintf(w, "t,sym=A v=1,extra=2 3\n")                      // unknown column
+	fmt.Fprintf(w, "t,sym=A v=1,extra=2 3\n")                      // a new field: adds column extra
 	fmt.Fprintf(w, "t,sym=A v=2i 4\n")                             // i64 into f64: stored (converted)
 	fmt.Fprintf(w, "t,sym=A v=t 5\n")                              // bool into f64: the cached key order, the wrong type
 	fmt.Fprintf(w, "t,sym=A v=abc 5\n")                            // bad number
@@ -230,22 +230,22 @@ func TestListenerBadLinesSkipped(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	got := tableRows(t, db, "t", 5, 10*time.Second)
-	want := []string{"1 sym=A v=1", "4 sym=A v=2", "7 sym=B v=3", "8 sym=C v=4", "9 sym=D v=6"}
+	got := tableRows(t, db, "t", 6, 10*time.Second)
+	want := []string{"1 sym=A v=1 extra=NaN", "3 sym=A v=1 extra=2", "4 sym=A v=2 extra=NaN", "7 sym=B v=3 extra=NaN", "8 sym=C v=4 extra=NaN", "9 sym=D v=6 extra=NaN"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, tc := range []struct {
 		table, reason string
 		n             float64
-	}{{"t", "unknown_column", 1}, {"", "too_long", 1}, {"t", "out_of_order", 1}, {"t", "value", 1}, {"t", "type_mismatch", 2}} {
+	}{{"t", "unknown_column", 0}, {"", "too_long", 1}, {"t", "out_of_order", 1}, {"t", "value", 1}, {"t", "type_mismatch", 2}} {
 		if v := rejected(srv, tc.table, tc.reason); v != tc.n {
 			t.Errorf("rejected{table=%q,reason=%s} = %v, want %v", tc.table, tc.reason, v, tc.n)
 		}
 	}
 	// The connection is still open and still served.
 	fmt.Fprintf(c, "t,sym=E v=7 10\n")
-	tableRows(t, db, "t", 6, 10*time.Second)
+	tableRows(t, db, "t", 7, 10*time.Second)
 }
 
 func TestListenerManyConnectionsKeepOrder(t *testing.T) {

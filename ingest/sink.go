@@ -69,8 +69,31 @@ type txnResult struct {
 }
 
 type durableWait struct {
-	w *writer.Writer
-	n uint64
+	w  *writer.Writer
+	n  uint64
+	wg *sync.WaitGroup // the table's waiters, released by wait or release
+}
+
+// wait waits until every table the request wrote has its rows durable,
+// then releases the waits.
+func (r *txnResult) wait() error {
+	var err error
+	for _, dw := range r.waits {
+		if err == nil {
+			err = dw.w.WaitDurable(dw.n)
+		}
+		dw.wg.Done()
+	}
+	r.waits = nil
+	return err
+}
+
+// release lets go of the waits without waiting.
+func (r *txnResult) release() {
+	for _, dw := range r.waits {
+		dw.wg.Done()
+	}
+	r.waits = nil
 }
 
 func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink {
@@ -270,10 +293,48 @@ func (s *sink) store(l *Line) (*table, error) {
 	if err == nil {
 		err = t.fill(l)
 	}
+	if err == errAddColumns {
+		err = s.addColumns(t, l)
+	}
 	if err == nil {
 		err = s.append(t, l)
 	}
 	return t, err
+}
+
+// addColumns adds the columns l names that table t lacks and fills t.row
+// from l, once the rest of the line is known good: fill has checked its
+// keys and values, and a line the table would refuse as out of order adds
+// nothing.
+func (s *sink) addColumns(t *table, l *Line) error {
+	if last := t.w.LastTs(); l.HasTs && l.Ts < last && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+		if win := s.opts.Writer.LateWindow; uint64(last)-uint64(l.Ts) > uint64(win) {
+			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
+		}
+	}
+	if err := t.addColumns(l); err != nil {
+		if _, bad := asLineErr(err); !bad {
+			s.log.Error("ingest: cannot add a column", "table", t.name, "err", err)
+			s.drop(t)
+		}
+		return err
+	}
+	err := t.fill(l)
+	if err == errAddColumns {
+		err = fmt.Errorf("ingest: table %s: the added columns do not resolve", t.name)
+	}
+	return err
+}
+
+// drop forgets table t, whose writer failed and is closed: the next line
+// that names it opens it again.
+func (s *sink) drop(t *table) {
+	if s.tables[t.name] == t {
+		delete(s.tables, t.name)
+	}
+	if s.last == t {
+		s.last = nil
+	}
 }
 
 // append stores t.row (filled from l) with l's timestamp, or the arrival
@@ -415,7 +476,7 @@ func (s *sink) open(name string, l *Line) (*table, error) {
 		return nil, err
 	}
 	s.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
-	return newTable(name, w), nil
+	return newTable(name, w, s.log), nil
 }
 
 // openExisting opens every table already in the database, so a restart
@@ -476,11 +537,15 @@ func (s *sink) apply(t *txn) {
 		touched[tb] = true
 	}
 	for tb := range touched {
+		if s.tables[tb.name] != tb {
+			continue // dropped: its writer failed adding a column
+		}
 		tb.w.Publish()
 		tb.dirty = false
 		s.m.addAccepted(tb.name, tb.accepted)
 		tb.accepted = 0
-		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len()})
+		tb.waiters.Add(1)
+		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
 	}
 	t.res <- res
 }
@@ -529,11 +594,21 @@ func (c *checker) line(l *Line) error {
 		st = &checkState{lo: lo, lastTs: lastTs}
 		c.seen[string(l.Measurement)] = st
 	}
-	if len(l.Tags)+len(l.Fields) >= len(c.idx) {
-		return &LineError{Reason: ReasonUnknownColumn, Msg: "too many tags and fields"}
+	if n := len(l.Tags) + len(l.Fields); n >= len(c.idx) {
+		return tooManyKeys(n)
 	}
-	if err := st.lo.resolve(l, c.idx); err != nil {
-		return err
+	missing, lerr := st.lo.resolve(l, c.idx)
+	if lerr != nil {
+		return lerr
+	}
+	if missing > 0 {
+		// The line adds columns: the lines after it are checked against
+		// the table as it will have them.
+		_, s, lerr := st.lo.grow(l, c.idx)
+		if lerr != nil {
+			return lerr
+		}
+		st.lo = newLayout(st.lo.name, s)
 	}
 	if l.HasTs {
 		win := c.s.opts.Writer.LateWindow
@@ -587,7 +662,7 @@ func (s *sink) refreshStats(force bool) {
 	s.lastSt = now
 	s.statsMu.Lock()
 	for name, t := range s.tables {
-		s.stats[name] = t.w.Stats()
+		s.stats[name] = t.stats()
 	}
 	s.statsMu.Unlock()
 }
@@ -613,7 +688,7 @@ func (s *sink) closeTables() {
 				s.err = fmt.Errorf("close table %s: %w", name, err)
 			}
 		}
-		st := t.w.Stats()
+		st := t.stats()
 		s.statsMu.Lock()
 		s.stats[name] = st
 		s.statsMu.Unlock()

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -37,6 +40,21 @@ func newLayout(name string, s *store.Schema) *layout {
 	return lo
 }
 
+// kindType is the column type a field of kind k makes: float fields make
+// f64 columns; integer and unsigned fields i64 columns; booleans bool
+// columns; strings sym columns, like tags.
+func kindType(k Kind) store.ColType {
+	switch k {
+	case KindInt, KindUint:
+		return store.TypeI64
+	case KindBool:
+		return store.TypeBool
+	case KindString:
+		return store.TypeSym
+	}
+	return store.TypeF64
+}
+
 // schemaFor is the schema a table gets from its first line: ts, then the
 // tags as sym columns, then the fields, each in the line's order. Float
 // fields make f64 columns; integer and unsigned fields make i64 columns;
@@ -48,16 +66,7 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 		cols = append(cols, store.Column{Name: string(t.Key), Type: store.TypeSym})
 	}
 	for _, f := range l.Fields {
-		typ := store.TypeF64
-		switch f.Kind {
-		case KindInt, KindUint:
-			typ = store.TypeI64
-		case KindBool:
-			typ = store.TypeBool
-		case KindString:
-			typ = store.TypeSym
-		}
-		cols = append(cols, store.Column{Name: string(f.Key), Type: typ})
+		cols = append(cols, store.Column{Name: string(f.Key), Type: kindType(f.Kind)})
 	}
 	for _, t := range l.Tags {
 		if len(t.Value) > store.MaxSymLen {
@@ -82,9 +91,11 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 }
 
 // resolve maps every key of l to its column and checks the value's type,
-// filling idx (one entry per tag, then per field). It changes nothing but
-// the layout's key cache.
-func (lo *layout) resolve(l *Line, idx []int) *LineError {
+// filling idx (one entry per tag, then per field). A key the table lacks
+// gets -1 in idx and is counted in missing: the line adds it as a column
+// (grow). It changes nothing but the layout's key cache, which it sets
+// only for a line that adds no column.
+func (lo *layout) resolve(l *Line, idx []int) (missing int, err *LineError) {
 	n := len(l.Tags) + len(l.Fields)
 	if n == len(lo.lastKeys) && len(l.Tags) == lo.lastTags {
 		hit := true
@@ -104,32 +115,71 @@ func (lo *layout) resolve(l *Line, idx []int) *LineError {
 		}
 		if hit {
 			copy(idx, lo.lastIdx)
-			return lo.checkKinds(l, idx)
+			return 0, lo.checkKinds(l, idx)
 		}
 	}
 	for i := range l.Tags {
 		c, ok := lo.cols[string(l.Tags[i].Key)]
 		if !ok {
-			return lo.unknown("tag", l.Tags[i].Key)
+			c = -1
+			missing++
 		}
 		idx[i] = c
 	}
 	for i := range l.Fields {
 		c, ok := lo.cols[string(l.Fields[i].Key)]
 		if !ok {
-			what := "field"
-			if l.Fields[i].Kind == KindString {
-				what = "string field"
-			}
-			return lo.unknown(what, l.Fields[i].Key)
+			c = -1
+			missing++
 		}
 		idx[len(l.Tags)+i] = c
 	}
 	if err := lo.checkKinds(l, idx); err != nil {
-		return err
+		return 0, err
 	}
-	lo.remember(l, idx[:n])
-	return nil
+	if missing == 0 {
+		lo.remember(l, idx[:n])
+	}
+	return missing, nil
+}
+
+// grow returns the columns l adds to the table, the keys resolve gave -1
+// in idx (tags as sym columns, then fields by their kind, in the line's
+// order, as schemaFor makes them), and the schema the table has once they
+// are added. A line that would take the table past store.MaxColumns, or
+// name a column the store cannot take, is a bad line. It changes nothing.
+func (lo *layout) grow(l *Line, idx []int) ([]store.Column, *store.Schema, *LineError) {
+	var add []store.Column
+	for i := range l.Tags {
+		if idx[i] < 0 {
+			add = append(add, store.Column{Name: string(l.Tags[i].Key), Type: store.TypeSym})
+		}
+	}
+	for i := range l.Fields {
+		if idx[len(l.Tags)+i] < 0 {
+			add = append(add, store.Column{Name: string(l.Fields[i].Key), Type: kindType(l.Fields[i].Kind)})
+		}
+	}
+	if n := len(lo.schema.Cols) + len(add); n > store.MaxColumns {
+		var names []string
+		for i, c := range add {
+			if i == 3 {
+				names = append(names, "...")
+				break
+			}
+			names = append(names, strconv.Quote(c.Name))
+		}
+		return nil, nil, &LineError{Reason: ReasonTableFull, Msg: fmt.Sprintf("adding %d columns (%s) would give table %s %d columns, more than the %d a table can have (ts included)", len(add), strings.Join(names, ", "), lo.name, n, store.MaxColumns)}
+	}
+	s := lo.schema
+	for _, c := range add {
+		g, err := s.AddColumn(c)
+		if err != nil {
+			return nil, nil, &LineError{Reason: ReasonName, Msg: fmt.Sprintf("cannot add column %q (%v) to table %s: %v", c.Name, c.Type, lo.name, err)}
+		}
+		s = g
+	}
+	return add, s, nil
 }
 
 // remember caches l's key order (allocates only when the order changes).
@@ -147,7 +197,7 @@ func (lo *layout) remember(l *Line, idx []int) {
 
 func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 	for i := range l.Tags {
-		if c := idx[i]; lo.at[c].Type != store.TypeSym {
+		if c := idx[i]; c >= 0 && lo.at[c].Type != store.TypeSym {
 			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
 		if n := len(l.Tags[i].Value); n > store.MaxSymLen {
@@ -157,7 +207,7 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 	for i := range l.Fields {
 		f := &l.Fields[i]
 		c := idx[len(l.Tags)+i]
-		if !kindFits(f.Kind, lo.at[c].Type) {
+		if c >= 0 && !kindFits(f.Kind, lo.at[c].Type) {
 			return lo.mismatch(f, c)
 		}
 		if f.Kind == KindString && len(f.S) > store.MaxSymLen {
@@ -189,19 +239,12 @@ func (lo *layout) mismatch(f *Field, c int) *LineError {
 	return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("field %q: column %q of table %s is %v, got a %v value%s", f.Key, name, lo.name, typ, f.Kind, hint)}
 }
 
-func (lo *layout) unknown(what string, key []byte) *LineError {
-	names := make([]string, len(lo.schema.Cols))
-	for i, c := range lo.schema.Cols {
-		names[i] = c.Name
-	}
-	return &LineError{Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("%s %q: table %s has no such column (columns: %s; a table's columns are fixed by its first line)", what, key, lo.name, strings.Join(names, ", "))}
-}
-
 // table is a table the sink writes: its writer, its layout and a row
 // buffer. Owned by the sink's goroutine.
 type table struct {
 	*layout
 	w        *writer.Writer
+	log      *slog.Logger
 	row      store.Row
 	idx      []int
 	emptySym uint32 // id of "" (a missing tag), valid when haveEmpty
@@ -209,23 +252,91 @@ type table struct {
 	dirty    bool   // rows appended since the last publish
 	accepted uint64 // rows appended since the last metrics update
 	rejected uint64
+	base     writer.Stats // counters of the writer before its reopens (stats)
+	// waiters counts the HTTP handlers waiting in w.WaitDurable, from
+	// their goroutines: writer.AddColumn rebuilds the writer in place,
+	// so it waits for them (the flusher makes their rows durable
+	// meanwhile, in a flush interval).
+	waiters sync.WaitGroup
 }
 
-func newTable(name string, w *writer.Writer) *table {
+func newTable(name string, w *writer.Writer, log *slog.Logger) *table {
 	s := w.Schema()
-	return &table{layout: newLayout(name, s), w: w, row: s.NewRow(), idx: make([]int, len(s.Cols))}
+	return &table{layout: newLayout(name, s), w: w, log: log, row: s.NewRow(), idx: make([]int, store.MaxColumns)}
 }
+
+// addColumns adds the columns l names that the table lacks (resolve gave
+// them -1 in t.idx), each with the type its value implies, and rebuilds
+// the layout, key cache and row buffer from the grown schema. The whole
+// line has been checked by then (resolve), and grow checks the columns,
+// so a line that is bad for any reason adds nothing. Adding a column
+// publishes and syncs the rows appended before it (writer.AddColumn
+// closes and reopens the table). A failure of the writer is a write
+// failure and leaves the writer closed.
+func (t *table) addColumns(l *Line) error {
+	add, _, lerr := t.grow(l, t.idx)
+	if lerr != nil {
+		return lerr
+	}
+	t.waiters.Wait()
+	for _, c := range add {
+		// The writer's own counters start again at its reopen.
+		st := t.w.Stats()
+		t.base.RollStalls += st.RollStalls
+		t.base.StallTime += st.StallTime
+		t.base.Flushes += st.Flushes
+		t.base.FlushBytes += st.FlushBytes
+		t.base.LagAlarms += st.LagAlarms
+		if err := t.w.AddColumn(c); err != nil {
+			return err // the writer is closed: the caller drops the table
+		}
+		t.log.Info("ingest: added column", "table", t.name, "column", c.Name, "type", c.Type.String())
+	}
+	t.rebuild()
+	return nil
+}
+
+// stats is the writer's counters, those that writer.AddColumn starts
+// again (the ones the writer keeps in memory) summed over the table's
+// reopens, so that the counters /metrics exports never go back.
+func (t *table) stats() writer.Stats {
+	st := t.w.Stats()
+	st.RollStalls += t.base.RollStalls
+	st.StallTime += t.base.StallTime
+	st.Flushes += t.base.Flushes
+	st.FlushBytes += t.base.FlushBytes
+	st.LagAlarms += t.base.LagAlarms
+	return st
+}
+
+// rebuild makes the layout, key cache and row buffer those of the
+// writer's schema.
+func (t *table) rebuild() {
+	s := t.w.Schema()
+	t.layout = newLayout(t.name, s)
+	t.row = s.NewRow()
+	t.haveEmpt = false
+}
+
+// errAddColumns is what fill returns, having changed nothing, for a good
+// line that names columns the table lacks: the caller checks what fill
+// cannot (the line's time), calls addColumns and fills again.
+var errAddColumns = errors.New("ingest: the line adds columns")
 
 // fill resolves l and writes its values into t.row: missing f64 columns are
 // NaN, missing i64 columns 0, missing bools false and missing tags the
 // empty symbol "". The ts is left for the caller. Symbols are interned
 // here, so fill runs only once the line is known to be good.
 func (t *table) fill(l *Line) error {
-	if len(l.Tags)+len(l.Fields) > len(t.idx) {
-		return &LineError{Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("line has %d tags and fields, table %s has %d columns", len(l.Tags)+len(l.Fields), t.name, len(t.idx)-1)}
+	if n := len(l.Tags) + len(l.Fields); n >= len(t.idx) {
+		return tooManyKeys(n)
 	}
-	if err := t.resolve(l, t.idx); err != nil {
-		return err
+	missing, lerr := t.resolve(l, t.idx)
+	if lerr != nil {
+		return lerr
+	}
+	if missing > 0 {
+		return errAddColumns
 	}
 	var set uint64 // bit i: column i has a value
 	for i := range l.Tags {
@@ -292,6 +403,12 @@ func (t *table) fillMissing(set uint64) error {
 		}
 	}
 	return nil
+}
+
+// tooManyKeys is the bad line of n tags and fields, more than a table can
+// have columns besides ts.
+func tooManyKeys(n int) *LineError {
+	return &LineError{Reason: ReasonTableFull, Msg: fmt.Sprintf("line has %d tags and fields; a table has at most %d columns besides ts", n, store.MaxColumns-1)}
 }
 
 // asLineErr reports whether err is a bad line (rather than a write failure).

@@ -52,8 +52,10 @@ func newIngestCmd(g *globals) *cobra.Command {
 		Short: "Bulk load line-protocol or CSV files (or stdin) into the database",
 		Long: `ingest stores the rows of line-protocol (ILP) and CSV files, or of stdin
 ("-"), by the table rules of serve: a table that does not exist is created
-from its first row and its columns are then fixed; a row may omit columns
-(stored as NaN, 0, false or ""); a row earlier than its table's newest row
+from its first row; an ILP line naming a tag or field the table lacks adds
+the column (the rows before read it as missing; a CSV header names only
+existing columns); a row may omit columns (stored as NaN, 0, false or "");
+a row earlier than its table's newest row
 is a bad line, unless it is within --late-window of it (then it is stored
 as a late row, and queries return it in ts order; default 0: none). A row without a time gets the time its file's load began (one
 time for the whole file), or its table's last row's time when that is

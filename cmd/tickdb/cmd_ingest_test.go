@@ -178,23 +178,24 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	bad := ingestFile(t, "bad.ilp", ""+
 		"trades,sym=B price=2 20\n"+ // 1: good
 		"fresh,sym=A v=1 1\n"+ // 2: good, would create a table
-		"trades,sym=B price=2,venue=1 30\n"+ // 3: no such column
-		"trades,sym=B price=\"x\" 40\n"+ // 4: a string (a symbol) for the f64 column
-		"trades,sym=B price=3 5\n"+ // 5: before the last row
-		"trades,sym=B price=1..5 50\n"+ // 6: malformed number
-		"trades,sym=B price=4 60\n"+ // 7: good
-		"trades,sym=B 70\n") // 8: tags alone
+		"trades,sym=B price=2,venue=1 30\n"+ // 3: good, would add column venue (f64)
+		"trades,sym=B venue=t 35\n"+ // 4: a boolean for the f64 column line 3 adds
+		"trades,sym=B price=\"x\" 40\n"+ // 5: a string (a symbol) for the f64 column
+		"trades,sym=B price=3 5\n"+ // 6: before the last row
+		"trades,sym=B price=1..5 50\n"+ // 7: malformed number
+		"trades,sym=B price=4 60\n"+ // 8: good
+		"trades,sym=B 70\n") // 9: tags alone
 	code, out, errs := ingestRun(t, "", "--db", db, "--live-dir", live, bad)
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	want := []string{
-		bad + `: line 3: field "venue": table trades has no such column`,
-		bad + `: line 4: field "price": column "price" of table trades is f64, got a string value`,
-		bad + `: line 5: timestamp 5 is before the table's last row (20)`,
-		bad + `: line 6, byte 20: field "price": malformed number "1..5"`,
-		bad + `: line 8, byte 14: no field after the tags ("70" would be the timestamp)`,
+		bad + `: line 4: field "venue": column "venue" of table trades is f64, got a boolean value`,
+		bad + `: line 5: field "price": column "price" of table trades is f64, got a string value`,
+		bad + `: line 6: timestamp 5 is before the table's last row (30)`,
+		bad + `: line 7, byte 20: field "price": malformed number "1..5"`,
+		bad + `: line 9, byte 14: no field after the tags ("70" would be the timestamp)`,
 		`tickdb: ` + bad + `: 5 bad lines; nothing stored from it (--skip-bad stores the good lines)`,
 	}
 	if len(lines) != len(want) {
@@ -213,7 +214,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	// Many bad lines: the first ten printed, all counted.
 	var many strings.Builder
 	for i := range 25 {
-		fmt.Fprintf(&many, "trades,sym=A nope=%d %d\n", i, 100+i)
+		fmt.Fprintf(&many, "trades,sym=A nope=%d,price=\"s\" %d\n", i, 100+i) // nope would be added; price is f64
 	}
 	m := ingestFile(t, "many.ilp", many.String())
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, m)
@@ -241,29 +242,58 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	wantRows(t, db, "trades", `10 sym="A" price=1`, `90 sym="C" price=9`)
 }
 
+// A line naming a tag or field its table lacks adds the column, in a file
+// for a table that exists and in one that creates it; the rows before
+// read it as missing.
+func TestIngestAddsColumns(t *testing.T) {
+	db, live := testutil.DB(t)
+	f := ingestFile(t, "first.ilp", "cpu,host=a usage=2.5 1\n")
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	g := ingestFile(t, "more.ilp", ""+
+		"cpu,host=a usage=2.5,temp=40i 2\n"+
+		"cpu,host=a,dc=x usage=1 3\n"+
+		"cpu,host=a usage=1,note=\"halted\" 4\n"+
+		"cpu,host=b temp=7i 5\n")
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, g); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	wantRows(t, db, "cpu",
+		`1 host="a" usage=2.5 temp=0i dc="" note=""`,
+		`2 host="a" usage=2.5 temp=40i dc="" note=""`,
+		`3 host="a" usage=1 temp=0i dc="x" note=""`,
+		`4 host="a" usage=1 temp=0i dc="" note="halted"`,
+		`5 host="b" usage=NaN temp=7i dc="" note=""`)
+}
+
 func TestIngestSkipBad(t *testing.T) {
 	db, live := testutil.DB(t)
 	f := ingestFile(t, "mixed.ilp", ""+
 		"trades,sym=A price=1,size=1i 10\n"+
 		"trades,sym=A price=oops 20\n"+
 		"trades,sym=B price=2,size=2i 30\n"+
-		"trades,sym=B price=3,size=3i,x=1 40\n"+
+		"trades,sym=B price=3,size=3i,x=1 40\n"+ // adds column x
 		"trades,sym=C price=4,size=4i 25\n"+
+		"trades,sym=C price=5,size=5i,x=t 45\n"+ // a boolean for the f64 column x
+		"trades,sym=C price=6,size=6i,y=1i 35\n"+ // late: adds no column
 		"trades,sym=C price=5,size=5i 50\n")
 	code, out, errs := ingestRun(t, "", "--db", db, "--live-dir", live, "--skip-bad", f)
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q:\n%s", code, out, errs)
 	}
-	for _, want := range []string{f + ": line 2, byte ", f + ": line 4: ", f + ": line 5: timestamp 25 is before",
-		"tickdb ingest: 3 rows stored from 1 file", ", 3 bad lines skipped: trades 3\n"} {
+	for _, want := range []string{f + ": line 2, byte ", f + ": line 5: timestamp 25 is before",
+		f + `: line 6: field "x": column "x" of table trades is f64, got a boolean value`, f + ": line 7: timestamp 35 is before",
+		"tickdb ingest: 4 rows stored from 1 file", ", 4 bad lines skipped: trades 4\n"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr has no %q:\n%s", want, errs)
 		}
 	}
 	wantRows(t, db, "trades",
-		`10 sym="A" price=1 size=1i`,
-		`30 sym="B" price=2 size=2i`,
-		`50 sym="C" price=5 size=5i`)
+		`10 sym="A" price=1 size=1i x=NaN`,
+		`30 sym="B" price=2 size=2i x=NaN`,
+		`40 sym="B" price=3 size=3i x=1`,
+		`50 sym="C" price=5 size=5i x=NaN`)
 }
 
 func TestIngestCSV(t *testing.T) {

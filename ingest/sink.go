@@ -662,7 +662,7 @@ func (s *sink) refreshStats(force bool) {
 	s.lastSt = now
 	s.statsMu.Lock()
 	for name, t := range s.tables {
-		s.stats[name] = t.stats()
+		s.stats[name] = t.w.Stats()
 	}
 	s.statsMu.Unlock()
 }
@@ -688,7 +688,7 @@ func (s *sink) closeTables() {
 				s.err = fmt.Errorf("close table %s: %w", name, err)
 			}
 		}
-		st := t.stats()
+		st := t.w.Stats()
 		s.statsMu.Lock()
 		s.stats[name] = st
 		s.statsMu.Unlock()

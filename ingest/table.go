@@ -252,7 +252,6 @@ type table struct {
 	dirty    bool   // rows appended since the last publish
 	accepted uint64 // rows appended since the last metrics update
 	rejected uint64
-	base     writer.Stats // counters of the writer before its reopens (stats)
 	// waiters counts the HTTP handlers waiting in w.WaitDurable, from
 	// their goroutines: writer.AddColumn rebuilds the writer in place,
 	// so it waits for them (the flusher makes their rows durable
@@ -279,34 +278,14 @@ func (t *table) addColumns(l *Line) error {
 		return lerr
 	}
 	t.waiters.Wait()
+	if err := t.w.AddColumns(add...); err != nil {
+		return err // the writer is closed: the caller drops the table
+	}
 	for _, c := range add {
-		// The writer's own counters start again at its reopen.
-		st := t.w.Stats()
-		t.base.RollStalls += st.RollStalls
-		t.base.StallTime += st.StallTime
-		t.base.Flushes += st.Flushes
-		t.base.FlushBytes += st.FlushBytes
-		t.base.LagAlarms += st.LagAlarms
-		if err := t.w.AddColumn(c); err != nil {
-			return err // the writer is closed: the caller drops the table
-		}
 		t.log.Info("ingest: added column", "table", t.name, "column", c.Name, "type", c.Type.String())
 	}
 	t.rebuild()
 	return nil
-}
-
-// stats is the writer's counters, those that writer.AddColumn starts
-// again (the ones the writer keeps in memory) summed over the table's
-// reopens, so that the counters /metrics exports never go back.
-func (t *table) stats() writer.Stats {
-	st := t.w.Stats()
-	st.RollStalls += t.base.RollStalls
-	st.StallTime += t.base.StallTime
-	st.Flushes += t.base.Flushes
-	st.FlushBytes += t.base.FlushBytes
-	st.LagAlarms += t.base.LagAlarms
-	return st
 }
 
 // rebuild makes the layout, key cache and row buffer those of the

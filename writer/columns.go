@@ -22,15 +22,32 @@ import (
 // schema file (docs/FORMAT.md §15), the rows of the current segment are
 // rewritten in the new layout, and the writer reopens on it. It takes
 // about as long as Close and Open (milliseconds), during which no row is
-// appended; a column is added once. On an error the writer is closed.
-func (w *Writer) AddColumn(c store.Column) error {
+// appended. Stats' counters go on from where they were. It must not run
+// while another goroutine is in WaitDurable (the writer's state is
+// rebuilt). On an error the writer is closed.
+func (w *Writer) AddColumn(c store.Column) error { return w.AddColumns(c) }
+
+// AddColumns is AddColumn for several columns, added in order, in one
+// close and reopen.
+func (w *Writer) AddColumns(cols ...store.Column) error {
 	if w.closed {
 		return ErrClosed
 	}
-	ns, err := w.schema.AddColumn(c)
-	if err != nil {
-		return err
+	ns := w.schema
+	for _, c := range cols {
+		var err error
+		if ns, err = ns.AddColumn(c); err != nil {
+			return err
+		}
 	}
+	if len(cols) == 0 {
+		return nil
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	what := fmt.Sprintf("add columns %q to table %s", names, w.name)
 	o := w.opts
 	o.Schema = ns
 	id, dir, name, lock := w.ctl.TableID, w.dir, w.name, w.lock
@@ -38,7 +55,7 @@ func (w *Writer) AddColumn(c store.Column) error {
 	fail := func(step string, err error) error {
 		lock.Close()
 		w.closed = true
-		return fmt.Errorf("writer: add column %q to table %s: %s: %w", c.Name, name, step, err)
+		return fmt.Errorf("writer: %s: %s: %w", what, step, err)
 	}
 	if err := w.Close(); err != nil {
 		return fail("close", err)
@@ -63,14 +80,22 @@ func (w *Writer) AddColumn(c store.Column) error {
 		return fail("mark the table", err)
 	}
 	w.columnStep(3)
+	before := w.final // the counters kept in memory, which go on
 	*w = Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	w.sh.rollStalls.Store(before.RollStalls)
+	w.sh.stallNanos.Store(int64(before.StallTime))
+	w.sh.flushes.Store(before.Flushes)
+	w.sh.flushBytes.Store(before.FlushBytes)
+	w.sh.lagAlarms.Store(before.LagAlarms)
 	if err := w.open(); err != nil {
 		w.closeFiles()
 		w.closed = true
-		return fmt.Errorf("writer: add column %q to table %s: reopen: %w", c.Name, name, err)
+		return fmt.Errorf("writer: %s: reopen: %w", what, err)
 	}
 	w.start()
-	w.log.Info("writer: added column", "table", name, "column", c.Name, "type", c.Type.String(), "row_size", ns.RowSize)
+	for _, c := range cols {
+		w.log.Info("writer: added column", "table", name, "column", c.Name, "type", c.Type.String(), "row_size", ns.RowSize)
+	}
 	return nil
 }
 

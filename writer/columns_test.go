@@ -1,6 +1,7 @@
 package writer_test
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -235,4 +236,68 @@ func TestChildGrowWriter(t *testing.T) {
 		testutil.ChildFatalf(t, "close: %v", err)
 	}
 	testutil.Report("done %d", rows)
+}
+
+// TestAddColumnsCounters: AddColumns adds several columns in one reopen,
+// the writer's counters go on from where they were, and a bad column (a
+// name in use, a bad type) is refused with nothing changed.
+func TestAddColumnsCounters(t *testing.T) {
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, "ticks", &writer.Options{Schema: store.TickSchema(), LiveDir: live, SegmentSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	row := w.NewRow()
+	id, err := w.SymbolString("S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.SetSym(w.Schema().ColAt(1), id)
+	for i := range 1000 {
+		row.SetTs(int64(i))
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := w.Stats()
+	if before.Flushes == 0 {
+		t.Fatal("no flushes counted")
+	}
+	for _, bad := range [][]store.Column{
+		{{Name: "a", Type: store.TypeF64}, {Name: "price", Type: store.TypeF64}},
+		{{Name: "a", Type: store.TypeTs}},
+		{{Name: "", Type: store.TypeF64}},
+	} {
+		if err := w.AddColumns(bad...); err == nil {
+			t.Fatalf("AddColumns(%v): no error", bad)
+		}
+	}
+	if got := len(w.Schema().Cols); got != 4 {
+		t.Fatalf("a refused AddColumns changed the schema: %s", w.Schema())
+	}
+	if err := w.AddColumns(store.Column{Name: "a", Type: store.TypeF64}, store.Column{Name: "b", Type: store.TypeBool}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Schema().String(); got != "ts:ts,sym:sym,price:f64,size:i64,a:f64,b:bool" {
+		t.Fatalf("schema %s", got)
+	}
+	after := w.Stats()
+	if after.Flushes < before.Flushes || after.FlushBytes < before.FlushBytes || after.Appended != 1000 || after.Durable != 1000 {
+		t.Fatalf("counters went back: before %+v, after %+v", before, after)
+	}
+	grown := w.NewRow()
+	grown.SetTs(2000)
+	grown.SetSym(w.Schema().ColAt(1), id)
+	if _, err := w.Append(grown); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(row); !errors.Is(err, writer.ErrRowSize) {
+		t.Fatalf("a row of the old size: %v, want ErrRowSize", err)
+	}
 }

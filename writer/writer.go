@@ -635,7 +635,8 @@ func (w *Writer) Sync() error {
 // methods it may be called from any goroutine, while the writer's goroutine
 // goes on appending; n must not exceed the published count (rows are
 // flushed only once published). It returns ErrClosed if the writer closes
-// first (Close itself makes every row durable, or returns its error).
+// first (Close itself makes every row durable, or returns its error). It
+// must not run while AddColumn does.
 func (w *Writer) WaitDurable(n uint64) error {
 	if w.ctl.Durable() >= n {
 		return nil

@@ -301,3 +301,43 @@ func TestAddColumnsCounters(t *testing.T) {
 		t.Fatalf("a row of the old size: %v, want ErrRowSize", err)
 	}
 }
+
+// BenchmarkAddColumn: what AddColumn costs a writer whose current segment
+// (64 MiB, the default) is half full (1 M rows of 32 bytes): the close,
+// the rewrite of those rows in the new layout and the reopen. The report
+// is per column added.
+func BenchmarkAddColumn(b *testing.B) {
+	b.ReportAllocs()
+	db, live := testutil.DB(b)
+	w, err := writer.Open(db, "ticks", &writer.Options{Schema: store.TickSchema(), LiveDir: live})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	id, _ := w.SymbolString("S")
+	fill := func(n int) {
+		s := w.Schema()
+		row := w.NewRow()
+		row.SetSym(s.ColAt(1), id)
+		for range n {
+			row.SetTs(int64(w.Len()))
+			if _, err := w.Append(row); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fill(1 << 20)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := w.AddColumn(store.Column{Name: "c" + strconv.Itoa(i), Type: store.TypeBool}); err != nil {
+			b.Fatal(err)
+		}
+		if i == 50 {
+			b.Fatal("too many iterations for a table's 60 columns: use -benchtime=Nx")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/column")
+}

@@ -200,6 +200,7 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 	}
 	nsym := uint32(r.syms.Len())
 	lastSeg := ^uint64(0)
+	var lastRS uint64
 	// Checked copies: a sealed segment read from its live slot (hot) can
 	// have its slot recycled while it is checked, and a row of the next
 	// segment must not be taken for damage of this one.
@@ -211,6 +212,13 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 		if n := seq >> r.shift; n != lastSeg {
 			lastSeg = n
 			rep.Segments++
+			// Layouts only grow with the seq (docs/FORMAT.md §15).
+			rs := r.segs[n].rs
+			if rs < lastRS {
+				path, _ := r.rowPlace(seq)
+				return store.Corruptf(path, 12, "segment %d has %d-byte rows, an earlier one %d: a table's rows never shrink", n, rs, lastRS)
+			}
+			lastRS = rs
 			if err := r.verifyDurableCopy(n, vis); err != nil {
 				return err
 			}

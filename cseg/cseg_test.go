@@ -829,3 +829,40 @@ func TestLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenShared: segments of different schemas and versions opened with
+// one Scratch, their blocks decoded in turn, give the rows Open's own
+// scratch gives.
+func TestOpenShared(t *testing.T) {
+	dir := t.TempDir()
+	var sc Scratch
+	type seg struct {
+		g    *Segment
+		rows []byte
+	}
+	var segs []seg
+	for i, s := range []*store.Schema{store.TickSchema(), allTypes(), maxCols(), store.TickSchema()} {
+		h := Header{TableID: testTableID, SegNo: uint64(i), RowSize: s.RowSize, RowsPerSeg: 1 << 14, Rows: uint64(2*BlockRows + 100*i + 7)}
+		rows := genRows(s, int(h.Rows), h.SegNo, h.RowsPerSeg, int64(i))
+		path, _ := encodeFileVersion(t, dir, s, h, rows, []int{VersionSeqOrder, VersionClustered}[i%2])
+		g, err := OpenShared(path, s, h, &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		segs = append(segs, seg{g, rows})
+	}
+	var dst []byte
+	for b := range 3 {
+		for i, x := range segs {
+			var err error
+			if dst, err = x.g.Block(b, dst[:0]); err != nil {
+				t.Fatalf("segment %d block %d: %v", i, b, err)
+			}
+			rs := x.g.RowSize()
+			if want := x.rows[b*BlockRows*rs : b*BlockRows*rs+len(dst)]; !bytes.Equal(dst, want) {
+				t.Fatalf("segment %d block %d: rows differ at byte %d", i, b, firstDiff(dst, want))
+			}
+		}
+	}
+}

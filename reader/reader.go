@@ -69,11 +69,14 @@ type Reader struct {
 	// cluSerial counts clustered copies opened; cluSwept is the ctl
 	// change counter at the last sweep (sweepClus).
 	cluSerial, cluSwept uint64
-	zlast               uint64   // 1 + the compressed segment whose block Get decoded last (0: none)
-	visible             uint64   // last loaded published count
-	first               uint64   // last loaded first row (retention deletes below it)
-	boot                [16]byte // this machine's boot id
-	closed              bool
+	zlast               uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
+	// zscratch is the decode buffers of every compressed segment this
+	// reader opens (a Reader is used from one goroutine at a time).
+	zscratch cseg.Scratch
+	visible  uint64   // last loaded published count
+	first    uint64   // last loaded first row (retention deletes below it)
+	boot     [16]byte // this machine's boot id
+	closed   bool
 
 	// last is Latest.Sym's buffers and cache (latest.go).
 	last latestState
@@ -659,9 +662,9 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	// since it was written; or since this reader loaded the schema: then
 	// it loads it again and retries).
 	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
-	z, err := cseg.Open(path, r.schema, want)
+	z, err := cseg.OpenShared(path, r.schema, want, &r.zscratch)
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
-		z, err = cseg.Open(path, r.schema, want)
+		z, err = cseg.OpenShared(path, r.schema, want, &r.zscratch)
 	}
 	if err != nil {
 		return r.segMissing(n, err)

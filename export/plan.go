@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -215,33 +216,21 @@ func (e *exporter) firstTs(t int64, to cut) (ts int64, ok bool, err error) {
 		}
 		return e.row.Ts(), true, nil
 	}
-	// In time order, late rows merged in (to MaxInt64, as scanner does):
+	// In time order, late rows merged in (to the end, as scanner does):
 	// rows published since Run started are skipped.
-	if t < math.MaxInt64 {
-		if err := e.r.Range(t, math.MaxInt64, &e.it); err != nil {
-			return 0, false, err
-		}
-		for e.it.Next() {
-			seq, ts := e.it.Seq(), e.it.Row().Ts()
-			if !to.holds(ts, seq) {
-				return 0, false, nil
-			}
-			if seq < e.vis {
-				return ts, true, nil
-			}
-		}
-		if err := e.it.Err(); err != nil || to.ts < math.MaxInt64 {
-			return 0, false, err
-		}
-	}
-	// A range ends before ts MaxInt64: rows with that ts follow the first
-	// whose time key is MaxInt64, itself one of them (a late row's key is
-	// an earlier row's ts).
-	s, err := e.r.SeekTime(math.MaxInt64)
-	if err != nil || s >= to.seq {
+	if err := e.r.Range(t, reader.ToEnd, &e.it); err != nil {
 		return 0, false, err
 	}
-	return math.MaxInt64, true, nil
+	for e.it.Next() {
+		seq, ts := e.it.Seq(), e.it.Row().Ts()
+		if !to.holds(ts, seq) {
+			return 0, false, nil
+		}
+		if seq < e.vis {
+			return ts, true, nil
+		}
+	}
+	return 0, false, e.it.Err()
 }
 
 // dayStart is the first ns of day d, or MinInt64 for the day it falls in.

@@ -2,7 +2,6 @@ package export
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -20,12 +19,9 @@ import (
 // block without a call into the reader, and allocates nothing. With late
 // rows it reads reader.Range from the first cut's ts, which merges the
 // late rows in by (ts, seq), keeps the rows published when Run started
-// and stops at the second cut; the rows stamped MaxInt64, which a
-// half-open Range leaves out, are read after it in seq order (their time
-// order). The range runs to MaxInt64 rather than just past the second
-// cut's ts, which costs nothing (Next is lazy) and steers clear of a
-// Range whose end is within the late window of MaxInt64: it leaves out
-// the late rows behind a MaxInt64-stamped row.
+// and stops at the second cut. The range runs to the end (reader.ToEnd,
+// which holds the rows stamped MaxInt64 too) rather than just past the
+// second cut's ts, which costs nothing (Next is lazy).
 type scanner struct {
 	r     *reader.Reader
 	it    reader.Iter
@@ -38,8 +34,6 @@ type scanner struct {
 	late     bool
 	vis      uint64
 	from, to cut
-	maxPass  bool // the rows stamped MaxInt64 are still to read
-	inMax    bool // the walk is reading them
 	done     bool
 }
 
@@ -57,28 +51,8 @@ func (s *scanner) start(from, to cut) error {
 		s.r.RangeSeq(from.seq, to.seq, &s.it)
 		return nil
 	}
-	s.from, s.to = from, to
-	s.maxPass, s.inMax, s.done = to.ts == math.MaxInt64, false, false
-	if from.ts == math.MaxInt64 {
-		return s.startMax()
-	}
-	return s.r.Range(from.ts, math.MaxInt64, &s.it)
-}
-
-// startMax positions the walk at the rows stamped MaxInt64 up to to's
-// seq: those from the first whose time key is MaxInt64 (late rows among
-// them are older, and skipped).
-func (s *scanner) startMax() error {
-	a, err := s.r.SeekTime(math.MaxInt64)
-	if err != nil {
-		return err
-	}
-	if s.from.ts == math.MaxInt64 {
-		a = max(a, s.from.seq)
-	}
-	s.maxPass, s.inMax = false, true
-	s.r.RangeSeq(a, max(a, min(s.to.seq, s.vis)), &s.it)
-	return nil
+	s.from, s.to, s.done = from, to, false
+	return s.r.Range(from.ts, reader.ToEnd, &s.it)
 }
 
 // fill copies the next rows, up to batchRows, into batch and returns how
@@ -119,22 +93,12 @@ func (s *scanner) fillLate() (int, error) {
 			if err := s.it.Err(); err != nil {
 				return 0, err
 			}
-			if !s.maxPass {
-				s.done = true
-				break
-			}
-			if err := s.startMax(); err != nil {
-				return 0, err
-			}
-			continue
+			s.done = true
+			break
 		}
 		seq, row := s.it.Seq(), s.it.Row()
 		ts := row.Ts()
 		switch {
-		case s.inMax:
-			if ts != math.MaxInt64 {
-				continue // a late row, read in the range before
-			}
 		case seq >= s.vis:
 			continue // published since Run started
 		case s.from.holds(ts, seq):

@@ -170,9 +170,6 @@ func (x *asofRun) run(ctx context.Context) error {
 		} else if ls.seq = seq; !ls.takeSlow(v) {
 			return ls.err
 		}
-		if ls.drop(l) {
-			continue
-		}
 		if k++; k == ctxEvery {
 			k = 0
 			if err := ctx.Err(); err != nil {
@@ -217,10 +214,8 @@ func (x *asofRun) run(ctx context.Context) error {
 				} else if rs.seq = seq; !rs.takeSlow(v) {
 					return rs.err
 				}
-				if !rs.drop(row) {
-					rts = row.Ts()
-					break
-				}
+				rts = row.Ts()
+				break
 			}
 		}
 		var m store.Row

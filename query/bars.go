@@ -202,9 +202,6 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 		} else if sc.seq = seq; !sc.takeSlow(v) {
 			return sc.err
 		}
-		if sc.drop(row) {
-			continue
-		}
 		if n++; n == ctxEvery {
 			n = 0
 			if err := ctx.Err(); err != nil {

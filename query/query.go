@@ -67,7 +67,7 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 	if _, err := r.Snapshot(); err != nil {
 		return 0, q.wrap(err)
 	}
-	from, to := int64(math.MinInt64), int64(math.MaxInt64)
+	from, to := int64(math.MinInt64), int64(reader.ToEnd)
 	if q.HasFrom {
 		from = q.From
 	}
@@ -85,9 +85,6 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 			return 0, nil
 		}
 	}
-	// Taken before the range: the rows the end-of-table pass below may
-	// add were published by the time Run was called.
-	vis := r.Count()
 	var it reader.Iter
 	var err error
 	if q.Sym != "" {
@@ -97,24 +94,6 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 	}
 	if err != nil {
 		return 0, q.wrap(err)
-	}
-	done, err := x.drain(&it)
-	if err != nil || done || q.HasTo {
-		return x.n, q.wrap(err)
-	}
-	// A range ends before the first row with ts >= to, so with no To (to
-	// = MaxInt64) the rows stamped exactly MaxInt64 are still due. There
-	// are none in any real table, and finding that out is one seek.
-	a, err := r.SeekTime(math.MaxInt64)
-	if err != nil || a >= vis {
-		return x.n, q.wrap(err)
-	}
-	// The rows from the first whose time key is MaxInt64, in seq order:
-	// those stamped MaxInt64 (late rows among them were in the range).
-	r.RangeSeq(a, vis, &it)
-	x.filter = true
-	if q.Sym != "" {
-		x.sym, x.id, x.symCol = true, id, s.ColAt(s.SymCol)
 	}
 	_, err = x.drain(&it)
 	return x.n, q.wrap(err)
@@ -140,10 +119,6 @@ type runner struct {
 	limit   int64
 	n       int64 // rows passed to enc
 	scanned int64 // rows read
-	filter  bool  // pass only rows stamped MaxInt64 (and, with sym, whose symCol is id)
-	sym     bool
-	id      uint32
-	symCol  store.Col
 }
 
 // drain passes the iterator's rows to the encoder; done reports that the limit was
@@ -166,9 +141,6 @@ func (x *runner) drain(it *reader.Iter) (done bool, err error) {
 			if err := x.ctx.Err(); err != nil {
 				return false, err
 			}
-		}
-		if x.filter && (x.row.Ts() != math.MaxInt64 || x.sym && x.row.Sym(x.symCol) != x.id) {
-			continue
 		}
 		if err := x.emit(x.row); err != nil {
 			return false, err

@@ -129,7 +129,8 @@ func TestRunBadQuery(t *testing.T) {
 }
 
 // Rows stamped exactly MaxInt64 (the largest ts) come with no To, and
-// not with To = MaxInt64 (exclusive); with a symbol filter too.
+// with To = MaxInt64 (reader.ToEnd: the end of the table), but not with
+// To = MaxInt64-1; with a symbol filter too.
 func TestRunMaxTs(t *testing.T) {
 	tb := newTable(t, store.TickSchema())
 	tb.add(t, 5, "A", 1.0, 1)
@@ -146,12 +147,14 @@ func TestRunMaxTs(t *testing.T) {
 	}{
 		{query.Query{}, []string{"5", "9223372036854775806", top, top, top}},
 		{query.Query{Limit: 3}, []string{"5", "9223372036854775806", top}},
-		{query.Query{To: math.MaxInt64, HasTo: true}, []string{"5", "9223372036854775806"}},
+		{query.Query{To: math.MaxInt64, HasTo: true}, []string{"5", "9223372036854775806", top, top, top}},
+		{query.Query{To: math.MaxInt64 - 1, HasTo: true}, []string{"5"}},
 		{query.Query{From: math.MaxInt64, HasFrom: true}, []string{top, top, top}},
 		{query.Query{Sym: "A"}, []string{"5", top, top}},
 		{query.Query{Sym: "A", Limit: 2}, []string{"5", top}},
 		{query.Query{Sym: "B", From: 6, HasFrom: true}, []string{"9223372036854775806", top}},
-		{query.Query{Sym: "A", To: math.MaxInt64, HasTo: true}, []string{"5"}},
+		{query.Query{Sym: "A", To: math.MaxInt64, HasTo: true}, []string{"5", top, top}},
+		{query.Query{Sym: "A", To: math.MaxInt64 - 1, HasTo: true}, []string{"5"}},
 	} {
 		if got, want := tsList(lines(t, r, c.q)), strings.Join(c.want, " "); got != want {
 			t.Errorf("%s: ts %q, want %q", fmtQuery(c.q), got, want)

@@ -3,7 +3,6 @@ package query
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -16,45 +15,31 @@ var le = binary.LittleEndian
 // handing out each as a copy checked against its check word, as Run does:
 // the shared row source of Bars and AsOf.
 //
-// A range ends before the first row with ts >= to, so with no To (to =
-// MaxInt64) the rows stamped exactly MaxInt64 are still due after it:
-// scan reads them in a second pass (one seek; there are none in a real
-// table), filtered by symbol, like Run.
+// With no To the range is reader.ToEnd: the rows stamped exactly
+// MaxInt64 are in it.
 type scan struct {
 	r   *reader.Reader
 	it  reader.Iter
 	row store.Row // the current row: a checked copy, owned by the caller until next
 	seq uint64    // the current row's sequence number
 	err error
-
-	tailDue bool   // the MaxInt64 pass is still to come
-	vis     uint64 // published count before the range: the end of the MaxInt64 pass
-	filter  bool   // MaxInt64 pass: see drop
-	sym     bool
-	id      uint32
-	symCol  store.Col
 }
 
-// start positions s over r's rows in [from, to) (to = MaxInt64 and
-// !hasTo: to the end), only symbol id's when sym is set (through its
-// postings, at a cost proportional to its rows).
+// start positions s over r's rows in [from, to) (!hasTo: to the end,
+// reader.ToEnd), only symbol id's when sym is set (through its postings,
+// at a cost proportional to its rows).
 func (s *scan) start(r *reader.Reader, from, to int64, hasTo, sym bool, id uint32) error {
 	st := r.Schema()
-	*s = scan{r: r, it: s.it, row: s.row, sym: sym, id: id}
+	*s = scan{r: r, it: s.it, row: s.row}
 	if len(s.row) != st.RowSize {
 		s.row = st.NewRow()
 	}
 	if !hasTo {
-		to = math.MaxInt64
+		to = reader.ToEnd
 	}
-	if sym {
-		if st.SymCol < 0 {
-			return fmt.Errorf("%w: table has no sym column", ErrBadQuery)
-		}
-		s.symCol = st.ColAt(st.SymCol)
+	if sym && st.SymCol < 0 {
+		return fmt.Errorf("%w: table has no sym column", ErrBadQuery)
 	}
-	s.vis = r.Count() // before the range: see Run
-	s.tailDue = !hasTo
 	if sym {
 		return r.RangeSym(from, to, id, &s.it)
 	}
@@ -71,12 +56,7 @@ func (s *scan) next() bool {
 			}
 			continue
 		}
-		if !s.take() {
-			return false
-		}
-		if !s.drop(s.row) {
-			return true
-		}
+		return s.take()
 	}
 }
 
@@ -122,34 +102,13 @@ func (s *scan) reread(seq uint64) bool {
 	return true
 }
 
-// more ends the current pass; it reports whether another one has begun.
+// more ends the range, keeping its error; it reports whether more rows
+// follow (never: the range is one pass).
 func (s *scan) more() bool {
 	if s.err == nil {
 		s.err = s.it.Err()
 	}
-	if s.err != nil || !s.tailDue {
-		return false
-	}
-	s.tailDue = false
-	a, err := s.r.SeekTime(math.MaxInt64)
-	if err != nil {
-		s.err = err
-		return false
-	}
-	if a >= s.vis {
-		return false
-	}
-	s.r.RangeSeq(a, s.vis, &s.it)
-	s.filter = true
-	return true
-}
-
-// drop reports whether the MaxInt64 pass skips row: the pass walks the
-// rows from the first whose time key is MaxInt64 in seq order, and takes
-// those stamped MaxInt64 (of the symbol, if one was asked for); late rows
-// among them were in the range already.
-func (s *scan) drop(row store.Row) bool {
-	return s.filter && (row.Ts() != math.MaxInt64 || s.sym && row.Sym(s.symCol) != s.id)
+	return false
 }
 
 // copyChecked copies row v (sequence number seq) into dst and reports

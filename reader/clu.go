@@ -342,7 +342,7 @@ func (it *Iter) nextC() bool {
 		if ts < it.from {
 			continue
 		}
-		if ts >= it.to {
+		if ts > it.hi {
 			it.done = true
 			return false
 		}

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
@@ -141,13 +142,14 @@ type Iter struct {
 	runSeq uint64
 	runEnd uint64
 	rs     uint64
-	// Symbol mode, segment by segment: the window [from, to), its first
+	// Symbol mode, segment by segment: the window [from, to) (hi is its
+	// last ts: to-1, or MaxInt64 for a range to the end), its first
 	// seq a and end (bounds from the time index until exact, see
 	// exactBounds), the snapshot's first row and published count, the
 	// segment walked and the first seq past it (or past the range) when
 	// read through the postings, whether the postings are set up, and
 	// done.
-	from, to              int64
+	from, to, hi          int64
 	a, first, vis         uint64
 	symSeg, segEnd        uint64
 	exact, postInit, done bool
@@ -188,7 +190,22 @@ func (it *Iter) reset(x Iter) {
 	*it = x
 }
 
-// Range positions it over rows with from <= ts < to (all symbols).
+// ToEnd as a range's to (Range, RangeSym) means to the end of the table:
+// the rows with ts >= from, those stamped math.MaxInt64 included (a range
+// [from, to) cannot hold them otherwise).
+const ToEnd = math.MaxInt64
+
+// lastTs is the last ts of a range that ends before to: to-1, or every ts
+// for ToEnd.
+func lastTs(to int64) int64 {
+	if to == ToEnd {
+		return math.MaxInt64
+	}
+	return to - 1
+}
+
+// Range positions it over rows with from <= ts < to (all symbols), or
+// with ts >= from when to is ToEnd.
 func (r *Reader) Range(from, to int64, it *Iter) error {
 	snap, err := r.Snapshot()
 	if err != nil {
@@ -201,7 +218,7 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 	if err != nil {
 		return err
 	}
-	it.reset(Iter{r: r, seq: a, end: b, from: from, to: to})
+	it.reset(Iter{r: r, seq: a, end: b, from: from, to: to, hi: lastTs(to)})
 	return it.initLate(from, to, a, snap)
 }
 
@@ -211,7 +228,8 @@ func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
 	it.reset(Iter{r: r, seq: a, end: b})
 }
 
-// RangeSym positions it over the rows of symbol id with from <= ts < to.
+// RangeSym positions it over the rows of symbol id with from <= ts < to
+// (ts >= from when to is ToEnd).
 // Its cost is proportional to that symbol's rows in the range (plus one
 // walk of the symbol's postings directory), not to the table's rows.
 //
@@ -261,9 +279,12 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if err != nil {
 		return err
 	}
+	if to == ToEnd {
+		b = snap.Visible
+	}
 	r.sweepClus()
 	it.reset(Iter{r: r, end: max(a, b), sym: true, id: id, nextCk: snap.NextChunk,
-		from: from, to: to, a: a, first: snap.FirstSeq, vis: snap.Visible})
+		from: from, to: to, hi: lastTs(to), a: a, first: snap.FirstSeq, vis: snap.Visible})
 	if err := it.initLate(from, to, a, snap); err != nil {
 		return err
 	}
@@ -283,6 +304,9 @@ func (it *Iter) exactBounds() error {
 	b, err := it.r.seek(it.to, it.first, it.vis, it.lt.n)
 	if err != nil {
 		return err
+	}
+	if it.to == ToEnd {
+		b = it.vis
 	}
 	it.a, it.end, it.exact = a, max(a, b), true
 	return nil
@@ -324,7 +348,7 @@ func (it *Iter) enterSeg(n uint64) error {
 				// The blocks that reach the window, read in one go.
 				last := k
 				for last < end {
-					if lo, _ := v.z.DataBlockTs(last); lo >= it.to {
+					if lo, _ := v.z.DataBlockTs(last); lo > it.hi {
 						break
 					}
 					last++
@@ -472,6 +496,9 @@ func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error)
 	if err != nil {
 		return 0, 0, err
 	}
+	if to == ToEnd {
+		b = snap.Visible
+	}
 	return a, max(a, b), nil
 }
 
@@ -591,7 +618,7 @@ func (it *Iter) nextZ() bool {
 			// those with from <= ts < to (the rows of seqs [a, b)).
 			rs := uint64(it.z.RowSize())
 			row := it.zrows[uint64(i)*rs : uint64(i+1)*rs]
-			if store.Row(row).Ts() >= it.to {
+			if store.Row(row).Ts() > it.hi {
 				it.done = true
 				return false
 			}

@@ -162,7 +162,7 @@ func (it *Iter) nextLate() bool {
 	for l.j < l.jend && (!l.have || l.nextLB <= l.its) {
 		e := r.late.At(l.j)
 		l.setJ(r, l.j+1)
-		if e.Ts < it.from || e.Ts >= it.to || (it.sym && e.Sym != it.id) {
+		if e.Ts < it.from || e.Ts > it.hi || (it.sym && e.Sym != it.id) {
 			continue
 		}
 		l.push(lateCand{ts: e.Ts, seq: e.Seq})

@@ -503,8 +503,10 @@ func TestLateNearMaxInt64(t *testing.T) {
 		want     []uint64
 	}{
 		{math.MaxInt64 - 20, math.MaxInt64 - 4, []uint64{0, 2}},
-		{math.MaxInt64 - 6, math.MaxInt64, []uint64{2}},
-		{math.MinInt64, math.MaxInt64, []uint64{0, 2}},
+		{math.MaxInt64 - 6, math.MaxInt64 - 1, []uint64{2}},
+		// to = MaxInt64 is reader.ToEnd: the row stamped MaxInt64 too.
+		{math.MaxInt64 - 6, math.MaxInt64, []uint64{2, 1}},
+		{math.MinInt64, math.MaxInt64, []uint64{0, 2, 1}},
 	} {
 		for _, sym := range []bool{false, true} {
 			if sym {

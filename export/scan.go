@@ -1,7 +1,6 @@
 package export
 
 import (
-	"fmt"
 
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -27,7 +26,6 @@ type scanner struct {
 	it    reader.Iter
 	batch []byte // batchRows rows
 	rs    int
-	s     *store.Schema // the batch rows' layout
 
 	// The time-order walk (late rows): whether it is on, the rows
 	// published at Run's start, the cuts, and the walk's state.
@@ -42,14 +40,13 @@ type scanner struct {
 // before a column was added or after, is relaid out into it).
 func newScanner(r *reader.Reader, s *store.Schema, late bool, vis uint64) *scanner {
 	rs := s.RowSize
-	return &scanner{r: r, s: s, batch: make([]byte, batchRows*rs), rs: rs, late: late, vis: vis}
+	return &scanner{r: r, batch: make([]byte, batchRows*rs), rs: rs, late: late, vis: vis}
 }
 
 // start positions the scanner at the rows [from, to).
 func (s *scanner) start(from, to cut) error {
 	if !s.late {
-		s.r.RangeSeq(from.seq, to.seq, &s.it)
-		return nil
+		return s.r.RangeSeq(from.seq, to.seq, &s.it)
 	}
 	s.from, s.to, s.done = from, to, false
 	return s.r.Range(from.ts, reader.ToEnd, &s.it)
@@ -65,20 +62,8 @@ func (s *scanner) fill() (int, error) {
 	// was before late rows, copyRow's body inline.
 	n := 0
 	for n < batchRows && s.it.Next() {
-		seq, row := s.it.Seq(), s.it.Row()
-		dst := s.batch[n*s.rs : (n+1)*s.rs]
-		if len(row) != s.rs {
-			if err := s.copyRow(n, seq, row); err != nil {
-				return 0, err
-			}
-			n++
-			continue
-		}
-		copy(dst, row)
-		if !store.Valid(seq, dst) {
-			if err := s.reread(seq, dst); err != nil {
-				return 0, err
-			}
+		if err := s.it.ReadRow(s.batch[n*s.rs : (n+1)*s.rs]); err != nil { // a checked copy
+			return 0, err
 		}
 		n++
 	}
@@ -107,7 +92,7 @@ func (s *scanner) fillLate() (int, error) {
 			s.done = true
 			continue
 		}
-		if err := s.copyRow(n, seq, row); err != nil {
+		if err := s.copyRow(n); err != nil {
 			return 0, err
 		}
 		n++
@@ -115,32 +100,5 @@ func (s *scanner) fillLate() (int, error) {
 	return n, nil
 }
 
-// copyRow copies row seq into batch slot i, checked.
-func (s *scanner) copyRow(i int, seq uint64, row store.Row) error {
-	dst := s.batch[i*s.rs : (i+1)*s.rs]
-	if len(row) != s.rs {
-		// Another layout (docs/FORMAT.md §15): checked, then relaid out.
-		if !store.Valid(seq, row) {
-			return s.reread(seq, dst)
-		}
-		store.Relayout(s.s, seq, dst, row)
-		return nil
-	}
-	copy(dst, row)
-	if !store.Valid(seq, dst) {
-		return s.reread(seq, dst)
-	}
-	return nil
-}
-
-// reread reads row seq into dst again, after the copy of a view failed
-// its check: a live slot recycled under the view.
-func (s *scanner) reread(seq uint64, dst []byte) error {
-	if err := s.r.ReadRow(seq, dst); err != nil {
-		return err
-	}
-	if !store.Valid(seq, dst) {
-		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
-	}
-	return nil
-}
+// copyRow copies the iterator's current row into batch slot i, checked.
+func (s *scanner) copyRow(i int) error { return s.it.ReadRow(s.batch[i*s.rs : (i+1)*s.rs]) }

@@ -167,7 +167,7 @@ func (x *asofRun) run(ctx context.Context) error {
 			if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !ls.reread(seq) {
 				return ls.err
 			}
-		} else if ls.seq = seq; !ls.takeSlow(v) {
+		} else if ls.seq = seq; !ls.takeSlow() {
 			return ls.err
 		}
 		if k++; k == ctxEvery {
@@ -211,7 +211,7 @@ func (x *asofRun) run(ctx context.Context) error {
 					if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !rs.reread(seq) {
 						return rs.err
 					}
-				} else if rs.seq = seq; !rs.takeSlow(v) {
+				} else if rs.seq = seq; !rs.takeSlow() {
 					return rs.err
 				}
 				rts = row.Ts()

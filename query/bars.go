@@ -199,7 +199,7 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 			if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !sc.reread(seq) {
 				return sc.err
 			}
-		} else if sc.seq = seq; !sc.takeSlow(v) {
+		} else if sc.seq = seq; !sc.takeSlow() {
 			return sc.err
 		}
 		if n++; n == ctxEvery {

@@ -69,23 +69,21 @@ func (s *scan) take() bool {
 	s.seq = s.it.Seq()
 	v := s.it.Row()
 	if len(v) != 32 || len(s.row) != 32 {
-		return s.takeSlow(v)
+		return s.takeSlow()
 	}
 	return copyChecked(s.seq, v, s.row) || s.reread(s.seq)
 }
 
-// takeSlow is take for rows of other sizes.
-func (s *scan) takeSlow(v store.Row) bool {
-	if len(v) != len(s.row) {
-		// Another of the table's layouts (docs/FORMAT.md §15).
-		if err := s.r.CopyRow(s.seq, s.row, v); err != nil {
-			s.err = err
-			return false
-		}
-		return store.Valid(s.seq, s.row) || s.reread(s.seq)
+// takeSlow is take for rows of other sizes: the iterator's checked copy
+// (reader.Iter.ReadRow). The 32-byte path (copyChecked, and its copies
+// inlined by hand in Bars and AsOf) is that copy with the check computed
+// in registers.
+func (s *scan) takeSlow() bool {
+	if err := s.it.ReadRow(s.row); err != nil {
+		s.err = err
+		return false
 	}
-	copy(s.row, v)
-	return store.Valid(s.seq, s.row) || s.reread(s.seq)
+	return true
 }
 
 // reread reads row seq again, checked, when the copy of its view failed

@@ -431,3 +431,66 @@ func TestChildXprocGrow(t *testing.T) {
 	}
 	testutil.Report("done %d %d", rows, len(r.Schema().Cols))
 }
+
+// TestIterReadRow: the iterator's checked copy gives each row in the
+// layout of the buffer's size (the schema's now, or the base's), with no
+// allocation in a scan; RangeSeq on a closed reader is ErrClosed.
+func TestIterReadRow(t *testing.T) {
+	plan := growPlan()
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, "grow", growOptions(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	growAppend(t, w, plan, 2000)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, "grow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	full := make([]byte, r.Schema().RowSize)
+	base := make([]byte, r.Schema().Prefix(r.Schema().Base()).RowSize)
+	var it reader.Iter
+	if err := r.RangeSeq(0, 2000, &it); err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+		if err := it.ReadRow(full); err != nil {
+			t.Fatal(err)
+		}
+		if err := growCheck(r, plan, it.Seq(), full); err != nil {
+			t.Fatal(err)
+		}
+		if err := it.ReadRow(base); err != nil {
+			t.Fatal(err)
+		}
+		if !store.Valid(it.Seq(), base) || store.Row(base).Ts() != store.Row(full).Ts() || store.Row(base).F64(r.Schema().ColAt(2)) != store.Row(full).F64(r.Schema().ColAt(2)) {
+			t.Fatalf("row %d in the base layout differs", it.Seq())
+		}
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	scan := func() {
+		if err := r.RangeSeq(0, 2000, &it); err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			if err := it.ReadRow(full); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	scan()
+	if n := testing.AllocsPerRun(5, scan); n != 0 {
+		t.Errorf("a scan with ReadRow allocates %v times", n)
+	}
+	r.Close()
+	if err := r.RangeSeq(0, 1, &it); !errors.Is(err, reader.ErrClosed) {
+		t.Fatalf("RangeSeq on a closed reader: %v", err)
+	}
+}

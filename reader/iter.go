@@ -223,9 +223,14 @@ func (r *Reader) Range(from, to int64, it *Iter) error {
 }
 
 // RangeSeq positions it over rows [a, b) by sequence number: arrival
-// order, late rows where they arrived.
-func (r *Reader) RangeSeq(a, b uint64, it *Iter) {
+// order, late rows where they arrived. Its error is ErrClosed, like
+// Range's (a row out of reach is Next's: see Err).
+func (r *Reader) RangeSeq(a, b uint64, it *Iter) error {
+	if r.closed {
+		return ErrClosed
+	}
 	it.reset(Iter{r: r, seq: a, end: b})
+	return nil
 }
 
 // RangeSym positions it over the rows of symbol id with from <= ts < to
@@ -698,8 +703,31 @@ func (r *Reader) finalRun(seq, end uint64) (run []byte, first, stop, rs uint64) 
 	return v.rows[(i+1)*rs : last*rs], first, stop, rs
 }
 
-// Row is the current row.
+// Row is the current row: a view (see Reader), in its own layout.
 func (it *Iter) Row() store.Row { return it.row }
+
+// ReadRow copies the current row into dst, checked: a copy that fails
+// its check word (the view's live slot recycled while it was copied) is
+// read again through Reader.ReadRow, and a row that still fails is
+// ErrCorrupt. dst is Schema().RowSize bytes, or the size of any of the
+// table's layouts: a row of another layout is copied into dst's
+// (Reader.CopyRow). Use it for a row kept past the next Next, or read
+// while the writer may recycle the slot under it.
+func (it *Iter) ReadRow(dst []byte) error {
+	if len(it.row) == len(dst) {
+		copy(dst, it.row)
+		if store.Valid(it.cur, dst) {
+			return nil
+		}
+	}
+	if err := it.r.ReadRow(it.cur, dst); err != nil {
+		return err
+	}
+	if !store.Valid(it.cur, dst) {
+		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, it.cur)
+	}
+	return nil
+}
 
 // Seq is the current row's sequence number.
 func (it *Iter) Seq() uint64 { return it.cur }

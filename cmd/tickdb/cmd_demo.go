@@ -454,7 +454,9 @@ func demoQueries(out io.Writer, r *reader.Reader, firstTs, lastTs int64, names [
 
 	// The expected answers, from a scan by sequence number.
 	var all, window, busyWindow, busyAll, quietAll int
-	r.RangeSeq(0, n, &it)
+	if err := r.RangeSeq(0, n, &it); err != nil {
+		return err
+	}
 	for it.Next() {
 		row := it.Row()
 		ts, sym := row.Ts(), row.Sym(symC)

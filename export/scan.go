@@ -1,7 +1,6 @@
 package export
 
 import (
-
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )

@@ -21,7 +21,13 @@
 //
 // Rows are views into read-only mappings. A row of a sealed durable segment
 // stays valid until Close; a row read from a live slot stays valid until the
-// writer recycles the slot (LiveSlots-1 segments later); ReadRow copies with
-// a recycle check. Rows of durable segments are validated (check word) the
-// first time each 4 KiB block is read.
+// writer recycles the slot (LiveSlots-1 segments later); Reader.ReadRow and
+// Iter.ReadRow copy with a recycle check. Rows of durable segments are
+// validated (check word) the first time each 4 KiB block is read. A table
+// whose columns grew holds rows of several layouts: a row is a view of its
+// own (shorter for older rows), and store.Row's getters read a column it
+// lacks as missing; the copies take any layout into the buffer's.
+//
+// A range is [from, to); to = ToEnd (math.MaxInt64) is the end of the
+// table, the rows stamped MaxInt64 included.
 package reader

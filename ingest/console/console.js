@@ -471,16 +471,21 @@
     chart.iv = intervalNs(ivs);
     chart.field = $('c-field').value.trim() || 'price';
     chart.volume = $('c-volume').value.trim() || 'size';
-    await refreshTables(); // a fresh row count: where the live stream starts
+    await refreshTables(); // the last ts (where the bars start) and a row count
     const t = tables.find((x) => x.name === table);
     const p = new URLSearchParams({ table, sym, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
     let from = $('c-from').value.trim();
     if (!from && t && t.last_ts) from = String(BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n - 500n * chart.iv); // about the last 500 bars
     if (from) p.set('from', from);
-    const next = t ? t.rows : 0; // the live stream starts here
+    let next = t ? t.rows : 0; // the live stream starts here
     let bars;
     try {
-      bars = ndjson(await (await api('/bars?' + p, showChart)).text());
+      const resp = await api('/bars?' + p, showChart);
+      // The seq the bars end before: the live stream continues them
+      // exactly (a row published while they load is in one, not both).
+      const end = resp.headers.get('Tickdb-Next-Seq');
+      if (end !== null && /^\d+$/.test(end)) next = end;
+      bars = ndjson(await resp.text());
     } catch (err) {
       fail('chart', err);
       return;
@@ -494,8 +499,8 @@
     if ($('c-live').checked) startLive(table, sym, next);
   }
 
-  // startLive follows the table from seq next. Rows published while the
-  // bars loaded may be counted twice in the last candle (see README).
+  // startLive follows the table from seq next, the seq the bars end
+  // before (GET /bars's Tickdb-Next-Seq header).
   function startLive(table, sym, next) {
     const p = new URLSearchParams({ table, sym, ts: 'ns', from: String(next) });
     if (token) p.set('token', token); // EventSource cannot send headers

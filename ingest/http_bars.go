@@ -61,6 +61,11 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		return query.NewBarsEncoder(w, f, tf, rd, q)
 	}
 	h.serveEncoded(w, r, "bars", q.Table, newEnc, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
+		// The bars are over the rows published before seq SeqEnd, which
+		// the response names, so that GET /tail?from= it continues them
+		// with no row counted twice (the console's live chart).
+		q.SeqEnd, q.HasSeqEnd = rd.Count(), true
+		w.Header().Set("Tickdb-Next-Seq", strconv.FormatUint(q.SeqEnd, 10))
 		_, err := query.RunBars(ctx, rd, q, enc)
 		return err
 	})

@@ -46,6 +46,9 @@ func TestHTTPBars(t *testing.T) {
 			if code != 200 || hdr.Get("Content-Type") != "application/x-ndjson" {
 				t.Fatalf("%d %q %s", code, hdr.Get("Content-Type"), body)
 			}
+			if got, want := hdr.Get("Tickdb-Next-Seq"), fmt.Sprint(rd.Count()); got != want {
+				t.Errorf("Tickdb-Next-Seq %q, want %q (the rows published)", got, want)
+			}
 			var got []bar
 			for _, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
 				var v struct {

@@ -25,6 +25,12 @@ type BarsQuery struct {
 	HasFrom, HasTo bool
 	Interval       time.Duration
 	Field, Volume  string
+	// SeqEnd, with HasSeqEnd, leaves out the rows with seq >= SeqEnd:
+	// bars over exactly the rows published before it (a reader's Count
+	// taken before Bars), so that a follower of the table from seq
+	// SeqEnd (GET /tail?from=) counts no row twice.
+	SeqEnd    uint64
+	HasSeqEnd bool
 }
 
 // Bar is one symbol's OHLCV bar over one bucket.
@@ -72,6 +78,7 @@ type barsRun struct {
 	active      []uint32 // ids with a bar in the current bucket, in order of their first row
 	bar         Bar
 	bars        int64
+	seqEnd      uint64 // BarsQuery.SeqEnd, MaxUint64 for none
 }
 
 // barCols resolves q's field and volume columns in s.
@@ -135,7 +142,10 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 	// One series (acc[0]) for one symbol or a table without symbols;
 	// else one per symbol id, grown as ids turn up.
 	x := &barsRun{fn: fn, field: fc, vol: vc, fieldF64: field.Type == store.TypeF64, volF64: vol.Type == store.TypeF64,
-		iv: int64(q.Interval), hasSym: s.SymCol >= 0 && q.Sym == "", start: math.MaxInt64, last: math.MinInt64}
+		iv: int64(q.Interval), hasSym: s.SymCol >= 0 && q.Sym == "", start: math.MaxInt64, last: math.MinInt64, seqEnd: math.MaxUint64}
+	if q.HasSeqEnd {
+		x.seqEnd = q.SeqEnd
+	}
 	x.acc = make([]barAcc, 1)
 	if x.hasSym {
 		x.symCol = s.ColAt(s.SymCol)
@@ -175,7 +185,7 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 func (x *barsRun) run(ctx context.Context, sc *scan) error {
 	start, last := x.start, x.last
 	acc := x.acc
-	field, vol, symCol := x.field, x.vol, x.symCol
+	field, vol, symCol, seqEnd := x.field, x.vol, x.symCol, x.seqEnd
 	fieldF64, volF64, hasSym := x.fieldF64, x.volF64, x.hasSym
 	row := sc.row[:len(sc.row):len(sc.row)]
 	it := &sc.it
@@ -190,6 +200,9 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 			continue
 		}
 		seq, v := it.Seq(), it.Row()
+		if seq >= seqEnd {
+			continue
+		}
 		if len(v) == 32 && len(row) == 32 {
 			w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
 			le.PutUint64(row[0:], w0)

@@ -375,6 +375,42 @@ func TestBarsNoSymColumn(t *testing.T) {
 	}
 }
 
+// SeqEnd leaves out the rows published from it on.
+func TestBarsSeqEnd(t *testing.T) {
+	s := store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs}, store.Column{Name: "price", Type: store.TypeF64}, store.Column{Name: "size", Type: store.TypeI64})
+	tb := newTable(t, s)
+	tb.add(t, 10, 1.0, 5) // seq 0
+	tb.add(t, 15, 3.0, 5) // seq 1
+	tb.add(t, 25, 2.0, 1) // seq 2
+	tb.add(t, 27, 9.0, 7) // seq 3
+	tb.publish()
+	r := tb.reader(t)
+	for _, tc := range []struct {
+		end  uint64
+		has  bool
+		want string
+	}{
+		{0, false, "10 1 3 1 3 10 2|20 2 9 2 9 8 2"},
+		{4, true, "10 1 3 1 3 10 2|20 2 9 2 9 8 2"},
+		{3, true, "10 1 3 1 3 10 2|20 2 2 2 2 1 1"},
+		{2, true, "10 1 3 1 3 10 2"},
+		{0, true, ""},
+	} {
+		var got []string
+		q := query.BarsQuery{Table: "ticks", Interval: 10, SeqEnd: tc.end, HasSeqEnd: tc.has}
+		if _, err := query.Bars(context.Background(), r, q, func(b *query.Bar) error {
+			got = append(got, fmt.Sprintf("%d %g %g %g %g %d %d", b.Ts, math.Float64frombits(b.Open), math.Float64frombits(b.High),
+				math.Float64frombits(b.Low), math.Float64frombits(b.Close), int64(b.Volume), b.Count))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if g := strings.Join(got, "|"); g != tc.want {
+			t.Errorf("SeqEnd %d (%v): %q, want %q", tc.end, tc.has, g, tc.want)
+		}
+	}
+}
+
 // The encoders of bars in every format, for one symbol and for all.
 func TestBarsEncode(t *testing.T) {
 	tb := newTable(t, store.TickSchema())

@@ -19,6 +19,7 @@ import (
 type consolePerf struct {
 	TablesShown, ChartStart, ChartDrawn float64
 	Draws, LiveFrames, LiveRows         int
+	LiveMs, LiveMaxMs                   float64
 }
 
 // TestConsolePerf measures the console (docs/BENCHMARKS.md): the page
@@ -26,7 +27,9 @@ type consolePerf struct {
 // Show to the chart drawn), and the live chart while 1,000 ticks/s are
 // published into the shown symbol for 10 s (the page's animation frames,
 // those that drew ticks, and the dropped ones: frame gaps past 1.5 of
-// the median). It asserts no timing, only that it ran. Opt in with
+// the median; the long tasks, past 50 ms, that the page's main thread
+// ran; and the time the live chart's frame callbacks took). It asserts no
+// timing, only that it ran. Opt in with
 // TICKDB_CONSOLE_PERF=1 (TICKDB_CONSOLE_PERF_ROWS overrides 20 M).
 func TestConsolePerf(t *testing.T) {
 	if os.Getenv("TICKDB_CONSOLE_PERF") != "1" {
@@ -99,7 +102,7 @@ func TestConsolePerf(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
 		defer cancel()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[consolePerf](`({TablesShown: tickdbPerf.tablesShown, ChartStart: tickdbPerf.chartStart, ChartDrawn: tickdbPerf.chartDrawn, Draws: tickdbPerf.draws, LiveFrames: tickdbPerf.liveFrames, LiveRows: tickdbPerf.liveRows})`))
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[consolePerf](`({TablesShown: tickdbPerf.tablesShown, ChartStart: tickdbPerf.chartStart, ChartDrawn: tickdbPerf.chartDrawn, Draws: tickdbPerf.draws, LiveFrames: tickdbPerf.liveFrames, LiveRows: tickdbPerf.liveRows, LiveMs: tickdbPerf.liveMs, LiveMaxMs: tickdbPerf.liveMaxMs})`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,8 +123,10 @@ func TestConsolePerf(t *testing.T) {
 	t.Logf("page load to the Tables panel: %.0f ms; Show to the chart drawn (500 bars of 1 s): %.0f ms", load.TablesShown, load.ChartDrawn-load.ChartStart)
 
 	// Live: a frame counter of the test's own in the page (the gaps
-	// between frames), then 1,000 ticks/s for 10 s, sent every 10 ms.
-	step("frame counter", 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.tickdbFrames = {gaps: []};
+	// between frames) and a long-task observer, then 1,000 ticks/s for
+	// 10 s, sent every 10 ms.
+	step("frame counter", 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.tickdbFrames = {gaps: [], long: []};
+		new PerformanceObserver((l) => { for (const e of l.getEntries()) window.tickdbFrames.long.push(e.duration); }).observe({type: 'longtask'});
 		requestAnimationFrame(function f(t) {
 			const c = window.tickdbFrames;
 			if (c.last !== undefined) c.gaps.push(t - c.last);
@@ -151,6 +156,14 @@ func TestConsolePerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	long, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`window.tickdbFrames.long`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	longMs := 0.0
+	for _, d := range long {
+		longMs += d
+	}
 	step("drain", 10*time.Second, chromedp.Sleep(500*time.Millisecond))
 	after := read()
 	if len(gaps) == 0 {
@@ -172,6 +185,8 @@ func TestConsolePerf(t *testing.T) {
 	t.Logf("live: %d ticks in %v (%.0f/s); %d frames (median %.1f ms, worst %.1f ms), %d of them drew ticks (%d rows, %d chart draws); dropped frames %d",
 		sent, elapsed.Round(time.Millisecond), float64(sent)/elapsed.Seconds(), len(gaps)+1, median, worst,
 		after.LiveFrames-before.LiveFrames, after.LiveRows-before.LiveRows, after.Draws-before.Draws, dropped)
+	t.Logf("live: %d long tasks (%.0f ms); the chart's frame callbacks %.0f ms in all, the longest %.1f ms",
+		len(long), longMs, after.LiveMs-before.LiveMs, after.LiveMaxMs)
 	if after.LiveRows-before.LiveRows != sent {
 		t.Errorf("the chart took %d rows, %d were published", after.LiveRows-before.LiveRows, sent)
 	}

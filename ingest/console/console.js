@@ -12,8 +12,10 @@
 
   // Counters for the opt-in performance test (cmd/tickdb, TICKDB_CONSOLE_PERF):
   // when the Tables panel was first filled and the chart last drawn
-  // (performance.now(), ms), and the live chart's frames and rows.
-  const perf = window.tickdbPerf = { tablesShown: 0, chartStart: 0, chartDrawn: 0, draws: 0, liveFrames: 0, liveRows: 0 };
+  // (performance.now(), ms), and the live chart's frames, rows and the
+  // time its frame callbacks took (total and worst, ms; uPlot's draw runs
+  // in a microtask after the callback and is not in it).
+  const perf = window.tickdbPerf = { tablesShown: 0, chartStart: 0, chartDrawn: 0, draws: 0, liveFrames: 0, liveRows: 0, liveMs: 0, liveMaxMs: 0 };
 
   class AuthError extends Error {}
 
@@ -375,33 +377,52 @@
 
   // chart holds the shown series: x (bucket start, s), open, high, low,
   // close, volume; and the live stream feeding it.
-  const chart = { plot: null, data: [[], [], [], [], [], []], iv: 0n, field: 'price', volume: 'size', es: null, pending: [], frame: 0 };
+  // The live chart keeps at most max bars (what was loaded, at least
+  // MAX_LIVE_BARS): a new bucket past that drops the oldest, so that a
+  // frame's work stays bounded however long the page follows the table.
+  const MAX_LIVE_BARS = 500;
+  const chart = { plot: null, data: [[], [], [], [], [], []], max: MAX_LIVE_BARS, iv: 0n, field: 'price', volume: 'size', es: null, pending: [], frame: 0 };
 
+  // candles draws the volume bars and the candles in the x range shown as
+  // three filled paths (a bar, a wick and a body are rectangles; the
+  // volume opaque, under the candles): three fills a draw. uPlot's own
+  // bars series (a translucent fill and a stroke per bar) cost the
+  // browser some 50 ms of raster a frame in headless Chromium, which
+  // dropped frames with the live chart (docs/BENCHMARKS.md).
   function candles(u) {
-    const [xs, o, h, l, c] = u.data;
+    const [xs, o, h, l, c, vol] = u.data;
     if (xs.length === 0) return;
     const ctx = u.ctx;
     const ivSec = Number(chart.iv) / 1e9;
     const w = Math.max(1, Math.min(40, (u.valToPos(xs[0] + ivSec, 'x', true) - u.valToPos(xs[0], 'x', true)) * 0.7));
+    const idxs = u.series[0].idxs;
+    const i0 = idxs && idxs.length === 2 ? Math.max(0, idxs[0] - 1) : 0;
+    const i1 = idxs && idxs.length === 2 ? Math.min(xs.length - 1, idxs[1] + 1) : xs.length - 1;
+    const up = new Path2D(), down = new Path2D(), vols = new Path2D();
+    const y0 = u.valToPos(0, 'vol', true);
+    for (let i = i0; i <= i1; i++) {
+      if (o[i] === null || Number.isNaN(o[i])) continue;
+      const x = Math.round(u.valToPos(xs[i] + ivSec / 2, 'x', true));
+      if (vol[i] > 0) {
+        const yv = u.valToPos(vol[i], 'vol', true);
+        vols.rect(Math.round(x - w / 2), Math.min(yv, y0), Math.round(w), Math.max(1, Math.abs(y0 - yv)));
+      }
+      const yo = u.valToPos(o[i], 'y', true), yc = u.valToPos(c[i], 'y', true);
+      const yh = u.valToPos(h[i], 'y', true), yl = u.valToPos(l[i], 'y', true);
+      const p = c[i] >= o[i] ? up : down;
+      p.rect(x, Math.min(yh, yl), 1, Math.max(1, Math.abs(yl - yh)));
+      p.rect(Math.round(x - w / 2), Math.min(yo, yc), Math.round(w), Math.max(1, Math.abs(yc - yo)));
+    }
     ctx.save();
     ctx.beginPath();
     ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
     ctx.clip();
-    for (let i = 0; i < xs.length; i++) {
-      if (o[i] === null || Number.isNaN(o[i])) continue;
-      const x = Math.round(u.valToPos(xs[i] + ivSec / 2, 'x', true));
-      const yo = u.valToPos(o[i], 'y', true), yc = u.valToPos(c[i], 'y', true);
-      const yh = u.valToPos(h[i], 'y', true), yl = u.valToPos(l[i], 'y', true);
-      const color = c[i] >= o[i] ? '#16a34a' : '#dc2626';
-      ctx.strokeStyle = color;
-      ctx.fillStyle = color;
-      ctx.lineWidth = 1;
-      ctx.beginPath();
-      ctx.moveTo(x + 0.5, yh);
-      ctx.lineTo(x + 0.5, yl);
-      ctx.stroke();
-      ctx.fillRect(Math.round(x - w / 2), Math.min(yo, yc), Math.round(w), Math.max(1, Math.abs(yc - yo)));
-    }
+    ctx.fillStyle = '#c9ced6'; // rgba(100,116,139,0.35) over white
+    ctx.fill(vols);
+    ctx.fillStyle = '#16a34a';
+    ctx.fill(up);
+    ctx.fillStyle = '#dc2626';
+    ctx.fill(down);
     ctx.restore();
   }
 
@@ -417,7 +438,7 @@
       series: [
         {},
         hidden('open'), hidden('high'), hidden('low'), hidden('close'),
-        { label: 'volume', scale: 'vol', paths: uPlot.paths.bars({ size: [0.7, 40], align: 1 }), fill: 'rgba(100,116,139,0.35)', stroke: 'rgba(100,116,139,0.6)', points: { show: false } },
+        { label: 'volume', scale: 'vol', paths: () => null, points: { show: false } }, // drawn by candles
       ],
       axes: [{}, { scale: 'y' }],
       hooks: { draw: [candles, () => { perf.draws++; if (!perf.chartDrawn) perf.chartDrawn = performance.now(); }] },
@@ -450,20 +471,26 @@
     chart.iv = intervalNs(ivs);
     chart.field = $('c-field').value.trim() || 'price';
     chart.volume = $('c-volume').value.trim() || 'size';
-    await refreshTables(); // a fresh row count: where the live stream starts
+    await refreshTables(); // the last ts (where the bars start) and a row count
     const t = tables.find((x) => x.name === table);
     const p = new URLSearchParams({ table, sym, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
     let from = $('c-from').value.trim();
     if (!from && t && t.last_ts) from = String(BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n - 500n * chart.iv); // about the last 500 bars
     if (from) p.set('from', from);
-    const next = t ? t.rows : 0; // the live stream starts here
+    let next = t ? t.rows : 0; // the live stream starts here
     let bars;
     try {
-      bars = ndjson(await (await api('/bars?' + p, showChart)).text());
+      const resp = await api('/bars?' + p, showChart);
+      // The seq the bars end before: the live stream continues them
+      // exactly (a row published while they load is in one, not both).
+      const end = resp.headers.get('Tickdb-Next-Seq');
+      if (end !== null && /^\d+$/.test(end)) next = end;
+      bars = ndjson(await resp.text());
     } catch (err) {
       fail('chart', err);
       return;
     }
+    chart.max = Math.max(MAX_LIVE_BARS, bars.length);
     chart.data = [bars.map((b) => b.ts / 1e9), bars.map((b) => b.open), bars.map((b) => b.high), bars.map((b) => b.low), bars.map((b) => b.close), bars.map((b) => b.volume)];
     makePlot();
     showLast();
@@ -472,8 +499,8 @@
     if ($('c-live').checked) startLive(table, sym, next);
   }
 
-  // startLive follows the table from seq next. Rows published while the
-  // bars loaded may be counted twice in the last candle (see README).
+  // startLive follows the table from seq next, the seq the bars end
+  // before (GET /bars's Tickdb-Next-Seq header).
   function startLive(table, sym, next) {
     const p = new URLSearchParams({ table, sym, ts: 'ns', from: String(next) });
     if (token) p.set('token', token); // EventSource cannot send headers
@@ -490,15 +517,18 @@
     };
   }
 
-  // applyLive folds the rows that arrived since the last frame into the
-  // candles and draws once.
+  // applyLive folds the rows that arrived since the last frame (the raw
+  // event data strings the message handler queued) into the candles and
+  // draws once, if a candle changed.
   function applyLive() {
+    const t0 = performance.now();
     chart.frame = 0;
     const rows = chart.pending;
     chart.pending = [];
     perf.liveFrames++;
     perf.liveRows += rows.length;
     const d = chart.data;
+    let changed = false;
     for (const data of rows) {
       // The exact ns ts from the text (JSON numbers lose digits).
       const m = /^\{"ts":(-?\d+)/.exec(data);
@@ -518,12 +548,20 @@
         d[3][i] = Math.min(d[3][i], v);
         d[4][i] = v;
         d[5][i] += vol;
+        changed = true;
       } else if (n === 0 || x > d[0][n - 1]) {
         d[0].push(x); d[1].push(v); d[2].push(v); d[3].push(v); d[4].push(v); d[5].push(vol);
+        if (n + 1 > chart.max) for (const a of d) a.shift();
+        changed = true;
       }
     }
-    if (chart.plot) chart.plot.setData(d);
-    showLast();
+    if (changed) {
+      if (chart.plot) chart.plot.setData(d);
+      showLast();
+    }
+    const dt = performance.now() - t0;
+    perf.liveMs += dt;
+    perf.liveMaxMs = Math.max(perf.liveMaxMs, dt);
   }
 
   $('chart-form').addEventListener('submit', (ev) => {

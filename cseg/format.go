@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -264,8 +262,7 @@ func Prefetch(path string, tail int64) error {
 	if err != nil {
 		return err
 	}
-	fd := int(f.Fd())
-	_ = unix.Fadvise(fd, 0, headerSize, unix.FADV_WILLNEED)
+	_ = store.FadviseWillNeed(f, 0, headerSize)
 	from := max(headerSize, st.Size()-tail)
-	return unix.Fadvise(fd, from, st.Size()-from, unix.FADV_WILLNEED)
+	return store.FadviseWillNeed(f, from, st.Size()-from)
 }

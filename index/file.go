@@ -2,7 +2,6 @@ package index
 
 import (
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -168,7 +167,7 @@ func (m *mappedFile) sync(end int64) error {
 func (m *mappedFile) trim(from int64) error {
 	from = (from + store.BlockSize - 1) &^ (store.BlockSize - 1)
 	if size := m.size.Load(); from < size {
-		if err := unix.Fallocate(int(m.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, size-from); err != nil {
+		if err := store.PunchHole(m.f, from, size-from); err != nil {
 			return fmt.Errorf("index: trim %s from %d: %w", m.Path, from, err)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -401,14 +399,13 @@ func (p *Postings) PunchBelow(dirs []uint64, nextChunk, floor uint64) (int, erro
 		}
 	}
 	slices.Sort(punch)
-	fd := int(p.m.f.Fd())
 	for i := 0; i < len(punch); {
 		j := i + 1
 		for j < len(punch) && punch[j] == punch[j-1]+1 {
 			j++
 		}
 		off, n := int64(punch[i])*store.BlockSize, int64(j-i)*store.BlockSize
-		if err := unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n); err != nil {
+		if err := store.PunchHole(p.m.f, off, n); err != nil {
 			return 0, fmt.Errorf("index: punch %s [%d, %d): %w", p.m.Path, off, off+n, err)
 		}
 		i = j

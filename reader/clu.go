@@ -36,7 +36,7 @@ type cluView struct {
 	state   cluState
 	at      uint64 // cluMissing: the ctl change counter when looked for
 	path    string
-	fd      int
+	fd      store.FD
 	dir     []byte
 	nsym    int
 	rowsOff uint64
@@ -138,7 +138,7 @@ func (r *Reader) sweepClus() {
 // readCluHead reads and checks the header and directory of the clustered
 // copy open on fd (CheckCluHead) into *buf, the reader's buffer, and
 // returns a copy of the directory.
-func readCluHead(fd int, path string, want store.CluHeader, buf *[]byte) ([]byte, error) {
+func readCluHead(fd store.FD, path string, want store.CluHeader, buf *[]byte) ([]byte, error) {
 	if cap(*buf) < cluHeadRead {
 		*buf = make([]byte, cluHeadRead)
 	}

@@ -14,6 +14,10 @@ var (
 	ErrNoTable = errors.New("store: no such table")
 	// ErrNoAllocate reports a file system without fallocate (Allocate).
 	ErrNoAllocate = errors.New("store: fallocate not supported")
+	// ErrUnsupported reports a write-side call (a writable mapping,
+	// fallocate, msync) off Linux, where only reading is supported. It
+	// matches errors.ErrUnsupported too.
+	ErrUnsupported = fmt.Errorf("store: writing a table is supported on Linux only: %w", errors.ErrUnsupported)
 )
 
 // CorruptError names the file and byte offset where a check failed and why.

@@ -6,10 +6,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FD is an open read-only file: a bare descriptor on Linux (fd_other.go
+// uses an *os.File).
+type FD = int
+
 // OpenFD opens path read-only as a bare descriptor (O_CLOEXEC): no
 // *os.File, so none of its poller registration and flag calls, which cost
 // a system call each on a path that opens a file per query.
-func OpenFD(path string) (int, error) {
+func OpenFD(path string) (FD, error) {
 	for {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == unix.EINTR {
@@ -21,7 +25,7 @@ func OpenFD(path string) (int, error) {
 
 // PreadFull reads len(b) bytes of fd at off (io.ErrUnexpectedEOF if the
 // file ends first).
-func PreadFull(fd int, b []byte, off int64) error {
+func PreadFull(fd FD, b []byte, off int64) error {
 	for len(b) > 0 {
 		n, err := unix.Pread(fd, b, off)
 		if err == unix.EINTR {
@@ -39,4 +43,4 @@ func PreadFull(fd int, b []byte, off int64) error {
 }
 
 // CloseFD closes a descriptor from OpenFD.
-func CloseFD(fd int) error { return unix.Close(fd) }
+func CloseFD(fd FD) error { return unix.Close(fd) }

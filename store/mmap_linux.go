@@ -118,19 +118,16 @@ func Allocate(f *os.File, off, n int64) error {
 	return nil
 }
 
-// SyncPath fsyncs the file or directory at path: a directory so that an
-// entry created or renamed in it is durable, a file that another handle
-// wrote.
-func SyncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return nil
+// FadviseWillNeed starts reading bytes [off, off+n) of f into the page
+// cache in the background (POSIX_FADV_WILLNEED).
+func FadviseWillNeed(f *os.File, off, n int64) error {
+	return unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED)
+}
+
+// PunchHole frees the disk blocks of bytes [off, off+n) of f and keeps its
+// size: reads there give zeros.
+func PunchHole(f *os.File, off, n int64) error {
+	return unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
 }
 
 // BootID returns the kernel's boot id (16 bytes), or zeros if unknown. A

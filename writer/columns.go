@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
-	"golang.org/x/sys/unix"
 )
 
 // AddColumn adds column c to the table, online: rows appended from now on
@@ -165,8 +165,8 @@ func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	// filling the page cache (on this kind of machine allocating its pages
 	// costs more than the write). Chunks of 64 Ki rows start on 4 KiB
 	// boundaries; the last is zero padded to one.
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|unix.O_DIRECT, 0o644)
-	if errors.Is(err, unix.EINVAL) {
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|oDirect, 0o644)
+	if errors.Is(err, syscall.EINVAL) {
 		f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	}
 	if err != nil {

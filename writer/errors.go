@@ -18,6 +18,10 @@ var (
 	ErrUnknownSymbol = errors.New("writer: row names a symbol id that is not in the dictionary")
 	// ErrLocked is matched by *LockedError.
 	ErrLocked = errors.New("writer: table is locked by another writer")
+	// ErrUnsupported is returned by Open off Linux: the writer needs
+	// Linux (docs/DESIGN.md, Platforms); the readers do not. It matches
+	// errors.ErrUnsupported too.
+	ErrUnsupported = fmt.Errorf("writer: the writer runs on Linux only: %w", errors.ErrUnsupported)
 )
 
 // LockedError reports the process that holds a table's writer lock.

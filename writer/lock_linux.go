@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,17 +45,6 @@ func lockTable(dir string) (*os.File, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
-}
-
-// LockHolder returns the pid written in a table's lock file, or 0. It does
-// not say whether that process still holds the lock; use IsLocked for that.
-func LockHolder(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, store.LockName))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
 // IsLocked reports whether a writer currently holds the table's lock, and

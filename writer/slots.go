@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/tickdb/tickdb/store"
 )
@@ -30,9 +29,8 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 		return fmt.Errorf("writer: create live slot: %w", err)
 	}
 	defer f.Close()
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(f.Fd()), &st); err == nil && int64(st.Bavail)*st.Bsize < w.segSize {
-		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, int64(st.Bavail)*st.Bsize, w.segSize)
+	if free, ok := freeBytes(f); ok && free < w.segSize {
+		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, free, w.segSize)
 	}
 	if err := f.Truncate(w.segSize); err != nil {
 		return err
@@ -142,13 +140,13 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 // O_DSYNC alone on a file system without O_DIRECT (logged once).
 func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
 	path := store.SegPath(w.dir, seg)
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_DIRECT|unix.O_DSYNC, 0)
-	if errors.Is(err, unix.EINVAL) {
+	f, err := os.OpenFile(path, os.O_WRONLY|oDirect|oDSync, 0)
+	if errors.Is(err, syscall.EINVAL) {
 		if !*warned {
 			w.log.Warn("writer: O_DIRECT not supported here, flushing with O_DSYNC", "dir", w.dir)
 			*warned = true
 		}
-		f, err = os.OpenFile(path, os.O_WRONLY|unix.O_DSYNC, 0)
+		f, err = os.OpenFile(path, os.O_WRONLY|oDSync, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("writer: open segment for flush: %w", err)
@@ -193,7 +191,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 		_, werr := f.WriteAt(buf, store.BlockSize+blk)
 		from := store.BlockSize + blk + store.BlockSize
 		if werr == nil && from < w.segSize {
-			werr = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, w.segSize-from)
+			werr = store.PunchHole(f, from, w.segSize-from)
 		}
 		if werr == nil {
 			werr = f.Sync()

@@ -89,6 +89,9 @@ type Writer struct {
 // name under the database directory db, takes the writer lock, recovers
 // after a crash, and starts the flusher and the preparer.
 func Open(db, name string, opts *Options) (*Writer, error) {
+	if err := checkPlatform(); err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	if err := store.ValidTableName(name); err != nil {
 		return nil, err

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // tickdb ingest: bulk loads of line-protocol and CSV files through

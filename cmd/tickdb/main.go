@@ -5,11 +5,9 @@ package main
 
 import (
 	"os"
-
-	"github.com/tickdb/tickdb/internal/suite"
 )
 
 func main() {
-	suite.MaybeChild() // bench's child processes: this binary, re-executed
+	maybeBenchChild() // bench's child processes: this binary, re-executed
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

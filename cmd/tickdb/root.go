@@ -60,10 +60,6 @@ them back from a second process and prints throughput and latency.`,
 	}
 	root.PersistentFlags().StringVar(&g.db, "db", defaultDB, "database directory")
 	root.AddCommand(
-		newDemoCmd(g),
-		newDemoReaderCmd(g),
-		newServeCmd(g),
-		newIngestCmd(g),
 		newExportCmd(g),
 		newBarsCmd(g),
 		newAsOfCmd(g),
@@ -72,9 +68,9 @@ them back from a second process and prints throughput and latency.`,
 		newTailCmd(g),
 		newStatCmd(g),
 		newVerifyCmd(g),
-		newBenchCmd(g),
 		newRetainCmd(g),
 		newCompactCmd(g),
 	)
+	root.AddCommand(linuxCmds(g)...)
 	return root
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+)
+
+// allocated is the file's size on Windows (no st_blocks).
+func allocated(fi fs.FileInfo) int64 { return fi.Size() }
+
+// pidRunning reports whether process pid exists. No writer runs on
+// Windows, so a pid in a lock file is another machine's or stale; it
+// reports what FindProcess, which opens the process, can tell.
+func pidRunning(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	_ = p.Release()
+	return true
+}

@@ -645,8 +645,8 @@ func checkPyAgainstGo(t *testing.T, py, db, live, table string) {
 	}
 	defer r.Close()
 	sum, rows := runPython(t, py, db, table)
-	if sum.Unavailable != 0 || sum.FirstSeq != 0 || sum.Count != uint64(len(rows)) || r.Count() != sum.Count {
-		t.Fatalf("python summary %+v, Go reader count %d", sum, r.Count())
+	if sum.Unavailable != 0 || sum.FirstSeq != 0 || sum.Count != uint64(len(rows)) || r.Len() != sum.Count {
+		t.Fatalf("python summary %+v, Go reader count %d", sum, r.Len())
 	}
 	s := r.Schema()
 	h := sha256.New()
@@ -683,7 +683,7 @@ func checkPyAgainstGo(t *testing.T, py, db, live, table string) {
 				ok = json.Unmarshal(raw, &v) == nil && v == want
 			case store.TypeSym:
 				var v string
-				name, err := r.Symbol(row.Sym(col))
+				name, err := r.SymbolName(row.Sym(col))
 				ok = err == nil && json.Unmarshal(raw, &v) == nil && v == name
 			case store.TypeBool:
 				var v bool

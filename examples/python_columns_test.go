@@ -201,7 +201,7 @@ func goValue(t *testing.T, r *reader.Reader, row store.Row, c store.Col) any {
 	case store.TypeTs, store.TypeI64:
 		return row.I64(c)
 	case store.TypeSym:
-		name, err := r.Symbol(row.Sym(c))
+		name, err := r.SymbolName(row.Sym(c))
 		if err != nil {
 			t.Fatalf("Go reader: symbol %d: %v", row.Sym(c), err)
 		}
@@ -227,8 +227,8 @@ func checkGrown(t *testing.T, py, db, live, table string, model []grownRow) stri
 	}
 	defer r.Close()
 	sum, rows := runPython(t, py, db, table)
-	if sum.Unavailable != 0 || sum.FirstSeq != 0 || sum.Count != uint64(len(model)) || r.Count() != sum.Count {
-		t.Fatalf("python summary %+v, Go reader count %d, want %d rows", sum, r.Count(), len(model))
+	if sum.Unavailable != 0 || sum.FirstSeq != 0 || sum.Count != uint64(len(model)) || r.Len() != sum.Count {
+		t.Fatalf("python summary %+v, Go reader count %d, want %d rows", sum, r.Len(), len(model))
 	}
 	s := r.Schema()
 	if n := len(s.Cols) - s.Base(); n != model[len(model)-1].added {

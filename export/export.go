@@ -245,7 +245,7 @@ func (e *exporter) runCSV(plan []filePlan) error {
 		if err != nil {
 			return err
 		}
-		c := newCSVFile(of.f, e.s, e.o.Table, e.r.Symbol)
+		c := newCSVFile(of.f, e.s, e.o.Table, e.r.SymbolName)
 		if err := sc.start(fp.cuts[0], fp.cuts[len(fp.cuts)-1]); err != nil {
 			return err
 		}
@@ -423,7 +423,7 @@ func (c *symCache) name(id uint32) ([]byte, error) {
 	if int(id) < len(c.known) && c.known[id] {
 		return c.names[id], nil
 	}
-	s, err := c.r.Symbol(id)
+	s, err := c.r.SymbolName(id)
 	if err != nil {
 		return nil, err
 	}

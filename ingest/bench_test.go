@@ -54,12 +54,12 @@ func benchIngest(b *testing.B, conns int, withTs bool) {
 		r, _ = reader.Open(db, "ticks", nil)
 	}
 	defer r.Close()
-	for r.Count() < uint64(b.N) {
+	for r.Len() < uint64(b.N) {
 		time.Sleep(20 * time.Microsecond)
 	}
 	el := time.Since(start)
 	b.StopTimer()
-	if got := r.Count(); got != uint64(b.N) {
+	if got := r.Len(); got != uint64(b.N) {
 		b.Fatalf("%d rows, want %d", got, b.N)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "lines/s")

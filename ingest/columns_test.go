@@ -53,7 +53,7 @@ func readCPU(t *testing.T, r *reader.Reader, row store.Row) cpuRow {
 		if i < 0 {
 			return "", false
 		}
-		v, err := r.Symbol(row.Sym(s.ColAt(i)))
+		v, err := r.SymbolName(row.Sym(s.ColAt(i)))
 		if err != nil {
 			t.Fatalf("symbol of %s: %v", name, err)
 		}

@@ -90,7 +90,7 @@ func waitRows(t *testing.T, db string, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if r, err := reader.Open(db, "s", nil); err == nil {
-			cnt := r.Count()
+			cnt := r.Len()
 			r.Close()
 			if cnt >= uint64(n) {
 				return
@@ -122,7 +122,7 @@ func checkPrefix(t *testing.T, db string) int {
 	n := 0
 	for it.Next() {
 		row := it.Row()
-		name, _ := r.Symbol(row.Sym(sym))
+		name, _ := r.SymbolName(row.Sym(sym))
 		if row.I64(k) != int64(n) || row.Ts() != int64(n+1) || name != "S"+strconv.Itoa(n%7) {
 			t.Fatalf("row %d: ts %d k %d sym %s: not the prefix of what was sent", n, row.Ts(), row.I64(k), name)
 		}
@@ -199,7 +199,7 @@ func TestServeKill9MidStream(t *testing.T) {
 		r, err := reader.Open(db, "s", nil)
 		first := 0
 		if err == nil {
-			first = int(r.Count())
+			first = int(r.Len())
 			r.Close()
 		}
 		var stop atomic.Bool

@@ -395,7 +395,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 	defer rd.Close()
 	var enc *query.Encoder
 	if newEnc == nil {
-		enc = query.NewEncoder(w, f, tf, rd.Schema(), table, rd.Symbol)
+		enc = query.NewEncoder(w, f, tf, rd.Schema(), table, rd.SymbolName)
 	} else {
 		if enc, err = newEnc(w, f, tf, rd); err != nil {
 			status, code := http.StatusInternalServerError, "internal error"

@@ -64,7 +64,7 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		// The bars are over the rows published before seq SeqEnd, which
 		// the response names, so that GET /tail?from= it continues them
 		// with no row counted twice (the console's live chart).
-		q.SeqEnd, q.HasSeqEnd = rd.Count(), true
+		q.SeqEnd, q.HasSeqEnd = rd.Len(), true
 		w.Header().Set("Tickdb-Next-Seq", strconv.FormatUint(q.SeqEnd, 10))
 		_, err := query.RunBars(ctx, rd, q, enc)
 		return err

@@ -46,7 +46,7 @@ func TestHTTPBars(t *testing.T) {
 			if code != 200 || hdr.Get("Content-Type") != "application/x-ndjson" {
 				t.Fatalf("%d %q %s", code, hdr.Get("Content-Type"), body)
 			}
-			if got, want := hdr.Get("Tickdb-Next-Seq"), fmt.Sprint(rd.Count()); got != want {
+			if got, want := hdr.Get("Tickdb-Next-Seq"), fmt.Sprint(rd.Len()); got != want {
 				t.Errorf("Tickdb-Next-Seq %q, want %q (the rows published)", got, want)
 			}
 			var got []bar

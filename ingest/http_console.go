@@ -128,7 +128,7 @@ func statAPI(db string, t *apiTable) error {
 		t.Writer, t.WriterPid = "open", st.WriterPid
 	}
 	for id := range min(st.Symbols, apiSymbols) {
-		name, err := r.Symbol(uint32(id))
+		name, err := r.SymbolName(uint32(id))
 		if err != nil {
 			return err
 		}

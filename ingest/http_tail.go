@@ -112,7 +112,7 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !hasFrom {
-		from = rd.Count()
+		from = rd.Len()
 	}
 	tl := rd.Tail(from, nil)
 	st := &tailStream{sym: sym, rd: rd, tl: tl}
@@ -121,7 +121,7 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 		st.lookup()
 	}
 	var rowBuf bytes.Buffer
-	enc := query.NewEncoder(&rowBuf, query.FormatJSON, tsf, s, table, rd.Symbol)
+	enc := query.NewEncoder(&rowBuf, query.FormatJSON, tsf, s, table, rd.SymbolName)
 	h.s.m.tailStreams.Inc()
 	defer h.s.m.tailStreams.Dec()
 
@@ -173,7 +173,7 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 			if g := rd.Schema(); g != s {
 				// A column added (docs/FORMAT.md §15): the rows from
 				// here on carry it.
-				s, enc = g, query.NewEncoder(&rowBuf, query.FormatJSON, tsf, g, table, rd.Symbol)
+				s, enc = g, query.NewEncoder(&rowBuf, query.FormatJSON, tsf, g, table, rd.SymbolName)
 			}
 			if err := enc.Row(row); err != nil { // a symbol's name unreadable
 				h.s.log.Warn("ingest: tail", "table", table, "seq", seq, "err", err)

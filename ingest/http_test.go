@@ -67,8 +67,8 @@ func TestHTTPWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Count() != 4 || r.Durable() != 4 {
-		t.Fatalf("after 204: count %d durable %d, want 4 and 4", r.Count(), r.Durable())
+	if r.Len() != 4 || r.Durable() != 4 {
+		t.Fatalf("after 204: count %d durable %d, want 4 and 4", r.Len(), r.Durable())
 	}
 }
 

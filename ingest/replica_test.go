@@ -33,7 +33,7 @@ func TestILPOutputRoundTrips(t *testing.T) {
 	}
 	defer r.Close()
 	var ilp bytes.Buffer
-	enc := query.NewEncoder(&ilp, query.FormatILP, query.TsNs, r.Schema(), "rt", r.Symbol)
+	enc := query.NewEncoder(&ilp, query.FormatILP, query.TsNs, r.Schema(), "rt", r.SymbolName)
 	if _, err := query.Run(context.Background(), r, query.Query{Table: "rt"}, enc); err != nil {
 		t.Fatal(err)
 	}

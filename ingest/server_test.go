@@ -139,7 +139,7 @@ func formatRow(r *reader.Reader, s *store.Schema, row store.Row) string {
 		b.WriteString(" " + s.Cols[i].Name + "=")
 		switch c.Type {
 		case store.TypeSym:
-			name, err := r.Symbol(row.Sym(c))
+			name, err := r.SymbolName(row.Sym(c))
 			if err != nil {
 				name = "?" + err.Error()
 			}

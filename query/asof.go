@@ -245,7 +245,7 @@ func (x *asofRun) resolve(id uint32) error {
 	if int(id) >= len(x.l2r) {
 		x.l2r = append(x.l2r, make([]uint32, int(id)+1-len(x.l2r))...)
 	}
-	name, err := x.left.Symbol(id)
+	name, err := x.left.SymbolName(id)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func asofCols(ls, rs *store.Schema, right string) ([]Column, []asofCol) {
 // The ilp measurement is the left table's name.
 func NewAsOfEncoder(w io.Writer, f Format, tsf TsFormat, left, right *reader.Reader, q AsOfQuery) (*Encoder, error) {
 	cols, _ := asofCols(left.Schema(), right.Schema(), q.Right)
-	return NewValuesEncoder(w, f, tsf, cols, q.Left, left.Symbol, right.Symbol)
+	return NewValuesEncoder(w, f, tsf, cols, q.Left, left.SymbolName, right.SymbolName)
 }
 
 // RunAsOf runs AsOf and writes every joined row to enc, which

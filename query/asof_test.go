@@ -162,8 +162,8 @@ func gotAsOf(t *testing.T, l, r *reader.Reader, q query.AsOfQuery) (trades, quot
 			quotes = append(quotes, -1)
 			return nil
 		}
-		ln, _ := l.Symbol(lr.Sym(lsym))
-		rn, _ := r.Symbol(rr.Sym(rsym))
+		ln, _ := l.SymbolName(lr.Sym(lsym))
+		rn, _ := r.SymbolName(rr.Sym(rsym))
 		if ln != rn || rr.Ts() > lr.Ts() {
 			return fmt.Errorf("trade %d (%s at %d) joined with quote %v (%s at %d)", lr.I64(size), ln, lr.Ts(), rr.F64(bid), rn, rr.Ts())
 		}
@@ -336,7 +336,7 @@ func TestAsOfErrors(t *testing.T) {
 	}
 	// An encoder of table rows is refused by RunAsOf, one of computed rows by Run.
 	var buf bytes.Buffer
-	if _, err := query.RunAsOf(context.Background(), l, r, query.AsOfQuery{}, query.NewEncoder(&buf, query.FormatCSV, query.TsNs, l.Schema(), "trades", l.Symbol)); err == nil {
+	if _, err := query.RunAsOf(context.Background(), l, r, query.AsOfQuery{}, query.NewEncoder(&buf, query.FormatCSV, query.TsNs, l.Schema(), "trades", l.SymbolName)); err == nil {
 		t.Error("RunAsOf with a table-row encoder: no error")
 	}
 	enc, err := query.NewAsOfEncoder(&buf, query.FormatCSV, query.TsNs, l, r, query.AsOfQuery{Right: "quotes"})

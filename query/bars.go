@@ -26,7 +26,7 @@ type BarsQuery struct {
 	Interval       time.Duration
 	Field, Volume  string
 	// SeqEnd, with HasSeqEnd, leaves out the rows with seq >= SeqEnd:
-	// bars over exactly the rows published before it (a reader's Count
+	// bars over exactly the rows published before it (a reader's Len
 	// taken before Bars), so that a follower of the table from seq
 	// SeqEnd (GET /tail?from=) counts no row twice.
 	SeqEnd    uint64
@@ -364,7 +364,7 @@ func NewBarsEncoder(w io.Writer, f Format, tsf TsFormat, r *reader.Reader, q Bar
 		cols = append(cols, Column{Name: n, Type: field.Type})
 	}
 	cols = append(cols, Column{Name: "volume", Type: vol.Type}, Column{Name: "count", Type: store.TypeI64})
-	return NewValuesEncoder(w, f, tsf, cols, q.Table+"_bars", r.Symbol)
+	return NewValuesEncoder(w, f, tsf, cols, q.Table+"_bars", r.SymbolName)
 }
 
 // barCount is the number of columns of bars without a sym column.

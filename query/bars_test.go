@@ -213,7 +213,7 @@ func gotBars(t *testing.T, r *reader.Reader, q query.BarsQuery) []bruteBar {
 	}
 	var bars []bruteBar
 	n, err := query.Bars(context.Background(), r, q, func(b *query.Bar) error {
-		name, err := r.Symbol(b.Sym)
+		name, err := r.SymbolName(b.Sym)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func BenchmarkRun(b *testing.B) {
 				b.ReportAllocs()
 				var rows int64
 				for b.Loop() {
-					enc := query.NewEncoder(discard{}, f, query.TsRFC3339, r.Schema(), "ticks", r.Symbol)
+					enc := query.NewEncoder(discard{}, f, query.TsRFC3339, r.Schema(), "ticks", r.SymbolName)
 					got, err := query.Run(context.Background(), r, query.Query{Sym: sym}, enc)
 					if err != nil {
 						b.Fatal(err)

@@ -110,7 +110,7 @@ func TestQueriesWithAddedColumns(t *testing.T) {
 			r   *reader.Reader
 			buf *bytes.Buffer
 		}{{a, &la}, {b, &lb}} {
-			enc := query.NewEncoder(x.buf, query.FormatCSV, query.TsNs, x.r.Schema(), "ticks", x.r.Symbol)
+			enc := query.NewEncoder(x.buf, query.FormatCSV, query.TsNs, x.r.Schema(), "ticks", x.r.SymbolName)
 			if _, err := query.RunLatest(ctx, x.r, lq, enc); err != nil {
 				t.Fatal(err)
 			}

@@ -246,7 +246,7 @@ func TestILPMissing(t *testing.T) {
 	tb.publish()
 	r := tb.reader(t)
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatILP, query.TsRFC3339, s, "my table,x", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatILP, query.TsRFC3339, s, "my table,x", r.SymbolName)
 	if _, err := query.Run(context.Background(), r, query.Query{}, enc); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestILPLineBreak(t *testing.T) {
 	tb.publish()
 	r := tb.reader(t)
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatILP, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatILP, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	n, err := query.Run(context.Background(), r, query.Query{}, enc)
 	if err != nil || n != 2 {
 		t.Fatalf("Run = %d, %v; want 2 rows", n, err)
@@ -361,7 +361,7 @@ func TestEmptyOutput(t *testing.T) {
 	// Flushed before any row (tail), then closed: csv has its header
 	// out at the Flush, json nothing at all.
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	if err := enc.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestEmptyOutput(t *testing.T) {
 		t.Errorf("after Flush: %q, Written %d", buf.String(), enc.Written())
 	}
 	buf.Reset()
-	enc = query.NewEncoder(&buf, query.FormatJSON, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc = query.NewEncoder(&buf, query.FormatJSON, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	if err := enc.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestBuffering(t *testing.T) {
 	tb := goldenTable(t)
 	r := tb.reader(t)
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	row, err := r.Get(0)
 	if err != nil {
 		t.Fatal(err)
@@ -503,7 +503,7 @@ func TestEncoderAllocs(t *testing.T) {
 	}
 	for _, f := range []query.Format{query.FormatCSV, query.FormatILP, query.FormatJSON, query.FormatTable} {
 		for _, tsf := range []query.TsFormat{query.TsRFC3339, query.TsNs} {
-			enc := query.NewEncoder(discard{}, f, tsf, r.Schema(), "ticks", r.Symbol)
+			enc := query.NewEncoder(discard{}, f, tsf, r.Schema(), "ticks", r.SymbolName)
 			for _, row := range rows { // warm-up: every symbol cached
 				if err := enc.Row(row); err != nil {
 					t.Fatal(err)

@@ -99,7 +99,7 @@ func (tb *qtTable) reader(t testing.TB) *reader.Reader {
 func run(t *testing.T, r *reader.Reader, q query.Query, f query.Format, tsf query.TsFormat) (string, int64) {
 	t.Helper()
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, f, tsf, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, f, tsf, r.Schema(), "ticks", r.SymbolName)
 	n, err := query.Run(context.Background(), r, q, enc)
 	if err != nil {
 		t.Fatalf("Run(%+v): %v", q, err)

@@ -73,7 +73,7 @@ func Latest(ctx context.Context, r *reader.Reader, q LatestQuery, fn func(row st
 	}
 	names := make([]string, len(ids))
 	for i, id := range ids {
-		name, err := r.Symbol(id)
+		name, err := r.SymbolName(id)
 		if err != nil {
 			return 0, q.wrap(err)
 		}

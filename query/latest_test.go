@@ -18,7 +18,7 @@ import (
 func latest(t *testing.T, r *reader.Reader, q query.LatestQuery) string {
 	t.Helper()
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	n, err := query.RunLatest(context.Background(), r, q, enc)
 	if err != nil {
 		t.Fatalf("RunLatest(%+v): %v", q, err)

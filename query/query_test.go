@@ -98,7 +98,7 @@ func TestRunSelection(t *testing.T) {
 func TestRunBadQuery(t *testing.T) {
 	r := smallTable(t)
 	var buf bytes.Buffer
-	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	if _, err := query.Run(context.Background(), r, query.Query{Limit: -1}, enc); !errors.Is(err, query.ErrBadQuery) || !strings.Contains(err.Error(), "limit -1") {
 		t.Errorf("negative limit: %v", err)
 	}
@@ -258,14 +258,14 @@ func TestRunCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	enc := query.NewEncoder(discard{}, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+	enc := query.NewEncoder(discard{}, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 	if n, err := query.Run(ctx, r, query.Query{}, enc); n != 0 || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled before: %d rows, %v", n, err)
 	}
 
 	for _, sym := range []string{"", "A"} {
 		ctx, cancel = context.WithCancel(context.Background())
-		enc = query.NewEncoder(cancelWriter{cancel}, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.Symbol)
+		enc = query.NewEncoder(cancelWriter{cancel}, query.FormatCSV, query.TsNs, r.Schema(), "ticks", r.SymbolName)
 		n, err := query.Run(ctx, r, query.Query{Sym: sym}, enc)
 		if !errors.Is(err, context.Canceled) || n >= 10000 {
 			t.Errorf("sym %q: cancelled at the first flush: %d rows, %v", sym, n, err)
@@ -350,9 +350,9 @@ func TestRunWhileWriting(t *testing.T) {
 		if k%3 == 0 {
 			q.From, q.HasFrom = int64(k*50), true
 		}
-		before := int64(r.Count())
+		before := int64(r.Len())
 		var buf bytes.Buffer
-		enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, s, "ticks", r.Symbol)
+		enc := query.NewEncoder(&buf, query.FormatCSV, query.TsNs, s, "ticks", r.SymbolName)
 		n, err := query.Run(context.Background(), r, q, enc)
 		if err != nil {
 			t.Fatal(err)

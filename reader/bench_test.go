@@ -433,7 +433,7 @@ func TestBenchChildOpen(t *testing.T) {
 	}
 	rssR := benchutil.RSSKiB()
 	t1 := time.Now()
-	row, err := r.Get(r.Count() - 1)
+	row, err := r.Get(r.Len() - 1)
 	fg := time.Since(t1)
 	if err != nil || row.Ts() == 0 {
 		t.Fatalf("first get: %v", err)
@@ -477,7 +477,7 @@ func BenchmarkOpenBig(b *testing.B) {
 	} else if r, err := reader.Open(db, "ticks", nil); err != nil {
 		b.Fatal(err)
 	} else {
-		n = r.Count()
+		n = r.Len()
 		r.Close()
 	}
 	b.Run("rows="+benchutil.CountName(n), func(b *testing.B) { benchOpen(b, db) })

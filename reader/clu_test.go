@@ -117,7 +117,7 @@ func cluModel(t *testing.T, db, live string, nsym int) *clModel {
 	defer r.Close()
 	m := &clModel{nsym: nsym + 1}
 	symc, _ := r.Schema().Col("sym")
-	for q := r.First(); q < r.Count(); q++ {
+	for q := r.FirstSeq(); q < r.Len(); q++ {
 		row, err := r.Get(q)
 		if err != nil {
 			t.Fatal(err)
@@ -488,8 +488,8 @@ func TestCluRangeSymAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(10, scan); n != 0 {
 		t.Errorf("RangeSym over clustered copies allocates %v times a scan", n)
 	}
-	if rows != int(r.Count()) {
-		t.Fatalf("scans read %d rows, the table holds %d", rows, r.Count())
+	if rows != int(r.Len()) {
+		t.Fatalf("scans read %d rows, the table holds %d", rows, r.Len())
 	}
 }
 
@@ -528,7 +528,7 @@ func TestCluCrossProcess(t *testing.T) {
 			if line, err := c.Next(0); err == nil && strings.HasPrefix(line, "synced") {
 				done = true
 			}
-			first, n := r.First(), r.Count()
+			first, n := r.FirstSeq(), r.Len()
 			for id := range uint32(3) {
 				if err := r.RangeSym(-1<<62, 1<<62, id, &it); err != nil {
 					t.Fatal(err)
@@ -603,7 +603,7 @@ func TestCluSweep(t *testing.T) {
 	}
 	defer r.Close()
 	// it1 reads the first rows of symbol 1 in the oldest hot segment.
-	from := m.ts[int(segs[0])*rps-int(r.First())]
+	from := m.ts[int(segs[0])*rps-int(r.FirstSeq())]
 	var it1, it2 reader.Iter
 	if err := r.RangeSym(from, m.ts[len(m.ts)-1]+1, 1, &it1); err != nil {
 		t.Fatal(err)
@@ -635,7 +635,7 @@ func TestCluSweep(t *testing.T) {
 	var want []uint64
 	for q := range m.ts {
 		if m.sym[q] == 1 && m.ts[q] >= from {
-			want = append(want, r.First()+uint64(q))
+			want = append(want, r.FirstSeq()+uint64(q))
 		}
 	}
 	if !slices.Equal(got, want) {

@@ -95,7 +95,7 @@ func clTable(t *testing.T, db, live string, rng *rand.Rand, rps int) *clModel {
 	}
 	defer r.Close()
 	m := &clModel{nsym: nsym + 1}
-	for q := uint64(0); q < r.Count(); q++ {
+	for q := uint64(0); q < r.Len(); q++ {
 		row, err := r.Get(q)
 		if err != nil {
 			t.Fatal(err)

@@ -143,7 +143,7 @@ func growCheck(r *reader.Reader, plan []growCol, seq uint64, row store.Row) erro
 		case store.TypeBool:
 			got = row.Bool(col)
 		case store.TypeSym:
-			name, err := r.Symbol(row.Sym(col))
+			name, err := r.SymbolName(row.Sym(col))
 			if err != nil {
 				return fmt.Errorf("row %d column %s: %w", seq, c.Name, err)
 			}

@@ -131,7 +131,7 @@ func ctSweep(t *testing.T, r *reader.Reader, m *rtModel, path string, off int64)
 	t.Helper()
 	failed := map[uint64]bool{}
 	n := len(m.rows)
-	if c := r.Count(); c != uint64(n) {
+	if c := r.Len(); c != uint64(n) {
 		t.Fatalf("Count = %d, want %d", c, n)
 	}
 	for seq := range uint64(n) {

@@ -9,7 +9,7 @@ var (
 	// ErrNotVisible: the sequence number has not been published yet.
 	ErrNotVisible = errors.New("reader: row not published yet")
 	// ErrTruncated: the row was deleted by retention; the table now starts
-	// at Reader.First(). Get returns it as a *TruncatedError, which names
+	// at Reader.FirstSeq(). Get returns it as a *TruncatedError, which names
 	// the new first row.
 	ErrTruncated = errors.New("reader: row deleted by retention")
 	// ErrUnavailable: the row was published but its live copy is gone and

@@ -210,7 +210,7 @@ func checkGoldenRow(r *reader.Reader, f goldenFormat, seq uint64, row store.Row)
 		case store.TypeBool:
 			got = row.Bool(col)
 		case store.TypeSym:
-			name, err := r.Symbol(row.Sym(col))
+			name, err := r.SymbolName(row.Sym(col))
 			if err != nil {
 				return fmt.Errorf("row %d column %s: %w", seq, c.Name, err)
 			}
@@ -257,8 +257,8 @@ func TestGoldenFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if r.Count() != f.rows {
-				t.Fatalf("count %d, want %d", r.Count(), f.rows)
+			if r.Len() != f.rows {
+				t.Fatalf("count %d, want %d", r.Len(), f.rows)
 			}
 			for seq := range f.rows {
 				row, err := r.Get(seq)

@@ -53,8 +53,8 @@ func TestGoldenV1StillReads(t *testing.T) {
 	if !s.Equal(goldenSchema()) {
 		t.Fatalf("schema %s", s)
 	}
-	if r.Count() != goldenRows {
-		t.Fatalf("count %d", r.Count())
+	if r.Len() != goldenRows {
+		t.Fatalf("count %d", r.Len())
 	}
 	for i := 0; i < goldenRows; i++ {
 		row, err := r.Get(uint64(i))
@@ -62,8 +62,8 @@ func TestGoldenV1StillReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		ts, sym, price, size, venue, buy := goldenRow(i)
-		gs, _ := r.Symbol(row.Sym(s.ColAt(1)))
-		gv, _ := r.Symbol(row.Sym(s.ColAt(4)))
+		gs, _ := r.SymbolName(row.Sym(s.ColAt(1)))
+		gv, _ := r.SymbolName(row.Sym(s.ColAt(4)))
 		if row.Ts() != ts || gs != sym || row.F64(s.ColAt(2)) != price || row.I64(s.ColAt(3)) != size || gv != venue || row.Bool(s.ColAt(5)) != buy {
 			t.Fatalf("row %d differs", i)
 		}

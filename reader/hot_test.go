@@ -145,7 +145,7 @@ func TestChildHotReader(t *testing.T) {
 		testutil.ChildFatalf(t, "hot rows: %v", err)
 	}
 	g := testutil.NewSeqRows()
-	names := testutil.NewSymCache(r.Symbol)
+	names := testutil.NewSymCache(r.SymbolName)
 	// The hot rows through the iterator. (A time range would seek through
 	// the row before them too, which is in a hidden file.)
 	var it reader.Iter
@@ -180,7 +180,7 @@ func checkRows(t *testing.T, r *reader.Reader, from, to uint64) {
 // one against testutil.SeqRows.
 func readRows(r *reader.Reader, from, to uint64) error {
 	g := testutil.NewSeqRows()
-	names := testutil.NewSymCache(r.Symbol)
+	names := testutil.NewSymCache(r.SymbolName)
 	buf := make(store.Row, g.Schema.RowSize)
 	for seq := from; seq < to; seq++ {
 		if err := r.ReadRow(seq, buf); err != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // SeekTime returns the sequence number of the first row with ts >= t among the
-// published rows (Count() if there is none). O(log n): a binary search of
+// published rows (Len() if there is none). O(log n): a binary search of
 // the sparse time index, then of at most one stride of rows.
 //
 // With late rows (writer.Options.LateWindow) it is the first row at or

@@ -157,7 +157,7 @@ func lateCheck(t *testing.T, db, live string, m *lateModel, rng *rand.Rand) {
 	}
 	defer r.Close()
 	n := len(m.ts)
-	if c := r.Count(); c != uint64(n) {
+	if c := r.Len(); c != uint64(n) {
 		t.Fatalf("count %d, want %d", c, n)
 	}
 	for q := range n {

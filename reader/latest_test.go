@@ -618,7 +618,7 @@ func TestLatestWhileWriting(t *testing.T) {
 			finished = true
 		default:
 		}
-		before := r.Count()
+		before := r.Len()
 		at := int64(math.MaxInt64)
 		if mu.Lock(); len(g.m.ts) > 0 && rng.IntN(2) == 0 {
 			at = g.m.ts[rng.IntN(len(g.m.ts))]
@@ -649,7 +649,7 @@ func TestLatestWhileWriting(t *testing.T) {
 				}
 			}
 		}
-		after := r.Count()
+		after := r.Len()
 		snapshot()
 		for id, seq := range got {
 			// The symbol's last row at or before at among rows < before.

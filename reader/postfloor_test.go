@@ -19,7 +19,7 @@ import (
 func symAnswers(t *testing.T, r *reader.Reader) [][]uint64 {
 	t.Helper()
 	g := testutil.NewSeqRows()
-	n := r.Count()
+	n := r.Len()
 	windows := [][2]int64{{g.Ts(0), g.Ts(n-1) + 1}, {g.Ts(n / 3), g.Ts(n/3 + 3000)}, {g.Ts(n / 2), g.Ts(n - 1)}, {g.Ts(100), g.Ts(2100)}}
 	var out [][]uint64
 	var it reader.Iter

@@ -257,10 +257,10 @@ func (r *Reader) Schema() *store.Schema { return r.schema }
 // Dir is the table's directory.
 func (r *Reader) Dir() string { return r.dir }
 
-// Count is the published row count (one acquire load): rows [First, Count)
+// Len is the published row count (one acquire load): rows [FirstSeq, Len)
 // can be read.
 // After Close it returns the last count seen.
-func (r *Reader) Count() uint64 {
+func (r *Reader) Len() uint64 {
 	if !r.closed {
 		r.visible = r.loadVisible()
 	}
@@ -275,8 +275,8 @@ func (r *Reader) Durable() uint64 {
 	return r.ctl.Durable()
 }
 
-// First is the first row not deleted by retention.
-func (r *Reader) First() uint64 {
+// FirstSeq is the first row not deleted by retention.
+func (r *Reader) FirstSeq() uint64 {
 	s, err := r.Snapshot()
 	if err != nil {
 		return 0
@@ -415,7 +415,7 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	v, err := r.view(n)
 	if err != nil {
 		if errors.Is(err, ErrTruncated) {
-			return nil, &TruncatedError{Seq: seq, First: r.First()}
+			return nil, &TruncatedError{Seq: seq, First: r.FirstSeq()}
 		}
 		return nil, err
 	}
@@ -783,9 +783,9 @@ func (r *Reader) refreshSymbols() error {
 	return r.syms.Refresh(r.ctl.SymCount(), r.ctl.SymBytes())
 }
 
-// Symbol returns the name of symbol id; store.NoSym (a sym column added
+// SymbolName returns the name of symbol id; store.NoSym (a sym column added
 // to the table after the row was written) is "".
-func (r *Reader) Symbol(id uint32) (string, error) {
+func (r *Reader) SymbolName(id uint32) (string, error) {
 	if r.closed {
 		return "", ErrClosed
 	}

@@ -153,7 +153,7 @@ func tickBoolSchema() *store.Schema {
 // over random and edge ranges. One Iter is reused throughout.
 func rtCheckQueries(t *testing.T, r *reader.Reader, m *rtModel, nsym int) {
 	t.Helper()
-	n := int(r.Count())
+	n := int(r.Len())
 	if n != len(m.rows) {
 		t.Fatalf("reader Count %d, model %d", n, len(m.rows))
 	}
@@ -325,7 +325,7 @@ func TestTail(t *testing.T) {
 				rtFill(t, w, m, 2, 3, 5)
 				w.Publish()
 				r := tb.reader(t)
-				tail := r.Tail(r.Count(), st.idle())
+				tail := r.Tail(r.Len(), st.idle())
 				if tail.Next() != 2 {
 					t.Fatalf("tail starts at %d", tail.Next())
 				}
@@ -562,7 +562,7 @@ func TestSymbolsReader(t *testing.T) {
 	}
 	// Symbols added after the reader opened are found.
 	for i, n := range names {
-		got, err := r.Symbol(uint32(i))
+		got, err := r.SymbolName(uint32(i))
 		if err != nil || got != n {
 			t.Fatalf("Symbol(%d) = %q, %v", i, got, err)
 		}
@@ -571,7 +571,7 @@ func TestSymbolsReader(t *testing.T) {
 			t.Fatalf("SymbolID(%q) = %d, %v", n, id, ok)
 		}
 	}
-	if _, err := r.Symbol(99); !errors.Is(err, reader.ErrUnknownSymbol) {
+	if _, err := r.SymbolName(99); !errors.Is(err, reader.ErrUnknownSymbol) {
 		t.Fatalf("Symbol(99): %v", err)
 	}
 	if _, ok := r.SymbolID([]byte("NOPE")); ok {

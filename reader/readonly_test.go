@@ -133,15 +133,15 @@ func TestChildReadOnly(t *testing.T) {
 			t.Fatal("table dir writable")
 		}
 	}
-	testutil.Report("ok %d rows %d segments %d symbols %d", os.Geteuid(), r.Count(), (r.Count()+r.SegmentRows()-1)/r.SegmentRows(), r.Symbols())
+	testutil.Report("ok %d rows %d segments %d symbols %d", os.Geteuid(), r.Len(), (r.Len()+r.SegmentRows()-1)/r.SegmentRows(), r.Symbols())
 }
 
 // readEverything reads every row, seeks, ranges, per-symbol ranges, a tail
 // and a Verify of a closed table of rows SeqRows, checking every answer.
 func readEverything(r *reader.Reader, db, name string, rows uint64) error {
 	g := testutil.NewSeqRows()
-	names := testutil.NewSymCache(r.Symbol)
-	if n := r.Count(); n != rows {
+	names := testutil.NewSymCache(r.SymbolName)
+	if n := r.Len(); n != rows {
 		return fmt.Errorf("count %d, want %d", n, rows)
 	}
 	if d := r.Durable(); d != rows {

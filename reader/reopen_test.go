@@ -158,11 +158,11 @@ func TestReaderAfterClose(t *testing.T) {
 	if _, _, _, err := tail.Poll(); err == nil {
 		t.Error("Poll after Close")
 	}
-	if _, err := r.Symbol(0); !errors.Is(err, reader.ErrClosed) {
+	if _, err := r.SymbolName(0); !errors.Is(err, reader.ErrClosed) {
 		t.Errorf("Symbol: %v", err)
 	}
 	_, _ = r.SymbolID([]byte("AAA"))
-	_ = r.Count() + r.Durable() + r.First() + r.OutOfOrder() + uint64(r.WriterPid()+r.Symbols())
+	_ = r.Len() + r.Durable() + r.FirstSeq() + r.OutOfOrder() + uint64(r.WriterPid()+r.Symbols())
 	if _, err := r.Snapshot(); !errors.Is(err, reader.ErrClosed) {
 		t.Errorf("Snapshot: %v", err)
 	}
@@ -204,8 +204,8 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Count() != 1000 {
-		t.Fatalf("count %d before the restart", r.Count())
+	if r.Len() != 1000 {
+		t.Fatalf("count %d before the restart", r.Len())
 	}
 	d := r.Durable()
 	if d < 600 || d >= 1000 {
@@ -234,7 +234,7 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 	f.Close()
 	// Sealed segments go on becoming durable in the background, so the
 	// cap is checked against the durable count read after it.
-	got := r.Count()
+	got := r.Len()
 	if d := r.Durable(); got > d || got < 600 {
 		t.Fatalf("count %d after the restart, want 600 (synced and checkpointed) up to durable %d", got, d)
 	}

@@ -112,7 +112,7 @@ func (r *Reader) Stat() (Stat, error) {
 		ts, err := r.rowTs(st.First, buf)
 		if errors.Is(err, ErrTruncated) {
 			// Retention moved on since the snapshot: take the new first row.
-			st.First = r.First()
+			st.First = r.FirstSeq()
 			ts, err = r.rowTs(st.First, buf)
 		}
 		if err != nil {
@@ -148,7 +148,7 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 	for n := first; n < r.ctl.CmpSegs(); n++ {
 		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1})
-		if errors.Is(err, os.ErrNotExist) && n < r.First()>>r.shift {
+		if errors.Is(err, os.ErrNotExist) && n < r.FirstSeq()>>r.shift {
 			continue // deleted by retention meanwhile
 		}
 		if err != nil {

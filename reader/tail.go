@@ -18,7 +18,7 @@ type Tail struct {
 	empty int
 }
 
-// Tail starts following at sequence number from (Count() for new rows
+// Tail starts following at sequence number from (Len() for new rows
 // only). idle nil means &Backoff{}.
 func (r *Reader) Tail(from uint64, idle IdleStrategy) *Tail {
 	if idle == nil {
@@ -49,7 +49,7 @@ func (t *Tail) Poll() (row store.Row, seq uint64, ok bool, err error) {
 		if err != nil {
 			if errors.Is(err, ErrTruncated) {
 				// Retention passed us: continue from the new first row.
-				t.next = t.r.First()
+				t.next = t.r.FirstSeq()
 				continue
 			}
 			return nil, 0, false, err

@@ -222,7 +222,7 @@ func TestChildXprocTail(t *testing.T) {
 	defer r.Close()
 	testutil.Report("open")
 	g := testutil.NewSeqRows()
-	names := testutil.NewSymCache(r.Symbol)
+	names := testutil.NewSymCache(r.SymbolName)
 	rps := r.SegmentRows()
 	tail := r.Tail(0, &reader.Backoff{MaxSleep: 200 * time.Microsecond})
 	buf := make(store.Row, g.Schema.RowSize)
@@ -238,16 +238,16 @@ func TestChildXprocTail(t *testing.T) {
 			// writer is well past the slot this segment lives in, as a
 			// consumer stuck elsewhere would; or until the writer is done.
 			seg := next / rps
-			if before := r.Count(); before-next < slots*rps {
+			if before := r.Len(); before-next < slots*rps {
 				target := min(rows, next+(slots+2)*rps)
-				for r.Count() < target {
+				for r.Len() < target {
 					if ctx.Err() != nil {
-						testutil.ChildFatalf(t, "writer stuck at %d rows while the reader waits at %d", r.Count(), next)
+						testutil.ChildFatalf(t, "writer stuck at %d rows while the reader waits at %d", r.Len(), next)
 					}
 					time.Sleep(200 * time.Microsecond)
 				}
 				// The slot of segment seg now holds segment seg+slots.
-				if before <= (seg+slots)*rps && r.Count() > (seg+slots)*rps {
+				if before <= (seg+slots)*rps && r.Len() > (seg+slots)*rps {
 					behind++
 				}
 			}
@@ -269,7 +269,7 @@ func TestChildXprocTail(t *testing.T) {
 		} else if wasLate {
 			late++
 		}
-		if lag := (r.Count() - seq) / rps; lag > maxLag {
+		if lag := (r.Len() - seq) / rps; lag > maxLag {
 			maxLag = lag
 		}
 	}

@@ -344,11 +344,11 @@ func TestBenchChildObserve(t *testing.T) {
 	defer r.Close()
 	_, _, _, size := benchutil.TickSchema()
 	h := benchutil.NewHist()
-	last := r.Count()
+	last := r.Len()
 	testutil.Report("READY")
 	quiet := time.Now()
 	for spins := 0; ; spins++ {
-		c := r.Count()
+		c := r.Len()
 		if c == last {
 			if spins&(1<<22-1) == 0 && time.Since(quiet) > time.Minute {
 				t.Fatal("no row published for a minute")

@@ -86,7 +86,7 @@ func growCheckRow(r *reader.Reader, seq uint64, row store.Row) string {
 		case "ts":
 			ok = row.Ts() == int64(1e18)+int64(seq)*1000
 		case "sym":
-			name, _ := r.Symbol(row.Sym(col))
+			name, _ := r.SymbolName(row.Sym(col))
 			ok = name == "S"+strconv.Itoa(int(seq%7))
 		case "price":
 			ok = row.F64(col) == float64(seq)/4
@@ -97,7 +97,7 @@ func growCheckRow(r *reader.Reader, seq uint64, row store.Row) string {
 		case "flag":
 			ok = row.Bool(col) == (seq >= added && seq%3 == 0)
 		case "venue":
-			name, _ := r.Symbol(row.Sym(col))
+			name, _ := r.SymbolName(row.Sym(col))
 			ok = (seq < added && name == "") || (seq >= added && name == "V"+strconv.Itoa(int(seq%5)))
 		case "n":
 			ok = (seq < added && row.I64(col) == 0) || (seq >= added && row.I64(col) == int64(seq)*7)

@@ -71,7 +71,7 @@ func allRows(t *testing.T, db, live string) []byte {
 	}
 	defer r.Close()
 	var out []byte
-	for s := r.First(); s < r.Count(); s++ {
+	for s := r.FirstSeq(); s < r.Len(); s++ {
 		row, err := r.Get(s)
 		if err != nil {
 			t.Fatalf("Get(%d): %v", s, err)
@@ -104,7 +104,7 @@ func checkTable(t *testing.T, db, live string, want []byte) {
 	if it.Err() != nil || !bytes.Equal(got, want) {
 		t.Fatalf("Range: %d bytes (%v), want %d", len(got), it.Err(), len(want))
 	}
-	first := r.First() // want starts at the first row
+	first := r.FirstSeq() // want starts at the first row
 	symc, _ := r.Schema().Col("sym")
 	for id := uint32(0); id < uint32(r.Symbols()); id++ {
 		if err := r.RangeSym(math.MinInt64, math.MaxInt64, id, &it); err != nil {
@@ -312,7 +312,7 @@ func TestChildCompactReader(t *testing.T) {
 	}
 	// Every row, segment 0 from its raw mapping, segment 1 from its
 	// compressed file (opened now), must check out.
-	for s := uint64(0); s < r.Count(); s++ {
+	for s := uint64(0); s < r.Len(); s++ {
 		row, err := r.Get(s)
 		if err != nil || !store.Valid(s, row) {
 			testutil.ChildFatalf(t, "row %d after compaction: %v", s, err)

@@ -211,7 +211,7 @@ func (h *crashHarness) observeDeath(round int, opened bool) {
 	if !h.openReader(round) {
 		return
 	}
-	h.published, h.durable, h.seen = h.rd.Count(), h.rd.Durable(), true
+	h.published, h.durable, h.seen = h.rd.Len(), h.rd.Durable(), true
 	if h.durable > h.published {
 		h.t.Fatalf("round %d: durable %d past published %d", round, h.durable, h.published)
 	}
@@ -303,7 +303,7 @@ func (h *crashHarness) checkOpen(round int, f []string, idle bool) {
 		t.Fatalf("round %d: the table does not exist after the writer opened it", round)
 	}
 	// The long-lived reader (across warm restarts) sees every row as it was.
-	if got := h.rd.Count(); got != n {
+	if got := h.rd.Len(); got != n {
 		t.Fatalf("round %d: reader sees %d rows, the writer %d", round, got, n)
 	}
 	if err := xpCheckRows(h.rd, crashRows(), 0, n); err != nil {
@@ -510,7 +510,7 @@ func TestChildCrashTailer(t *testing.T) {
 	}
 	defer r.Close()
 	g := crashRows()
-	names := testutil.NewSymCache(r.Symbol)
+	names := testutil.NewSymCache(r.SymbolName)
 	buf := make(store.Row, g.Schema.RowSize)
 	tail := r.Tail(0, nil)
 	idle := &reader.Backoff{MaxSleep: 500 * time.Microsecond}
@@ -525,7 +525,7 @@ func TestChildCrashTailer(t *testing.T) {
 		if !ok {
 			// A count once published never goes back (this process only
 			// lives across warm restarts).
-			if n := r.Count(); n < maxCount {
+			if n := r.Len(); n < maxCount {
 				testutil.ChildFatalf(t, "published count went back from %d to %d", maxCount, n)
 			} else {
 				maxCount = n
@@ -568,7 +568,7 @@ func TestChildCrashTailer(t *testing.T) {
 			testutil.Report("seen %d", seq)
 		}
 	}
-	if n := r.Count(); n != until {
+	if n := r.Len(); n != until {
 		testutil.ChildFatalf(t, "table has %d rows, want %d", n, until)
 	}
 	testutil.Report("done %d late %d", tail.Next(), late)

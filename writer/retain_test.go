@@ -73,8 +73,8 @@ func segFiles(t *testing.T, dir string, last uint64) []uint64 {
 // are ErrTruncated naming first.
 func checkFrom(t *testing.T, r *reader.Reader, first, n uint64) {
 	t.Helper()
-	if r.First() != first || r.Count() != n {
-		t.Fatalf("first %d, count %d; want %d, %d", r.First(), r.Count(), first, n)
+	if r.FirstSeq() != first || r.Len() != n {
+		t.Fatalf("first %d, count %d; want %d, %d", r.FirstSeq(), r.Len(), first, n)
 	}
 	size, _ := r.Schema().Col("size")
 	var it reader.Iter
@@ -236,8 +236,8 @@ func TestRetainAutomatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.First() != got[0]*128 {
-		t.Fatalf("first row %d, first file %d", r.First(), got[0])
+	if r.FirstSeq() != got[0]*128 {
+		t.Fatalf("first row %d, first file %d", r.FirstSeq(), got[0])
 	}
 	checkFrom(t, r, got[0]*128, n)
 }
@@ -282,7 +282,7 @@ func TestChildRetainReader(t *testing.T) {
 	if err != nil || row0.I64(size) != 0 {
 		testutil.ChildFatalf(t, "Get(0) before retention: %v", err)
 	}
-	tail := r.Tail(r.Count(), &reader.Backoff{})
+	tail := r.Tail(r.Len(), &reader.Backoff{})
 	testutil.Report("READY")
 	cmd := <-testutil.Commands()
 	want, _ := strconv.ParseUint(cmd[len("CHECK "):], 10, 64)
@@ -294,8 +294,8 @@ func TestChildRetainReader(t *testing.T) {
 	if _, err := r.Get(200); !errors.Is(err, reader.ErrTruncated) {
 		testutil.ChildFatalf(t, "Get(200) after retention: %v", err)
 	}
-	if r.First() != 5*128 {
-		testutil.ChildFatalf(t, "first row %d, want %d", r.First(), 5*128)
+	if r.FirstSeq() != 5*128 {
+		testutil.ChildFatalf(t, "first row %d, want %d", r.FirstSeq(), 5*128)
 	}
 	var it reader.Iter
 	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil || !it.Next() || it.Seq() != 5*128 {

@@ -145,7 +145,7 @@ func (tb *wtTable) symbols(t *testing.T, w *writer.Writer, names ...string) []ui
 func (tb *wtTable) checkAll(t *testing.T, n uint64, ids []uint32) {
 	t.Helper()
 	r := tb.reader(t)
-	if c := r.Count(); c != n {
+	if c := r.Len(); c != n {
 		t.Fatalf("reader Count = %d, want %d", c, n)
 	}
 	for seq := range n {
@@ -297,7 +297,7 @@ func TestAppendPublishVisibility(t *testing.T) {
 	if w.Len() != 10 || w.LastTs() != wtTs(9) {
 		t.Fatalf("Len %d LastTs %d", w.Len(), w.LastTs())
 	}
-	if c := r.Count(); c != 0 {
+	if c := r.Len(); c != 0 {
 		t.Fatalf("reader sees %d rows before Publish", c)
 	}
 	if _, err := r.Get(0); !errors.Is(err, reader.ErrNotVisible) {
@@ -307,7 +307,7 @@ func TestAppendPublishVisibility(t *testing.T) {
 		t.Fatalf("stats before Publish %+v", s)
 	}
 	w.Publish()
-	if c := r.Count(); c != 10 {
+	if c := r.Len(); c != 10 {
 		t.Fatalf("reader sees %d rows after Publish", c)
 	}
 	snap, err := r.Snapshot()
@@ -390,8 +390,8 @@ func TestAppendBatch(t *testing.T) {
 	// The rows of every batch are there, numbered densely; the rows after a
 	// failing one are not. Rebuild what the table should hold.
 	r := tb.reader(t)
-	if r.Count() != next {
-		t.Fatalf("reader Count %d, want %d", r.Count(), next)
+	if r.Len() != next {
+		t.Fatalf("reader Count %d, want %d", r.Len(), next)
 	}
 	// Batches used seq-based content starting at their first seq, so every
 	// stored row is row(seq).
@@ -483,8 +483,8 @@ func TestOutOfOrderReject(t *testing.T) {
 	row.SetTs(math.MinInt64)
 	w.Append(row)
 	w.Publish()
-	if r.OutOfOrder() != 3 || w.Stats().OutOfOrder != 3 || r.Count() != 2 {
-		t.Fatalf("reader OutOfOrder %d, writer %d, rows %d", r.OutOfOrder(), w.Stats().OutOfOrder, r.Count())
+	if r.OutOfOrder() != 3 || w.Stats().OutOfOrder != 3 || r.Len() != 2 {
+		t.Fatalf("reader OutOfOrder %d, writer %d, rows %d", r.OutOfOrder(), w.Stats().OutOfOrder, r.Len())
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -835,7 +835,7 @@ func TestSymbols(t *testing.T) {
 			t.Fatalf("Symbol(%d) = %d, %v", i, id, err)
 		}
 		// Published at once, before any row names it.
-		got, err := r.Symbol(id)
+		got, err := r.SymbolName(id)
 		if err != nil || got != n {
 			t.Fatalf("reader Symbol(%d) = %q, %v", id, got, err)
 		}

@@ -73,7 +73,7 @@ func TestSecondWriterProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if pid, n := r.WriterPid(), r.Count(); pid != c.Pid || n != published {
+	if pid, n := r.WriterPid(), r.Len(); pid != c.Pid || n != published {
 		t.Fatalf("reader: writer pid %d, %d rows; want %d, %d", pid, n, c.Pid, published)
 	}
 
@@ -187,8 +187,8 @@ func xpCheck(t *testing.T, r *reader.Reader, from, to uint64) {
 }
 
 func xpCheckRows(r *reader.Reader, g *testutil.SeqRows, from, to uint64) error {
-	names := testutil.NewSymCache(r.Symbol)
-	if n := r.Count(); n < to {
+	names := testutil.NewSymCache(r.SymbolName)
+	if n := r.Len(); n < to {
 		return fmt.Errorf("reader: %d rows published, want %d", n, to)
 	}
 	for seq := from; seq < to; seq++ {

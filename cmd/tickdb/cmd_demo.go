@@ -447,7 +447,7 @@ func demoQueries(out io.Writer, r *reader.Reader, firstTs, lastTs int64, names [
 	symC, _ := s.Col("sym")
 	priceC, _ := s.Col("price")
 	sizeC, _ := s.Col("size")
-	n := r.Count()
+	n := r.Len()
 	span := lastTs - firstTs + 1
 	from := firstTs + span/2 - span/200
 	to := from + max(span/100, 1)

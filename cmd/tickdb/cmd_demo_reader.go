@@ -128,7 +128,7 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 			}
 		}
 		if i%demoPublishEvery == 0 && nextVis < len(visible) {
-			if n := r.Count(); uint64((nextVis+1)*demoSampleEvery) <= n {
+			if n := r.Len(); uint64((nextVis+1)*demoSampleEvery) <= n {
 				now := time.Now().UnixNano()
 				for ; nextVis < len(visible) && uint64((nextVis+1)*demoSampleEvery) <= n; nextVis++ {
 					visible[nextVis] = now

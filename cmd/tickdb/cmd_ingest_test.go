@@ -75,7 +75,7 @@ func ingestRows(t testing.TB, db, table string) []string {
 			fmt.Fprintf(&b, " %s=", s.Cols[i].Name)
 			switch c.Type {
 			case store.TypeSym:
-				name, err := r.Symbol(row.Sym(c))
+				name, err := r.SymbolName(row.Sym(c))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -49,7 +49,7 @@ func runLatest(cmd *cobra.Command, g *globals, o *latestOpts) error {
 	}
 	defer r.Close()
 	out := cmd.OutOrStdout()
-	enc := query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, r.Schema(), o.table, r.Symbol)
+	enc := query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, r.Schema(), o.table, r.SymbolName)
 	q := query.LatestQuery{Table: o.table, Syms: o.syms, At: o.at.ns, HasAt: o.at.set}
 	if _, err := query.RunLatest(cmd.Context(), r, q, enc); err != nil {
 		return err

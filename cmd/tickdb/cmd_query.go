@@ -48,7 +48,7 @@ func runQuery(cmd *cobra.Command, g *globals, o *queryOpts) error {
 	}
 	defer r.Close()
 	out := cmd.OutOrStdout()
-	enc := query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, r.Schema(), o.table, r.Symbol)
+	enc := query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, r.Schema(), o.table, r.SymbolName)
 	q := query.Query{
 		Table: o.table, Sym: o.sym, Limit: o.limit,
 		From: o.from.ns, HasFrom: o.from.set,

@@ -69,8 +69,8 @@ func TestRetainCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.First() != 9*128 || r.Count() != 10*128+5 {
-		t.Fatalf("first %d, count %d", r.First(), r.Count())
+	if r.FirstSeq() != 9*128 || r.Len() != 10*128+5 {
+		t.Fatalf("first %d, count %d", r.FirstSeq(), r.Len())
 	}
 	if _, err := os.Stat(store.SegPath(filepath.Join(db, "t"), 8)); !os.IsNotExist(err) {
 		t.Fatalf("segment 8 still there: %v", err)

@@ -124,8 +124,8 @@ func TestServeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Count() != 3 || r.Durable() != 3 {
-		t.Fatalf("count %d durable %d after stop", r.Count(), r.Durable())
+	if r.Len() != 3 || r.Durable() != 3 {
+		t.Fatalf("count %d durable %d after stop", r.Len(), r.Durable())
 	}
 	if ents, _ := os.ReadDir(live); len(ents) != 0 {
 		t.Fatalf("live dir not emptied after a clean stop: %v", ents)
@@ -156,7 +156,7 @@ func waitCount(t *testing.T, p *serveProc, db, table string, n uint64) {
 	for {
 		r, err := reader.Open(db, table, nil)
 		if err == nil {
-			c := r.Count()
+			c := r.Len()
 			r.Close()
 			if c == n {
 				return
@@ -194,7 +194,7 @@ func TestServeKill9(t *testing.T) {
 	for {
 		r, err := reader.Open(db, "k", nil)
 		if err == nil {
-			n := r.Count()
+			n := r.Len()
 			r.Close()
 			if n >= 20_000 {
 				break
@@ -223,7 +223,7 @@ func TestServeKill9(t *testing.T) {
 	defer r.Close()
 	s := r.Schema()
 	nc := s.ColAt(s.Index("n"))
-	n := r.Count()
+	n := r.Len()
 	if n < 20_000 || n > uint64(k) || r.Durable() != n {
 		t.Fatalf("%d rows (%d durable) after the kill; the client wrote %d lines", n, r.Durable(), k)
 	}

@@ -80,13 +80,13 @@ func runTail(cmd *cobra.Command, g *globals, o *tailOpts) error {
 		return fmt.Errorf("%w: sym %q: table %s has no sym column", query.ErrBadQuery, o.sym, o.table)
 	}
 	// Every row of a table created after the tail started is new.
-	from := r.Count()
+	from := r.Len()
 	if o.fromStart || waited {
-		from = r.First()
+		from = r.FirstSeq()
 	}
 	out := cmd.OutOrStdout()
 	newEnc := func(s *store.Schema) *query.Encoder {
-		return query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, s, o.table, r.Symbol)
+		return query.NewEncoder(out, o.rows.resolve(out), o.rows.ts, s, o.table, r.SymbolName)
 	}
 	enc := newEnc(s)
 	t := r.Tail(from, nil)
@@ -150,7 +150,7 @@ func (f *tailFilter) keep(r *reader.Reader, t *reader.Tail, row store.Row) (bool
 		return true, nil
 	}
 	id := row.Sym(f.col)
-	name, err := r.Symbol(id)
+	name, err := r.SymbolName(id)
 	if err != nil || name != f.sym {
 		return false, err
 	}

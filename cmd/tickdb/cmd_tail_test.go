@@ -581,7 +581,7 @@ func replicaRows(t *testing.T, db, table string) []string {
 			fmt.Fprintf(&b, " %s:%v=", s.Cols[i].Name, c.Type)
 			switch c.Type {
 			case store.TypeSym:
-				name, err := r.Symbol(row.Sym(c))
+				name, err := r.SymbolName(row.Sym(c))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -55,9 +55,9 @@ func run(ctx context.Context, db, table string, n uint64, fromStart, quiet bool)
 	}
 	defer r.Close()
 
-	from := r.Count() // new rows only, like tail -f
+	from := r.Len() // new rows only, like tail -f
 	if fromStart || waited {
-		from = r.First()
+		from = r.FirstSeq()
 	}
 	// Backoff spins, then yields, then sleeps up to MaxSleep: low latency
 	// while rows flow, almost no CPU while the table is idle.
@@ -118,7 +118,7 @@ func appendRow(b []byte, r *reader.Reader, s *store.Schema, seq uint64, row stor
 		b = append(b, '=')
 		switch c.Type {
 		case store.TypeSym:
-			name, err := r.Symbol(row.Sym(col))
+			name, err := r.SymbolName(row.Sym(col))
 			if err != nil {
 				name = "?" + strconv.Itoa(int(row.Sym(col)))
 			}

@@ -336,11 +336,11 @@ func observeChild(db, live string) error {
 	defer r.Close()
 	size, _ := r.Schema().Col("size")
 	h := NewHist()
-	last := r.Count()
+	last := r.Len()
 	fmt.Println("READY")
 	quiet := time.Now()
 	for spins := 0; ; spins++ {
-		c := r.Count()
+		c := r.Len()
 		if c == last {
 			if spins&(1<<20-1) == 0 && time.Since(quiet) > time.Minute {
 				return errors.New("no row published for a minute")
@@ -521,9 +521,9 @@ func (x *run) ilp() (err error) {
 		}
 	}
 	defer r.Close()
-	for r.Count() < uint64(n) {
+	for r.Len() < uint64(n) {
 		if time.Since(start) > 5*time.Minute {
-			return fmt.Errorf("%d of %d rows visible after 5 minutes", r.Count(), n)
+			return fmt.Errorf("%d of %d rows visible after 5 minutes", r.Len(), n)
 		}
 		time.Sleep(20 * time.Microsecond)
 	}

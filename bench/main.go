@@ -12,6 +12,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/tickdb/tickdb/bench/peers"
+	"github.com/tickdb/tickdb/bench/plot"
 	"github.com/tickdb/tickdb/internal/suite"
 )
 
@@ -44,12 +46,30 @@ func run(args []string) error {
 	only := fs.String("peers", "tstorage,pebble,bufio", "the peers to run, comma-separated (\"\" for none)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	jsonFile := fs.String("o", "", "also write the report as JSON to this file")
-	plot := fs.String("plot", "", "write the latency and throughput plots to this .png or .svg file")
+	plotFile := fs.String("plot", "", "write the latency and throughput plots to this .png or .svg file")
+	plotJSON := fs.String("plot-json", "", "draw --plot from this report (tickdb bench --json, or -o here) instead of running")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	fs.BoolVar(&cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
 	closeMode := fs.String("tickdb-close", "compacted", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if ext := filepath.Ext(*plotFile); *plotFile != "" && ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("--plot %s: want a .png or .svg file", *plotFile)
+	}
+	if *plotJSON != "" {
+		if *plotFile == "" {
+			return errors.New("--plot-json needs --plot FILE")
+		}
+		b, err := os.ReadFile(*plotJSON)
+		if err != nil {
+			return err
+		}
+		var rep suite.Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return fmt.Errorf("--plot-json %s: %w", *plotJSON, err)
+		}
+		return plot.Write(&rep, *plotFile)
 	}
 	n, err := parseCount(*rows)
 	if err != nil {
@@ -60,9 +80,6 @@ func run(args []string) error {
 	}
 	cfg.N = n
 	cfg.TickDBClose = suite.CloseMode(*closeMode)
-	if ext := filepath.Ext(*plot); *plot != "" && ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("--plot %s: want a .png or .svg file", *plot)
-	}
 	for _, name := range strings.Split(*only, ",") {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
@@ -85,8 +102,8 @@ func run(args []string) error {
 	} else {
 		err = rep.WriteTable(os.Stdout)
 	}
-	if err == nil && *plot != "" {
-		err = rep.Plot(*plot)
+	if err == nil && *plotFile != "" {
+		err = plot.Write(rep, *plotFile)
 	}
 	if err == nil && *jsonFile != "" {
 		var f *os.File

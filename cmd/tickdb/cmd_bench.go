@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +16,6 @@ import (
 type benchOpts struct {
 	cfg   suite.Config
 	json  bool
-	plot  string
 	guard string
 	quiet bool
 }
@@ -25,7 +23,7 @@ type benchOpts struct {
 func newBenchCmd(*globals) *cobra.Command {
 	o := &benchOpts{}
 	cmd := &cobra.Command{
-		Use:   "bench [--rows N] [--reps K] [--rate R] [--json] [--plot FILE] [--guard FILE]",
+		Use:   "bench [--rows N] [--reps K] [--rate R] [--json] [--guard FILE]",
 		Short: "Measure tickdb against this machine's limits: throughput and latency percentiles",
 		Long: `bench generates N ticks of 100 symbols (fixed seed, random-walk prices,
 about 1 µs apart) and measures, K times each, in this one process:
@@ -58,8 +56,9 @@ time over 64); with --rate R it appends one row at a time at R rows/s for
 at most 5 seconds and times each row from its intended start, and the
 cross-process reader is fed at R rows/s too (50,000 without --rate).
 
---json prints the report for machines; --plot FILE (.png or .svg) draws
-the latency percentile curves and the throughput bars; --guard FILE checks
+--json prints the report for machines (plots of it: "cd bench && go run .
+--plot-json report.json --plot out.svg", gonum being a dependency of the
+bench module only); --guard FILE checks
 the same-run ratios and allocation counts against the thresholds in FILE
 (see docs/BENCHMARKS.md) and fails on a regression. Peers (tstorage,
 pebble, a bufio file) run in the separate module under bench/:
@@ -79,7 +78,6 @@ disk) and /dev/shm; everything is removed at the end.`,
 	f.IntVar(&o.cfg.ILPLines, "ilp-lines", 0, "lines sent over TCP per repetition (default min(rows, 2M))")
 	f.IntVar(&o.cfg.Observe, "observe", 100_000, "rows published to the cross-process reader per repetition")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
-	f.StringVar(&o.plot, "plot", "", "write latency and throughput plots to this .png or .svg file")
 	f.StringVar(&o.guard, "guard", "", "check the report against this thresholds file; fail on a regression")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	f.BoolVar(&o.cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
@@ -94,9 +92,6 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 	}
 	if o.cfg.Reps < 1 || o.cfg.Rate < 0 || o.cfg.Windows < 1 || o.cfg.ILPLines < 0 || o.cfg.Observe < 1 {
 		return errors.New("bench: --reps, --windows and --observe must be positive, --rate and --ilp-lines not negative")
-	}
-	if ext := filepath.Ext(o.plot); o.plot != "" && ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("bench: --plot %s: want a .png or .svg file", o.plot)
 	}
 	var g *suite.Guard
 	if o.guard != "" {
@@ -120,12 +115,6 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 	}
 	if err != nil {
 		return err
-	}
-	if o.plot != "" {
-		if err := rep.Plot(o.plot); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", o.plot)
 	}
 	if g != nil {
 		return checkGuard(cmd.ErrOrStderr(), g, rep, o.guard)

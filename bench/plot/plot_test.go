@@ -1,7 +1,8 @@
-package suite
+package plot
 
 import (
 	"bytes"
+	"encoding/json"
 	"image/png"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tickdb/tickdb/internal/suite"
 )
 
 func TestPlotNinesX(t *testing.T) {
@@ -35,18 +38,18 @@ func TestPlotNinesX(t *testing.T) {
 // rounding; both y axes leave an empty decade or more on top for the
 // legend; the lowest bar stands at least half a decade tall.
 func TestPlotRanges(t *testing.T) {
-	systems := []string{TickDB, Limit}
+	systems := []string{suite.TickDB, suite.Limit}
 	for _, c := range []struct {
 		n    int
 		want float64 // X.Max
 	}{{200, 1e4}, {3125, 1e5}, {100_000, 1e6}, {140_000, 1e7}} {
-		h := NewHist()
+		h := suite.NewHist()
 		for i := range c.n {
-			Record(h, int64(100+i%1000))
+			suite.Record(h, int64(100+i%1000))
 		}
-		x := NewResult("append", TickDB, "ns", true, []float64{100})
-		x.Lat = LatencyOf(h)
-		p := (&Report{Results: []Result{x}}).latencyPlot(systems)
+		x := suite.NewResult("append", suite.TickDB, "ns", true, []float64{100})
+		x.Lat = suite.LatencyOf(h)
+		p := latencyPlot(&suite.Report{Results: []suite.Result{x}}, systems)
 		right := 10 * ninesX(x.Lat.Curve[len(x.Lat.Curve)-2].Percentile)
 		if p.X.Max != c.want || p.X.Max < right*(1-1e-6) {
 			t.Errorf("%d samples: x axis ends at %g, want %g, just past the max at %g", c.n, p.X.Max, c.want, right)
@@ -57,11 +60,11 @@ func TestPlotRanges(t *testing.T) {
 	}
 
 	lo, hi := 1.02e6, 2e9
-	r := &Report{Results: []Result{
-		NewResult("scan", TickDB, "rows/s", false, []float64{lo}),
-		NewResult("scan", Limit, "rows/s", false, []float64{hi}),
+	r := &suite.Report{Results: []suite.Result{
+		suite.NewResult("scan", suite.TickDB, "rows/s", false, []float64{lo}),
+		suite.NewResult("scan", suite.Limit, "rows/s", false, []float64{hi}),
 	}}
-	p := r.throughputPlot(systems)
+	p := throughputPlot(r, systems)
 	if p.Y.Min > lo/3 || p.Y.Max < 10*hi {
 		t.Errorf("throughput y axis = [%g, %g], want at most %g and at least %g", p.Y.Min, p.Y.Max, lo/3, 10*hi)
 	}
@@ -69,29 +72,29 @@ func TestPlotRanges(t *testing.T) {
 
 // plotReport is a report with two latency curves and two rows/s metrics
 // over tickdb, two peers and the limit, one result missing.
-func plotReport() *Report {
+func plotReport() *suite.Report {
 	rng := rand.New(rand.NewPCG(1, 2))
-	lat := func(base float64) *Latency {
-		h := NewHist()
+	lat := func(base float64) *suite.Latency {
+		h := suite.NewHist()
 		for range 20_000 {
-			Record(h, int64(base*(1+rng.ExpFloat64())))
+			suite.Record(h, int64(base*(1+rng.ExpFloat64())))
 		}
-		return LatencyOf(h)
+		return suite.LatencyOf(h)
 	}
-	r := &Report{}
-	add := func(metric, system string, v float64, l *Latency) {
-		x := NewResult(metric, system, "rows/s", false, []float64{v, v * 1.1, v * 0.9})
+	r := &suite.Report{}
+	add := func(metric, system string, v float64, l *suite.Latency) {
+		x := suite.NewResult(metric, system, "rows/s", false, []float64{v, v * 1.1, v * 0.9})
 		x.Lat = l
 		r.Results = append(r.Results, x)
 	}
-	add("ingest", TickDB, 4e7, lat(200))
+	add("ingest", suite.TickDB, 4e7, lat(200))
 	add("ingest", "questdb", 2e6, lat(5_000))
 	add("ingest", "influx", 3e5, nil)
-	add("ingest", Limit, 9e8, nil)
-	add("scan", TickDB, 5e8, nil)
+	add("ingest", suite.Limit, 9e8, nil)
+	add("scan", suite.TickDB, 5e8, nil)
 	add("scan", "questdb", 1e8, nil) // influx missing on scan
-	add("scan", Limit, 2e9, nil)
-	r.Results = append(r.Results, NewResult("open", TickDB, "ms", true, []float64{3}))
+	add("scan", suite.Limit, 2e9, nil)
+	r.Results = append(r.Results, suite.NewResult("open", suite.TickDB, "ms", true, []float64{3}))
 	return r
 }
 
@@ -100,7 +103,7 @@ func TestPlot(t *testing.T) {
 	r := plotReport()
 
 	pngFile := filepath.Join(dir, "x.png")
-	if err := r.Plot(pngFile); err != nil {
+	if err := Write(r, pngFile); err != nil {
 		t.Fatal(err)
 	}
 	b := readAtLeast(t, pngFile, 10_000)
@@ -113,7 +116,7 @@ func TestPlot(t *testing.T) {
 	}
 
 	svgFile := filepath.Join(dir, "x.svg")
-	if err := r.Plot(svgFile); err != nil {
+	if err := Write(r, svgFile); err != nil {
 		t.Fatal(err)
 	}
 	s := string(readAtLeast(t, svgFile, 10_000))
@@ -129,7 +132,7 @@ func TestPlot(t *testing.T) {
 
 func TestPlotBadExtension(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "x.gif")
-	err := plotReport().Plot(file)
+	err := Write(plotReport(), file)
 	if err == nil || !strings.Contains(err.Error(), "x.gif") || !strings.Contains(err.Error(), ".png") {
 		t.Fatalf("Plot(%s) = %v, want an error naming the file and .png/.svg", file, err)
 	}
@@ -142,7 +145,7 @@ func TestPlotEmpty(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"x.png", "x.svg"} {
 		file := filepath.Join(dir, name)
-		if err := (&Report{}).Plot(file); err != nil {
+		if err := Write(&suite.Report{}, file); err != nil {
 			t.Fatalf("empty report: %v", err)
 		}
 		b := readAtLeast(t, file, 500) // two titles and nothing else
@@ -155,25 +158,25 @@ func TestPlotEmpty(t *testing.T) {
 // TestPlotPartial draws reports that fill one panel, or fill it with one
 // value, which must neither fail nor panic on the log axes.
 func TestPlotPartial(t *testing.T) {
-	h := NewHist()
-	Record(h, 500)
-	Record(h, 500)
-	one := NewResult("ingest", TickDB, "rows/s", false, []float64{7})
-	one.Lat = LatencyOf(h)
-	onlyLat := NewResult("window", TickDB, "ns", true, []float64{500})
-	onlyLat.Lat = LatencyOf(h)
+	h := suite.NewHist()
+	suite.Record(h, 500)
+	suite.Record(h, 500)
+	one := suite.NewResult("ingest", suite.TickDB, "rows/s", false, []float64{7})
+	one.Lat = suite.LatencyOf(h)
+	onlyLat := suite.NewResult("window", suite.TickDB, "ns", true, []float64{500})
+	onlyLat.Lat = suite.LatencyOf(h)
 	for _, c := range []struct {
 		name string
-		r    *Report
+		r    *suite.Report
 	}{
-		{"one value", &Report{Results: []Result{one}}},
-		{"latency only", &Report{Results: []Result{onlyLat}}},
-		{"rows/s only", &Report{Results: []Result{NewResult("scan", "peer", "rows/s", false, []float64{3e6})}}},
-		{"zero value", &Report{Results: []Result{NewResult("scan", Limit, "rows/s", false, []float64{0})}}},
+		{"one value", &suite.Report{Results: []suite.Result{one}}},
+		{"latency only", &suite.Report{Results: []suite.Result{onlyLat}}},
+		{"rows/s only", &suite.Report{Results: []suite.Result{suite.NewResult("scan", "peer", "rows/s", false, []float64{3e6})}}},
+		{"zero value", &suite.Report{Results: []suite.Result{suite.NewResult("scan", suite.Limit, "rows/s", false, []float64{0})}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "x.svg")
-			if err := c.r.Plot(file); err != nil {
+			if err := Write(c.r, file); err != nil {
 				t.Fatal(err)
 			}
 			readAtLeast(t, file, 500)
@@ -192,4 +195,24 @@ func readAtLeast(t *testing.T, file string, n int) []byte {
 		t.Fatalf("%s holds %d bytes, want at least %d", file, len(b), n)
 	}
 	return b
+}
+
+// TestWriteFromJSON draws a report read back from its JSON (what
+// `go run . --plot-json` does with tickdb bench --json's output).
+func TestWriteFromJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := plotReport().WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var rep suite.Report
+	if err := json.Unmarshal(buf.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "x.svg")
+	if err := Write(&rep, file); err != nil {
+		t.Fatal(err)
+	}
+	if b := readAtLeast(t, file, 500); !bytes.Contains(b, []byte("ingest · tickdb")) {
+		t.Errorf("the plot of the report read back lacks its results")
+	}
 }

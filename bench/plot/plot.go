@@ -1,4 +1,9 @@
-package suite
+// Package plot draws a suite report (tickdb and its peers, internal/suite)
+// as an image: latency by percentile and throughput, side by side. It lives
+// in the bench module so that gonum/plot stays out of tickdb's own
+// dependencies; tickdb bench --json writes what `go run . --plot-json`
+// here draws.
+package plot
 
 import (
 	"fmt"
@@ -8,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tickdb/tickdb/internal/suite"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -23,7 +29,7 @@ const (
 	plotDPI      = 100
 )
 
-// Plot writes the report as one image to file, PNG or SVG by its extension
+// Write writes the report as one image to file, PNG or SVG by its extension
 // (".png" or ".svg"), holding two panels side by side:
 //
 //   - "Latency by percentile": one line per result with a latency curve
@@ -37,13 +43,13 @@ const (
 //
 // A colour is a system in both panels; a dash pattern is a metric. A panel
 // with nothing to draw gets a "no data" title instead.
-func (r *Report) Plot(file string) error {
+func Write(r *suite.Report, file string) error {
 	ext := strings.ToLower(filepath.Ext(file))
 	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("suite: plot %s: unsupported extension %q, want .png or .svg", file, ext)
+		return fmt.Errorf("plot: %s: unsupported extension %q, want .png or .svg", file, ext)
 	}
-	systems := append(append([]string{TickDB}, r.Systems()...), Limit)
-	plots := [][]*plot.Plot{{r.latencyPlot(systems), r.throughputPlot(systems)}}
+	systems := append(append([]string{suite.TickDB}, r.Systems()...), suite.Limit)
+	plots := [][]*plot.Plot{{latencyPlot(r, systems), throughputPlot(r, systems)}}
 
 	var c vg.CanvasWriterTo
 	if ext == ".png" {
@@ -60,14 +66,14 @@ func (r *Report) Plot(file string) error {
 
 	f, err := os.Create(file)
 	if err != nil {
-		return fmt.Errorf("suite: plot: %w", err)
+		return fmt.Errorf("plot: %w", err)
 	}
 	_, err = c.WriteTo(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("suite: plot %s: %w", file, err)
+		return fmt.Errorf("plot: %s: %w", file, err)
 	}
 	return nil
 }
@@ -87,13 +93,13 @@ func ninesLabel(k int) string {
 	return "99" + strings.TrimSuffix("."+strings.Repeat("9", k-2), ".") + "%"
 }
 
-func (r *Report) latencyPlot(systems []string) *plot.Plot {
+func latencyPlot(r *suite.Report, systems []string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "Latency by percentile"
 	metrics := r.Metrics()
 	lines := 0
 	for _, x := range r.Results {
-		if x.Lat == nil || len(x.Lat.Curve) < 2 || x.Unit == UnitBytes {
+		if x.Lat == nil || len(x.Lat.Curve) < 2 || x.Unit == suite.UnitBytes {
 			continue
 		}
 		var xys plotter.XYs
@@ -133,12 +139,12 @@ func (r *Report) latencyPlot(systems []string) *plot.Plot {
 	p.Legend.Left = true
 	legendRoom(p)
 	p.X.Tick.Marker = logTicks(func(x float64) string { return ninesLabel(int(math.Round(math.Log10(x)))) })
-	p.Y.Tick.Marker = logTicks(Dur)
+	p.Y.Tick.Marker = logTicks(suite.Dur)
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-func (r *Report) throughputPlot(systems []string) *plot.Plot {
+func throughputPlot(r *suite.Report, systems []string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "Throughput (rows/s, higher is better)"
 	var metrics []string
@@ -198,7 +204,7 @@ func (r *Report) throughputPlot(systems []string) *plot.Plot {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Min, p.Y.Max = decades(p.Y.Min, p.Y.Max)
 	legendRoom(p)
-	p.Y.Tick.Marker = logTicks(Num)
+	p.Y.Tick.Marker = logTicks(suite.Num)
 	p.Add(&plotter.Grid{Horizontal: plotter.DefaultGridLineStyle})
 	return p
 }
@@ -216,7 +222,7 @@ func legendRoom(p *plot.Plot) {
 }
 
 // isRate reports whether x is a throughput the bar chart can draw.
-func isRate(x *Result) bool {
+func isRate(x *suite.Result) bool {
 	return x != nil && x.Unit == "rows/s" && x.Value > 0 && !math.IsInf(x.Value, 1)
 }
 

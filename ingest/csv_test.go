@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -611,6 +612,66 @@ func BenchmarkCSVParse(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(k), "ns/row")
 			b.ReportMetric(float64(k)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkCSVParseStdlib is the same rows through encoding/csv and
+// strconv/time (the fields split, then each converted as the scanner's
+// converter does): the measured reason the scanner is kept
+// (docs/BENCHMARKS.md "CSV ingest").
+//
+//	go test -run '^$' -bench 'CSVParse' -count 5 ./ingest | benchstat -
+func BenchmarkCSVParseStdlib(b *testing.B) {
+	for _, ts := range []string{"rfc3339", "ns"} {
+		b.Run("ts="+ts, func(b *testing.B) {
+			var buf bytes.Buffer
+			t0 := time.Date(2024, 1, 2, 9, 30, 0, 0, time.UTC)
+			const n = 100_000
+			for i := range n {
+				at := t0.Add(time.Duration(i) * 1234567)
+				if ts == "ns" {
+					fmt.Fprintf(&buf, "%d", at.UnixNano())
+				} else {
+					buf.WriteString(at.Format(time.RFC3339Nano))
+				}
+				fmt.Fprintf(&buf, ",SYM%03d,%.2f,%d\n", i%500, 100+float64(i%1000)/100, i%300)
+			}
+			data := buf.Bytes()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			k := 0
+			var sink float64
+			for b.Loop() {
+				r := csv.NewReader(bytes.NewReader(data))
+				r.ReuseRecord = true
+				for {
+					rec, err := r.Read()
+					if err != nil {
+						break
+					}
+					var t int64
+					if ts == "ns" {
+						t, err = strconv.ParseInt(rec[0], 10, 64)
+					} else {
+						var at time.Time
+						at, err = time.Parse(time.RFC3339Nano, rec[0])
+						t = at.UnixNano()
+					}
+					price, err2 := strconv.ParseFloat(rec[2], 64)
+					size, err3 := strconv.ParseInt(rec[3], 10, 64)
+					if err != nil || err2 != nil || err3 != nil || len(rec[1]) == 0 {
+						b.Fatal(err, err2, err3)
+					}
+					sink += float64(t%7) + price + float64(size)
+				}
+				k += n
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(k), "ns/row")
+			b.ReportMetric(float64(k)/b.Elapsed().Seconds(), "rows/s")
+			if sink == 0 {
+				b.Fatal("nothing parsed")
+			}
 		})
 	}
 }

@@ -413,7 +413,7 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 	if got := le.Uint32(row[r.symOff:]); got != id {
 		return 0, false, store.Corruptf(v.path, 0, "data block %d of symbol %d holds symbol %d", k, id, got)
 	}
-	if err := r.copyRow(seq, dst, row); err != nil {
+	if err := r.CopyRow(seq, dst, row); err != nil {
 		return 0, false, err
 	}
 	if i == len(seqs) {
@@ -518,7 +518,7 @@ func (l *Latest) lateSym(id uint32, dst []byte) (uint64, bool, error) {
 		found := false
 		for it.Next() {
 			seq, found = it.Seq(), true
-			if err := r.copyRow(seq, dst, it.Row()); err != nil {
+			if err := r.CopyRow(seq, dst, it.Row()); err != nil {
 				return 0, false, err
 			}
 		}

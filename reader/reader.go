@@ -393,7 +393,7 @@ func (r *Reader) ReadRow(seq uint64, dst []byte) error {
 		}
 		// A row that fails its check leaves dst failing it too (a
 		// recycled slot: checked below).
-		if err := r.copyRow(seq, dst, row); err != nil {
+		if err := r.CopyRow(seq, dst, row); err != nil {
 			return err
 		}
 		v := &r.segs[seq>>r.shift]
@@ -587,10 +587,6 @@ func (r *Reader) reloadSchema() bool {
 // not relaid: dst is cleared and fails its check too; ReadRow then reads
 // the row again.
 func (r *Reader) CopyRow(seq uint64, dst []byte, src store.Row) error {
-	return r.copyRow(seq, dst, src)
-}
-
-func (r *Reader) copyRow(seq uint64, dst, src []byte) error {
 	switch {
 	case len(src) == len(dst):
 		copy(dst, src)

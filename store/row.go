@@ -52,9 +52,9 @@ func (r Row) Sym(c Col) uint32 {
 // Bool returns a bool column.
 func (r Row) Bool(c Col) bool { return c.Off < len(r)-CheckSize && r[c.Off] != 0 }
 
-// setMissing stores column c's missing value (the getters' for a row
-// without the column).
-func (r Row) setMissing(c Col) {
+// SetMissing stores column c's missing value: NaN, 0, NoSym or false (what
+// the getters read for a row without the column).
+func (r Row) SetMissing(c Col) {
 	switch c.Type {
 	case TypeF64:
 		r.SetF64(c, math.NaN())
@@ -66,9 +66,6 @@ func (r Row) setMissing(c Col) {
 		r.SetBool(c, false)
 	}
 }
-
-// SetMissing stores column c's missing value: NaN, 0, NoSym or false.
-func (r Row) SetMissing(c Col) { r.setMissing(c) }
 
 // SetTs sets the timestamp.
 func (r Row) SetTs(ts int64) { le.PutUint64(r, uint64(ts)) }

@@ -227,7 +227,7 @@ func Relayout(s *Schema, seq uint64, dst, src []byte) {
 	row := Row(dst)
 	for i := range s.Cols {
 		if c := s.ColAt(i); !Has(Row(src), c) {
-			row.setMissing(c)
+			row.SetMissing(c)
 		}
 	}
 	Seal(seq, dst)

@@ -153,7 +153,6 @@ func (w *Writer) upgradeTail() error {
 // would fault them in a page at a time).
 func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	base := n << w.shift
-	ncols := w.schema.Layout(int(rs))
 	path := store.SegPath(w.dir, n)
 	src, err := os.Open(path)
 	if err != nil {
@@ -194,12 +193,7 @@ func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 			if !store.Valid(seq, row) {
 				continue // below the first row, or never written: stays zero
 			}
-			dst := store.Row(out[j*w.rowSize : (j+1)*w.rowSize])
-			copy(dst, row[:rs-store.CheckSize])
-			for c := ncols; c < len(w.schema.Cols); c++ {
-				dst.SetMissing(w.schema.ColAt(c))
-			}
-			store.Seal(seq, dst)
+			store.Relayout(w.schema, seq, out[j*w.rowSize:(j+1)*w.rowSize], row)
 		}
 		m := (k*w.rowSize + store.BlockSize - 1) &^ (store.BlockSize - 1)
 		clear(out[k*w.rowSize : m])

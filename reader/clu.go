@@ -11,9 +11,9 @@ import (
 	"github.com/tickdb/tickdb/store"
 )
 
-// Clustered hot copies (docs/FORMAT.md §13): the writer keeps, next to a
-// hot segment's live slot, seg-N.clu: the segment's rows grouped by
-// symbol. RangeSym reads a sealed, not compressed segment through it when
+// Clustered hot copies (docs/FORMAT.md §13): the writer keeps, beside a
+// hot segment's copy (seg-N.hot), seg-N.clu: the segment's rows grouped
+// by symbol. RangeSym reads a sealed, not compressed segment through it when
 // it exists: one contiguous run of the symbol's rows, read in one pread,
 // instead of a row per page of the slot.
 
@@ -112,10 +112,9 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 }
 
 // sweepClus closes, once the writer's change counter moved, the copies
-// of segments that are no longer hot (their slot holds another segment):
-// the writer has removed them, and an open descriptor would keep their
-// memory for as long as the reader lives. An iterator reading one finds
-// it closed at its next read and goes on through the postings.
+// the writer has removed (past the hot budget): an open descriptor would
+// keep their memory for as long as the reader lives. An iterator reading
+// one finds it closed at its next read and goes on through the postings.
 func (r *Reader) sweepClus() {
 	g := r.ctl.CluGen()
 	if g == r.cluSwept {
@@ -127,7 +126,7 @@ func (r *Reader) sweepClus() {
 		if c.state != cluOpen {
 			continue
 		}
-		if gen, seg := r.ctl.Slot(n % len(r.slots)); gen != 0 && seg == uint64(n) {
+		if _, err := os.Stat(c.path); err == nil {
 			continue
 		}
 		store.CloseFD(c.fd)

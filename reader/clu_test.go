@@ -64,6 +64,8 @@ func waitClus(t *testing.T, db, name, live string) []uint64 {
 			return segs
 		}
 		if time.Now().After(deadline) {
+			ents, _ := os.ReadDir(live)
+			t.Logf("%+v %v", st, ents)
 			t.Fatalf("clustered copies of segments %v, want one per hot segment (%d)", segs, st.Hot.Segments)
 		}
 		time.Sleep(5 * time.Millisecond)

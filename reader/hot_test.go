@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,4 +252,88 @@ func TestChildHotWriter(t *testing.T) {
 	for range testutil.Commands() {
 	}
 	time.Sleep(time.Minute)
+}
+
+// mapsOf reports whether this process maps a file whose path contains s
+// (/proc/self/maps).
+func mapsOf(t *testing.T, s string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), s)
+}
+
+// TestHotCopyLeavesReader: a reader reads a hot segment from its copy in
+// the live directory; once the writer drops the copy (past the hot
+// budget) the reader's next read maps the durable file over it in place:
+// a row it holds reads the same bytes, and the copy's memory is no longer
+// mapped (it would otherwise stay allocated as long as the reader lives).
+func TestHotCopyLeavesReader(t *testing.T) {
+	db, live := testutil.DB(t)
+	w, err := writer.Open(db, hotTable, hotOptions(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rps := uint64(2048)
+	xprocAppend(t, w, 5*rps+10, 1000, 0)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	waitTiers(t, db, hotSegs)
+	hot := store.HotPath(live, 1)
+	if _, err := os.Stat(hot); err != nil {
+		t.Fatalf("segment 1 has no hot copy: %v", err)
+	}
+	r, err := reader.Open(db, hotTable, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seq := rps + 77
+	row, err := r.Get(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := slices.Clone(row)
+	if !mapsOf(t, hot) {
+		t.Fatalf("segment 1 is not read from its hot copy %s", hot)
+	}
+	// Six more segments: segment 1 leaves the budget.
+	xprocAppend(t, w, 11*rps+10, 1000, 0)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(hot); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("segment 1 kept its hot copy past the budget")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Any load of the published count looks (Len, a Get past the count
+	// loaded before, a query).
+	if n := r.Len(); n != 11*rps+10 {
+		t.Fatalf("Len %d, want %d", n, 11*rps+10)
+	}
+	if mapsOf(t, hot) {
+		t.Fatalf("the reader still maps %s after the writer removed it", hot)
+	}
+	if !slices.Equal(row, held) {
+		t.Fatal("a row read from the hot copy changed when the durable file replaced it")
+	}
+	for q := rps; q < 2*rps; q++ {
+		got, err := r.Get(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !store.Valid(q, got) {
+			t.Fatalf("row %d fails its check after the swap", q)
+		}
+	}
 }

@@ -69,7 +69,10 @@ type Reader struct {
 	// cluSerial counts clustered copies opened; cluSwept is the ctl
 	// change counter at the last sweep (sweepClus).
 	cluSerial, cluSwept uint64
-	zlast               uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
+	// hotSwept is the ctl change counter when the views of hot copies
+	// were last checked (sweepHot).
+	hotSwept uint64
+	zlast    uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
 	// zscratch is the decode buffers of every compressed segment this
 	// reader opens (a Reader is used from one goroutine at a time).
 	zscratch cseg.Scratch
@@ -100,6 +103,7 @@ type segView struct {
 	gen   uint64
 	path  string
 	file  []byte   // durable mapping to unmap (nil for live)
+	hot   bool     // durable: file maps the segment's hot copy (path), not its durable file
 	valid []uint64 // durable: bitset of 4 KiB blocks whose rows passed their check
 	// Live only: the slot holds rows from index from on; the rows before
 	// it (a writer that reopened the table copied in only the block it
@@ -301,6 +305,7 @@ func (r *Reader) Snapshot() (index.Snap, error) {
 // capVisible; it also reloads the first row.
 func (r *Reader) loadVisible() uint64 {
 	r.first = r.ctl.FirstSeq()
+	r.sweepHot()
 	return r.capVisible(r.ctl.Visible())
 }
 
@@ -624,8 +629,21 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	if kind == viewDurable && n < r.ctl.CmpSegs() {
 		return r.mapCompressed(v, n)
 	}
-	path := store.SegPath(r.dir, n)
-	b, rs, err := store.MapSegmentOf(path, store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}, r.knownLayout)
+	// A sealed segment's hot copy, where the writer keeps one, is its
+	// durable file byte for byte, in shared memory.
+	want := store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}
+	path, hot := store.SegPath(r.dir, n), false
+	var b []byte
+	var rs int
+	var err error
+	if dir := r.liveDirPath(); kind == viewDurable && dir != "" && r.ctl.State() != index.StateClosed {
+		if b, rs, err = store.MapSegmentOf(store.HotPath(dir, n), want, r.knownLayout); err == nil {
+			path, hot = store.HotPath(dir, n), true
+		}
+	}
+	if !hot {
+		b, rs, err = store.MapSegmentOf(path, want, r.knownLayout)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
 			return r.mapCompressed(v, n) // compacted since the look above
@@ -634,9 +652,42 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	}
 	v.release()
 	blocks := (uint64(len(b)) - store.BlockSize) / store.BlockSize
-	*v = segView{kind: kind, rs: uint64(rs), rows: b[store.BlockSize:], path: path, file: b}
+	*v = segView{kind: kind, rs: uint64(rs), rows: b[store.BlockSize:], path: path, file: b, hot: hot}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
+}
+
+// sweepHot (at each load of the published count), once the writer's
+// change counter moved, maps the durable file
+// of each segment whose hot copy the writer has removed (past the hot
+// budget) over the copy's mapping, in place: rows handed out from it read
+// the same bytes, now from the page cache or the disk, and the copy's
+// shared memory is freed rather than held for as long as the reader
+// lives. A segment whose durable file is gone too (retention) keeps the
+// copy's pages until Close.
+func (r *Reader) sweepHot() {
+	g := r.ctl.CluGen()
+	if g == r.hotSwept {
+		return
+	}
+	r.hotSwept = g
+	for n := range r.segs {
+		v := &r.segs[n]
+		if !v.hot {
+			continue
+		}
+		if _, err := os.Stat(v.path); err == nil {
+			continue
+		}
+		f, err := os.Open(store.SegPath(r.dir, uint64(n)))
+		if err != nil {
+			continue
+		}
+		if store.Replace(v.file, f) == nil {
+			v.hot, v.path = false, f.Name()
+		}
+		f.Close()
+	}
 }
 
 // remapCompressed switches segment n, mapped raw before it was compacted,

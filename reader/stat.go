@@ -47,7 +47,7 @@ type Stat struct {
 	// Live, Hot, Raw and Historical are the table's lifecycle: where each
 	// of the rows [First, Rows) is read from now.
 	Live       Tier // in a live slot, not sealed and durable yet: shared memory
-	Hot        Tier // sealed and durable, still in its live slot: shared memory
+	Hot        Tier // sealed and durable, kept in shared memory (a hot copy, or still in its live slot)
 	Raw        Tier // sealed or durable rows in raw segment files on disk
 	Historical Tier // in compressed segment files on disk (compaction)
 }
@@ -173,20 +173,33 @@ func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 }
 
 // statTiers sorts the segments holding rows [First, Rows) into the
-// lifecycle's tiers: compressed below the compaction mark, in a live slot
-// (hot when sealed and durable, live otherwise), else in raw files.
+// lifecycle's tiers: compressed below the compaction mark; hot when
+// sealed and durable and in shared memory (a hot copy, or still in its
+// live slot); live in a slot otherwise; else in raw files.
 func (r *Reader) statTiers(st *Stat) {
 	if st.Rows <= st.First {
 		return
 	}
 	cmp, sealed := r.ctl.CmpSegs(), r.ctl.DurableSegs()
+	live := r.liveDirPath()
+	copies := map[uint64]bool{}
+	if live != "" && r.ctl.State() != index.StateClosed {
+		ents, _ := os.ReadDir(live)
+		for _, e := range ents {
+			if n, tmp, ok := store.ParseHotName(e.Name()); ok && !tmp {
+				copies[n] = true
+			}
+		}
+	}
 	for n := st.First >> r.shift; n <= (st.Rows-1)>>r.shift; n++ {
 		rows := min(st.Rows, (n+1)<<r.shift) - max(st.First, n<<r.shift)
 		t := &st.Raw
 		if n < cmp {
 			t = &st.Historical
-		} else if gen, seg := r.ctl.Slot(int(n % uint64(len(r.slots)))); gen != 0 && seg == n && r.liveDirPath() != "" {
-			if _, err := os.Stat(filepath.Join(r.liveDirPath(), store.SlotName(int(n%uint64(len(r.slots)))))); err == nil {
+		} else if n < sealed && copies[n] {
+			t = &st.Hot
+		} else if gen, seg := r.ctl.Slot(int(n % uint64(len(r.slots)))); gen != 0 && seg == n && live != "" {
+			if _, err := os.Stat(filepath.Join(live, store.SlotName(int(n%uint64(len(r.slots)))))); err == nil {
 				t = &st.Live
 				if n < sealed {
 					t = &st.Hot

@@ -57,7 +57,7 @@ func TestStat(t *testing.T) {
 		Segments: 3, SealedSegs: 2, SegmentRows: 128,
 		SegmentBytes: store.SegFileSize(g.Schema.RowSize, 128),
 		Symbols:      w.Stats().Symbols, WriterState: index.StateOpen,
-		LiveDir: w.LiveDir(), LiveSlots: index.MaxLiveSlots, // 4 + the default hot budget, capped
+		LiveDir: w.LiveDir(), LiveSlots: 4, // the default LiveSlots: hot segments are copies, not slots
 		Hot:  reader.Tier{Segments: 2, Rows: 256},
 		Live: reader.Tier{Segments: 1, Rows: n - 256},
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +34,22 @@ func MapAnon(length int) ([]byte, error) {
 		return nil, fmt.Errorf("mmap anonymous %d bytes: %w", length, err)
 	}
 	return b, nil
+}
+
+// Replace maps f read-only over b, a whole read-only mapping MapShared
+// made, in place (MAP_FIXED): from then on b reads f's bytes, and the
+// pages of the file mapped before are released. The swap is one system
+// call, so no goroutine finds b unmapped; f must hold the same bytes for
+// readers of b to see no change (a hot copy and its durable file).
+func Replace(b []byte, f *os.File) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := unix.MmapPtr(int(f.Fd()), 0, unsafe.Pointer(&b[0]), uintptr(len(b)), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED)
+	if err != nil {
+		return fmt.Errorf("mmap %s over its copy: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // Unmap releases a mapping made by MapShared or MapAnon. nil is a no-op.

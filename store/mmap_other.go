@@ -42,6 +42,11 @@ func MapAnon(length int) ([]byte, error) {
 	return nil, fmt.Errorf("mmap anonymous %d bytes: %w", length, ErrUnsupported)
 }
 
+// Replace returns ErrUnsupported off Linux, where no hot copies are read.
+func Replace(b []byte, f *os.File) error {
+	return fmt.Errorf("mmap %s over its copy: %w", f.Name(), ErrUnsupported)
+}
+
 // Unmap releases a mapping made by MapShared. nil or empty is a no-op.
 func Unmap(b []byte) error {
 	if len(b) == 0 {

@@ -56,13 +56,26 @@ func CluPath(dir string, n uint64) string { return filepath.Join(dir, CluName(n)
 // renamed into place (CluName(n) + CluTmpSuffix).
 const CluTmpSuffix = ".tmp"
 
+// HotName is the hot copy of segment n (in the live directory): its
+// durable file, byte for byte, in shared memory.
+func HotName(n uint64) string { return fmt.Sprintf("seg-%010d.hot", n) }
+
+// HotPath is the hot copy path for segment n in live directory dir.
+func HotPath(dir string, n uint64) string { return filepath.Join(dir, HotName(n)) }
+
 // ParseCluName returns n for a name CluName(n) (tmp false) or CluName(n) +
 // CluTmpSuffix (tmp true); ok is false for any other name.
-func ParseCluName(name string) (n uint64, tmp, ok bool) {
+func ParseCluName(name string) (n uint64, tmp, ok bool) { return parseCopyName(name, CluName) }
+
+// ParseHotName is ParseCluName for HotName.
+func ParseHotName(name string) (n uint64, tmp, ok bool) { return parseCopyName(name, HotName) }
+
+func parseCopyName(name string, format func(uint64) string) (n uint64, tmp, ok bool) {
 	if len(name) > len(CluTmpSuffix) && name[len(name)-len(CluTmpSuffix):] == CluTmpSuffix {
 		name, tmp = name[:len(name)-len(CluTmpSuffix)], true
 	}
-	if _, err := fmt.Sscanf(name, "seg-%010d.clu", &n); err != nil || name != CluName(n) {
+	ext := format(0)[len("seg-0000000000"):]
+	if _, err := fmt.Sscanf(name, "seg-%010d"+ext, &n); err != nil || name != format(n) {
 		return 0, false, false
 	}
 	return n, tmp, true

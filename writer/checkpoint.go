@@ -64,6 +64,13 @@ func (c *checkpointer) run() {
 		if w.fail.get() != nil {
 			continue
 		}
+		// Hot copies of the segments sealed since (clu.go), first: the
+		// preparer recycles their slots once the writer needs them. A
+		// failure (tmpfs full) costs readers only the faster path:
+		// logged, not fatal.
+		if err := w.makeHot(); err != nil {
+			w.log.Warn("writer: hot copy failed", "table", w.name, "err", err)
+		}
 		if err := w.checkpoint(w.ctl.Durable()); err != nil {
 			w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
 			w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
@@ -82,12 +89,6 @@ func (c *checkpointer) run() {
 			w.fail.set(err)
 			w.log.Error("writer: compaction failed", "table", w.name, "err", err)
 			continue
-		}
-		// Clustered copies of the hot segments sealed since (clu.go). A
-		// failure (tmpfs full) costs readers only the faster path: logged,
-		// not fatal.
-		if err := w.buildClus(); err != nil {
-			w.log.Warn("writer: clustered copy failed", "table", w.name, "err", err)
 		}
 		// The postings of rows compacted before the previous pass: a
 		// reader that saw the mark before it moved has had a checkpoint's

@@ -6,23 +6,34 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"github.com/tickdb/tickdb/store"
 )
 
-// Clustered hot copies (docs/FORMAT.md §13, DESIGN.md "Lifecycle"): for
-// each sealed, durable segment still in its live slot, the checkpointer
-// writes seg-N.clu into the live directory: the segment's rows grouped by
-// symbol, so a one-symbol query over hot data reads one contiguous run
-// per segment instead of a row per page. They are built only when the
-// writer runs with hot slots (Options.HotBytes > 0, the default) and the
-// table has a sym column.
+// Hot copies (docs/FORMAT.md §16, DESIGN.md "Lifecycle"): once a segment
+// is sealed and durable, the checkpointer copies it, while it is still in
+// its live slot, into the live directory as seg-N.hot (its durable file,
+// byte for byte) and, for a table with a sym column, seg-N.clu (FORMAT
+// §13: its rows grouped by symbol, so a one-symbol query over hot data
+// reads one contiguous run per segment instead of a row per page). Readers
+// in any process read a hot segment from its copies, never from disk. The
+// newest Options.HotBytes of segments keep their copies; older ones, and
+// those compacted or below the first row, lose them.
 //
-// Who touches what: the checkpointer builds (cluBuild, its buffers and
-// liveSlot.clu); the preparer removes segment n's copy before it recycles
-// n's slot; the open and close paths remove leftovers. Each create and
-// remove is followed by a bump of the ctl change counter (CluGen), which
-// readers compare before looking for a copy they found missing.
+// The copies are written with pwrite, not through a mapping: on this kind
+// of (nested, paravirtualised) machine the first store of a process to a
+// fresh page of shared memory costs about 8 µs, the kernel's copy into one
+// about 1.5 µs. So the writer appends into a few recycled live slots,
+// whose pages it has touched before, and never into fresh memory: the hot
+// budget costs its copies, made off the append path.
+//
+// Who touches what: the checkpointer makes copies (makeHot, its buffers,
+// liveSlot.copied, hotSet) and removes them (trimHot); the open and close
+// paths remove leftovers. Each create and remove is followed by a bump of
+// the ctl change counter (CluGen), which readers compare before looking
+// for a copy they found missing or checking one they hold.
 
 // cluBuilder holds the checkpointer's reused buffers: counts and next
 // positions per symbol id, the index array and the rows in clustered
@@ -32,6 +43,7 @@ import (
 // is made: allocating them again for each segment would fault them in
 // again.
 type cluBuilder struct {
+	chunk []byte // copyHot's
 	count []uint64
 	pos   []uint64
 	hdr   []byte
@@ -39,31 +51,147 @@ type cluBuilder struct {
 	rows  []byte
 }
 
-// cluEnabled reports whether this writer builds clustered copies.
-func (w *Writer) cluEnabled() bool { return w.opts.HotBytes > 0 && w.symOff >= 0 }
+// hotSet is the segments that have hot copies, in increasing order:
+// written by the checkpointer (and the open path before it starts), read
+// by Stats.
+type hotSet struct {
+	mu   sync.Mutex
+	segs []uint64
+}
 
-// buildClus writes the clustered copy of every sealed, durable, not
-// compressed segment still in its slot that has none yet.
-func (w *Writer) buildClus() error {
-	if !w.cluEnabled() {
+// hotEnabled reports whether this writer keeps hot copies.
+func (w *Writer) hotEnabled() bool { return w.opts.HotBytes > 0 }
+
+// cluEnabled reports whether this writer builds clustered copies.
+func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
+
+// hotBudget is how many segments keep hot copies.
+func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
+
+// makeHot copies every sealed, durable, not compressed segment still in
+// its slot that has no copies yet, then trims the copies to the budget.
+func (w *Writer) makeHot() error {
+	if !w.hotEnabled() {
 		return nil
 	}
 	for _, s := range w.slots {
 		gen, seg := w.ctl.Slot(s.i)
 		// ready first: the preparer maps the slot (s.b, s.rows) before it
 		// stores ready, so the load orders the reads of both after it.
-		if gen == 0 || s.ready.Load() != seg+1 || s.clu == seg+1 {
+		if gen == 0 || s.ready.Load() != seg+1 || s.copied.Load() == seg+1 || seg >= w.ctl.DurableSegs() {
 			continue
 		}
-		if seg >= w.ctl.DurableSegs() || seg < w.ctl.CmpSegs() || (seg+1)<<w.shift <= w.ctl.FirstSeq() {
-			continue
-		}
-		if store.LoadAcquire64(s.b, store.LiveFromOff) != 0 {
-			continue // the slot lacks the segment's first rows (a reopened writer's)
-		}
-		if err := w.buildClu(s, gen, seg); err != nil {
+		err := w.copySlot(s, gen, seg)
+		// Done with it, copied or not (a failed copy is not tried again):
+		// the preparer may recycle the slot.
+		s.copied.Store(seg + 1)
+		if err != nil {
 			return err
 		}
+	}
+	return w.trimHot()
+}
+
+// copySlot makes the hot copies of segment seg, sealed and durable in slot
+// s (generation gen), unless it is compacted, deleted, or the slot lacks
+// its first rows.
+func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
+	if seg < w.ctl.CmpSegs() || (seg+1)<<w.shift <= w.ctl.FirstSeq() {
+		return nil
+	}
+	if store.LoadAcquire64(s.b, store.LiveFromOff) != 0 {
+		return nil // the slot lacks the segment's first rows (a reopened writer's)
+	}
+	ok, err := w.copyHot(s, gen, seg)
+	if err == nil && ok && w.cluEnabled() {
+		ok, err = w.buildClu(s, gen, seg)
+	}
+	if err != nil || !ok {
+		w.removeCopies(seg)
+		return err
+	}
+	w.hot.mu.Lock()
+	w.hot.segs = append(w.hot.segs, seg)
+	slices.Sort(w.hot.segs)
+	w.hot.mu.Unlock()
+	return nil
+}
+
+// copyHot writes seg-N.hot from slot s (generation gen): the durable
+// file's header and the slot's rows, under a temporary name, renamed into
+// place. It reports false, writing nothing, when the slot was recycled
+// while its rows were copied (they could be a mix).
+func (w *Writer) copyHot(s *liveSlot, gen, seg uint64) (bool, error) {
+	final := store.HotPath(w.liveDir, seg)
+	tmp := final + store.CluTmpSuffix
+	err := w.writeHot(tmp, s.rows[:w.rps*w.rowSize], seg)
+	if err == nil && w.ctl.SlotGen(s.i) != gen {
+		os.Remove(tmp)
+		return false, nil
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return false, fmt.Errorf("writer: hot copy of segment %d: %w", seg, err)
+	}
+	w.ctl.BumpCluGen()
+	return true, nil
+}
+
+// hotChunk is the bytes of rows copyHot moves at a time.
+const hotChunk = 1 << 20
+
+// writeHot writes segment seg's durable header and rows into a new file
+// at path, sized as its durable file. The rows go through the builder's
+// chunk buffer rather than straight from the slot: here the kernel's
+// first read of a page a process mapped costs about 10 µs (a nested,
+// paravirtualised VM), a copy in user space and a pwrite from a buffer it
+// has read before about 1 µs a page.
+func (w *Writer) writeHot(path string, rows []byte, seg uint64) error {
+	b := &w.clu
+	if cap(b.chunk) < hotChunk {
+		b.chunk = make([]byte, hotChunk)
+	}
+	buf := b.chunk[:store.BlockSize]
+	clear(buf)
+	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(buf)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(buf, 0)
+	for off := 0; err == nil && off < len(rows); off += hotChunk {
+		n := copy(b.chunk[:hotChunk], rows[off:])
+		_, err = f.WriteAt(b.chunk[:n], int64(store.BlockSize+off))
+	}
+	if err == nil {
+		err = f.Truncate(w.segSize)
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// trimHot removes the copies of the oldest segments past the budget, and
+// of segments compacted or deleted since they were made.
+func (w *Writer) trimHot() error {
+	w.hot.mu.Lock()
+	var drop []uint64
+	budget := w.hotBudget()
+	for len(w.hot.segs) > 0 {
+		n := w.hot.segs[0]
+		if len(w.hot.segs) <= budget && n >= w.ctl.CmpSegs() && (n+1)<<w.shift > w.ctl.FirstSeq() {
+			break
+		}
+		drop = append(drop, n)
+		w.hot.segs = w.hot.segs[1:]
+	}
+	w.hot.mu.Unlock()
+	for _, n := range drop {
+		w.removeCopies(n)
 	}
 	return nil
 }
@@ -74,7 +202,7 @@ func (w *Writer) buildClus() error {
 // its rows were read the copy is discarded (its rows could be a mix);
 // if it was recycled after, the copy is right but no longer wanted, and
 // removed again (the preparer may have looked for it before the rename).
-func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) error {
+func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) (bool, error) {
 	b := &w.clu
 	rs := w.rowSize
 	rows := s.rows[:w.rps*rs]
@@ -127,7 +255,7 @@ func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) error {
 		row := rows[i*rs : (i+1)*rs]
 		id := binary.LittleEndian.Uint32(row[w.symOff:])
 		if int(id) >= len(b.pos) || b.pos[id] >= w.rps {
-			return nil // the rows changed since they were counted: the slot was recycled
+			return false, nil // the rows changed since they were counted: the slot was recycled
 		}
 		p := b.pos[id]
 		b.pos[id] = p + 1
@@ -135,37 +263,35 @@ func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) error {
 		copy(b.rows[p*rs:], row)
 	}
 	if w.ctl.SlotGen(s.i) != gen {
-		return nil // recycled while read: the rows may be a newer segment's
+		return false, nil // recycled while read: the rows may be a newer segment's
 	}
 	final := store.CluPath(w.liveDir, seg)
 	tmp := final + store.CluTmpSuffix
-	if err := writeClu(tmp, b.hdr, b.idx, b.rows, h); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
+	err := writeFile(tmp, b.hdr, b.idx, b.rows)
+	if err == nil {
+		err = os.Rename(tmp, final)
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
+		return false, fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
 	}
 	w.ctl.BumpCluGen()
-	s.clu = seg + 1
-	if w.ctl.SlotGen(s.i) != gen {
-		w.removeClu(seg)
-	}
-	return nil
+	return true, nil
 }
 
-func writeClu(path string, hdr, idx, rows []byte, h store.CluHeader) error {
+// writeFile writes parts end to end into a new file at path.
+func writeFile(path string, parts ...[]byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(hdr, 0)
-	if err == nil {
-		_, err = f.WriteAt(idx, int64(h.IdxOff))
-	}
-	if err == nil {
-		_, err = f.WriteAt(rows, int64(h.RowsOff))
+	var off int64
+	for _, p := range parts {
+		if err != nil {
+			break
+		}
+		_, err = f.WriteAt(p, off)
+		off += int64(len(p))
 	}
 	if e := f.Close(); err == nil {
 		err = e
@@ -173,19 +299,26 @@ func writeClu(path string, hdr, idx, rows []byte, h store.CluHeader) error {
 	return err
 }
 
-// removeClu removes segment seg's clustered copy, if any, and bumps the
-// change counter when there was one.
-func (w *Writer) removeClu(seg uint64) {
-	if err := os.Remove(store.CluPath(w.liveDir, seg)); err == nil {
+// removeCopies removes segment seg's hot and clustered copies, if any,
+// and bumps the change counter when there was one.
+func (w *Writer) removeCopies(seg uint64) {
+	removed := false
+	for _, p := range []string{store.HotPath(w.liveDir, seg), store.CluPath(w.liveDir, seg)} {
+		if os.Remove(p) == nil {
+			removed = true
+		}
+	}
+	if removed {
 		w.ctl.BumpCluGen()
 	}
 }
 
-// cleanClus removes the clustered copies (and their temporary files) in
-// the live directory, but for those of segments still hot in an attached
-// slot when keepHot: a copy is immutable and stays right as long as its
-// segment's rows do. The open path (keepHot) and Close (not).
-func (w *Writer) cleanClus(keepHot bool) error {
+// cleanCopies removes the hot and clustered copies (and their temporary
+// files) in the live directory, but for those of segments still sealed,
+// durable, not compressed and not deleted when keep: a copy is immutable
+// and stays right as long as its segment's rows do. The open path (keep)
+// and Close (not).
+func (w *Writer) cleanCopies(keep bool) error {
 	ents, err := os.ReadDir(w.liveDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -193,26 +326,54 @@ func (w *Writer) cleanClus(keepHot bool) error {
 	if err != nil {
 		return fmt.Errorf("writer: live dir: %w", err)
 	}
+	keeps := func(n uint64, tmp bool) bool {
+		return keep && !tmp && w.hotEnabled() && n < w.ctl.DurableSegs() && n >= w.ctl.CmpSegs() && (n+1)<<w.shift > w.ctl.FirstSeq()
+	}
+	// A segment keeps its copies when they are all there (a writer killed
+	// between the two leaves one: the checkpointer makes both again if
+	// the segment is still in its slot).
+	hot, clu := map[uint64]bool{}, map[uint64]bool{}
+	for _, e := range ents {
+		if n, tmp, ok := store.ParseHotName(e.Name()); ok && keeps(n, tmp) {
+			hot[n] = true
+		} else if n, tmp, ok := store.ParseCluName(e.Name()); ok && keeps(n, tmp) {
+			clu[n] = true
+		}
+	}
+	for n := range hot {
+		if w.cluEnabled() && !clu[n] {
+			delete(hot, n)
+		}
+	}
 	removed := false
 	for _, e := range ents {
-		n, tmp, ok := store.ParseCluName(e.Name())
+		n, tmp, ok := store.ParseHotName(e.Name())
 		if !ok {
-			continue
-		}
-		if !tmp && keepHot && n < w.ctl.DurableSegs() && n >= w.ctl.CmpSegs() {
-			s := w.slots[n%uint64(len(w.slots))]
-			if gen, seg := w.ctl.Slot(s.i); gen != 0 && seg == n && s.ready.Load() == n+1 {
-				s.clu = n + 1
+			// A clustered copy stays with its segment's hot copy.
+			if n, tmp, ok = store.ParseCluName(e.Name()); !ok {
 				continue
 			}
 		}
+		if keeps(n, tmp) && hot[n] {
+			continue
+		}
 		if err := os.Remove(filepath.Join(w.liveDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("writer: remove clustered copy: %w", err)
+			return fmt.Errorf("writer: remove hot copy: %w", err)
 		}
 		removed = true
 	}
 	if removed {
 		w.ctl.BumpCluGen()
 	}
-	return nil
+	w.hot.mu.Lock()
+	w.hot.segs = w.hot.segs[:0]
+	for n := range hot {
+		w.hot.segs = append(w.hot.segs, n)
+		if s := w.slots[n%uint64(len(w.slots))]; s.ready.Load() == n+1 {
+			s.copied.Store(n + 1)
+		}
+	}
+	slices.Sort(w.hot.segs)
+	w.hot.mu.Unlock()
+	return w.trimHot()
 }

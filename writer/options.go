@@ -85,11 +85,12 @@ type Options struct {
 	LiveSlots int
 	// HotBytes is the shared memory kept, on top of LiveSlots, for the most
 	// recently sealed segments after they are durable (default
-	// DefaultHotBytes; negative: none). Readers in every process read those
-	// rows from shared memory instead of the disk. A table's slot count,
-	// LiveSlots + HotBytes / segment file size (at most index.MaxLiveSlots),
-	// is fixed when it is created: shared memory is bounded by that count ×
-	// segment file size, and only what the rows use of it is allocated.
+	// DefaultHotBytes; negative: none): HotBytes / segment file size
+	// segments keep a copy of their rows in the live directory (a table
+	// with a sym column, a second one clustered by symbol), made off the
+	// append path once they are durable. Readers in every process read
+	// those rows from shared memory instead of the disk. Shared memory is
+	// allocated only as rows arrive.
 	HotBytes int64
 	// LiveDir is where the live segment slots go. Default: a directory named
 	// after the table's id under /dev/shm/tickdb, or, where /dev/shm is not

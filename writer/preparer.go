@@ -159,6 +159,12 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 		w.fl.wake()
 		return false, nil
 	}
+	if held != 0 && w.hotEnabled() && s.copied.Load() != held {
+		// Its segment is durable but not yet copied for the hot budget
+		// (clu.go): the copies are made from the slot.
+		w.ck.wake()
+		return false, nil
+	}
 	if s.b == nil {
 		if err := w.createSlotFile(s); err != nil {
 			return false, err
@@ -172,11 +178,6 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 	}
 	if err := w.ensureDurableFile(seg); err != nil {
 		return false, err
-	}
-	if held != 0 {
-		// The segment leaving the slot is no longer hot: its clustered
-		// copy goes with it (a reader that mapped it keeps its bytes).
-		w.removeClu(held - 1)
 	}
 	w.assignSlot(s, seg, 0)
 	s.ready.Store(seg + 1)

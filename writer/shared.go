@@ -21,9 +21,11 @@ type liveSlot struct {
 	// (MADV_POPULATE_WRITE); the rest of the slot may be holes. Preparer
 	// only (and the open path, before the preparer starts).
 	popLo, popHi uint64
-	// clu is segNo+1 of the segment whose clustered copy the checkpointer
-	// wrote from this slot, 0 for none (checkpointer and open path only).
-	clu uint64
+	// copied is segNo+1 of the segment the checkpointer is done with in
+	// this slot (its hot copies made, tried, or not wanted), 0 for none.
+	// Written by the checkpointer (and the open path), read by the
+	// preparer, which recycles a slot only after that.
+	copied atomic.Uint64
 }
 
 // shared holds the counters and hand-off words between the goroutines.

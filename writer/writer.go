@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +84,7 @@ type Writer struct {
 	closeRes  CompactResult
 
 	clu cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
+	hot hotSet     // the segments with hot copies (clu.go)
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -137,16 +139,10 @@ func (w *Writer) start() {
 	w.log.Info("writer: open", "table", w.name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
 }
 
-// slotCount is the live slots of a new table: LiveSlots for the segments
-// not yet durable, plus as many hot ones as HotBytes holds, at most
-// index.MaxLiveSlots.
-func slotCount(o *Options, segFile int64) int {
-	n := o.LiveSlots
-	if o.HotBytes > 0 && n < index.MaxLiveSlots {
-		n += int(min(o.HotBytes/segFile, index.MaxLiveSlots))
-	}
-	return min(n, index.MaxLiveSlots)
-}
+// slotCount is the live slots of a new table: LiveSlots, for the segments
+// not yet durable. (Tables created before hot copies also have a slot per
+// segment of the hot budget; they keep them.)
+func slotCount(o *Options) int { return min(o.LiveSlots, index.MaxLiveSlots) }
 
 func createTable(db, name string, o *Options) error {
 	s := o.Schema
@@ -158,7 +154,7 @@ func createTable(db, name string, o *Options) error {
 	if o.TimeStride&(o.TimeStride-1) != 0 {
 		return fmt.Errorf("time stride %d is not a power of two", o.TimeStride)
 	}
-	g := index.Geometry{SegShift: shift, StrideShift: uint(bits.TrailingZeros64(uint64(o.TimeStride))), LiveSlots: slotCount(o, store.SegFileSize(s.RowSize, 1<<shift))}
+	g := index.Geometry{SegShift: shift, StrideShift: uint(bits.TrailingZeros64(uint64(o.TimeStride))), LiveSlots: slotCount(o)}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
@@ -256,7 +252,7 @@ func (w *Writer) open() error {
 	if err := w.removeBelowFirst(); err != nil {
 		return fmt.Errorf("writer: table %s: remove segments below the first row: %w", w.name, err)
 	}
-	if err := w.cleanClus(true); err != nil {
+	if err := w.cleanCopies(true); err != nil {
 		return fmt.Errorf("writer: table %s: %w", w.name, err)
 	}
 	return nil
@@ -700,8 +696,9 @@ type Stats struct {
 	Flushes    uint64        // O_DIRECT writes
 	FlushBytes uint64
 	LagAlarms  uint64
-	// HotSegments are sealed, durable segments still in their live slots
-	// (Options.HotBytes): readers read their HotRows from shared memory.
+	// HotSegments are sealed, durable segments kept in shared memory (hot
+	// copies, Options.HotBytes, or still in their live slots): readers
+	// read their HotRows from there.
 	HotSegments uint64
 	HotRows     uint64
 }
@@ -728,21 +725,28 @@ func (w *Writer) stats() Stats {
 		FlushBytes: w.sh.flushBytes.Load(),
 		LagAlarms:  w.sh.lagAlarms.Load(),
 	}
-	st.HotSegments, st.HotRows = w.hot()
+	st.HotSegments, st.HotRows = w.hotSegs()
 	return st
 }
 
-// hot counts the segments the control file's slot table names that are
-// sealed and durable (and not compressed), and their rows.
-func (w *Writer) hot() (segs, rows uint64) {
+// hotSegs counts the sealed, durable, not compressed segments held in
+// shared memory, by their hot copies or their live slots, and their rows.
+func (w *Writer) hotSegs() (segs, rows uint64) {
 	sealed, cmp := w.ctl.DurableSegs(), w.ctl.CmpSegs()
-	for i := range w.slots {
-		if gen, n := w.ctl.Slot(i); gen != 0 && n < sealed && n >= cmp {
+	w.hot.mu.Lock()
+	copies := slices.Clone(w.hot.segs)
+	w.hot.mu.Unlock()
+	for _, n := range copies {
+		if n < sealed && n >= cmp {
 			segs++
-			rows += 1 << w.shift
 		}
 	}
-	return segs, rows
+	for i := range w.slots {
+		if gen, n := w.ctl.Slot(i); gen != 0 && n < sealed && n >= cmp && !slices.Contains(copies, n) {
+			segs++
+		}
+	}
+	return segs, segs << w.shift
 }
 
 // roll moves the writer to the next segment: it publishes (a sealed
@@ -875,7 +879,7 @@ func (w *Writer) checkpoint(visible uint64) error {
 }
 
 func (w *Writer) removeLive() error {
-	if err := w.cleanClus(false); err != nil {
+	if err := w.cleanCopies(false); err != nil {
 		return err
 	}
 	for _, s := range w.slots {

@@ -31,8 +31,8 @@ func newStatCmd(g *globals) *cobra.Command {
 		Long: `stat reports every table of the database: its schema, published and
 durable row counts, time range, segments, size on disk, symbols, out-of-order
 rows, the writer that holds it (pid and state) if any, and the live
-directory with the shared memory its live segments use now and at most
-(live slots × segment file size).
+directory with the shared memory its live slots use now and at most (live
+slots × segment file size), and its hot segments' copies.
 
 It reads the control files without any lock, so it is safe while a writer
 runs; the numbers are a snapshot. --format json prints
@@ -79,6 +79,7 @@ type tableStat struct {
 	LiveSlots    int    `json:"live_slots"`
 	LiveBytes    int64  `json:"live_bytes"`     // shared memory the live slots hold now (allocated)
 	LiveBytesMax int64  `json:"live_bytes_max"` // the bound: live_slots × segment_bytes
+	HotBytes     int64  `json:"hot_bytes"`      // shared memory the hot segments' copies hold (allocated)
 
 	Compressed *statCompressed `json:"compressed,omitempty"` // nil: no compressed segment
 
@@ -255,6 +256,14 @@ func statTable(db, name string) (tableStat, error) {
 				ts.LiveBytes += allocated(fi)
 			}
 		}
+		ents, _ := os.ReadDir(st.LiveDir)
+		for _, e := range ents {
+			_, _, hot := store.ParseHotName(e.Name())
+			_, _, clu := store.ParseCluName(e.Name())
+			if fi, err := e.Info(); err == nil && (hot || clu) {
+				ts.HotBytes += allocated(fi)
+			}
+		}
 	}
 	return ts, err
 }
@@ -352,8 +361,8 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 			statLine(out, "writer", fmt.Sprintf("pid %d", w.Pid), w.State+", not running (crashed: the next writer recovers)")
 		}
 		statLine(out, "live dir", t.LiveDir)
-		statLine(out, "shared memory", fmtBytes(t.LiveBytes),
-			fmt.Sprintf("at most %s (%d live slots × %s)", fmtBytes(t.LiveBytesMax), t.LiveSlots, fmtBytes(t.SegmentBytes)))
+		statLine(out, "shared memory", fmtBytes(t.LiveBytes+t.HotBytes),
+			fmt.Sprintf("live slots %s, at most %s (%d × %s); hot copies %s", fmtBytes(t.LiveBytes), fmtBytes(t.LiveBytesMax), t.LiveSlots, fmtBytes(t.SegmentBytes), fmtBytes(t.HotBytes)))
 		statLine(out, "created", t.Created)
 		if t.Error != "" {
 			statLine(out, "error", t.Error)

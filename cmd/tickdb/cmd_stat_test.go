@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/store"
 )
@@ -48,6 +47,7 @@ type statJSON struct {
 		LiveSlots    int    `json:"live_slots"`
 		LiveBytes    int64  `json:"live_bytes"`
 		LiveBytesMax int64  `json:"live_bytes_max"`
+		HotBytes     int64  `json:"hot_bytes"`
 		Lifecycle    struct {
 			Live, Hot, Raw, Historical struct {
 				Segments uint64 `json:"segments"`
@@ -136,10 +136,10 @@ func TestStatJSON(t *testing.T) {
 	if k.Writer == nil || k.Writer.Pid != os.Getpid() || k.Writer.State != "open" || !k.Writer.Running {
 		t.Errorf("ticks writer: %+v, want this process, open, running", k.Writer)
 	}
-	// 4 live slots and the default hot budget, capped at the most a table has.
-	slots := index.MaxLiveSlots
-	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != slots || k.LiveBytesMax != int64(slots)*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax {
-		t.Errorf("ticks live: dir %s slots %d bytes %d max %d; want %s, %d, (0, %d]", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, sw.w.LiveDir(), slots, int64(slots)*segBytes)
+	// 4 live slots (the default); the hot segments have copies beside them.
+	slots := 4
+	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != slots || k.LiveBytesMax != int64(slots)*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax || k.HotBytes <= 0 {
+		t.Errorf("ticks live: dir %s slots %d bytes %d max %d hot %d; want %s, %d, (0, %d], > 0", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, k.HotBytes, sw.w.LiveDir(), slots, int64(slots)*segBytes)
 	}
 	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 2 || l.Hot.Rows != 256 || l.Raw.Rows != 0 || l.Historical.Rows != 0 {
 		t.Errorf("ticks lifecycle: %+v; want 44 rows live, 256 hot", l)
@@ -210,7 +210,7 @@ func TestStatReport(t *testing.T) {
 		`^  out-of-order rows +0  later than the window: rejected or restamped$`,
 		`^  writer +none$`,
 		`^  live dir +` + regexp.QuoteMeta(live) + `/trades$`,
-		`^  shared memory +0 B  at most 256 KiB \(32 live slots × 8 KiB\)$`,
+		`^  shared memory +0 B  live slots 0 B, at most 32 KiB \(4 × 8 KiB\); hot copies 0 B$`,
 		`^    raw +5 rows  1 segment\(s\): raw segment files on disk$`,
 		`^    hot +128 rows  1 segment\(s\): sealed and durable, kept in shared memory$`,
 		`^    live +72 rows  1 segment\(s\): shared memory; not yet sealed and durable$`,

@@ -59,8 +59,9 @@ type hotSet struct {
 	segs []uint64
 }
 
-// hotEnabled reports whether this writer keeps hot copies.
-func (w *Writer) hotEnabled() bool { return w.opts.HotBytes > 0 }
+// hotEnabled reports whether this writer keeps hot copies: a budget of a
+// segment or more.
+func (w *Writer) hotEnabled() bool { return w.hotBudget() > 0 }
 
 // cluEnabled reports whether this writer builds clustered copies.
 func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }

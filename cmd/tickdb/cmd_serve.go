@@ -75,7 +75,7 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
-	f.Var(&o.hotBytes, "hot-bytes", "shared memory per new table for its newest sealed, durable segments, read from memory instead of disk (0: none)")
+	f.Var(&o.hotBytes, "hot-bytes", "shared memory per table for copies of its newest sealed, durable segments, read from memory instead of disk (0: none)")
 	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
 	return cmd
 }

@@ -47,6 +47,9 @@ func Replace(b []byte, f *os.File) error {
 	return fmt.Errorf("mmap %s over its copy: %w", f.Name(), ErrUnsupported)
 }
 
+// AdviseHuge is a no-op off Linux.
+func AdviseHuge(b []byte) error { return nil }
+
 // Unmap releases a mapping made by MapShared. nil or empty is a no-op.
 func Unmap(b []byte) error {
 	if len(b) == 0 {

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,9 +41,10 @@ import (
 // order (a segment's rows: the copy is written with three pwrites, no
 // mapping of the new file, whose first touches would each fault). They
 // stay allocated (a segment's rows plus 4 bytes a row) once the first copy
-// is made: allocating them again for each segment would fault them in
-// again.
+// is made, until the writer closes: allocating them again for each
+// segment would fault them in again.
 type cluBuilder struct {
+	mem   []byte // idx and rows: one anonymous mapping (grow)
 	chunk []byte // copyHot's
 	count []uint64
 	pos   []uint64
@@ -51,12 +53,85 @@ type cluBuilder struct {
 	rows  []byte
 }
 
-// hotSet is the segments that have hot copies, in increasing order:
-// written by the checkpointer (and the open path before it starts), read
-// by Stats.
+// grow sizes the index and row buffers to idx and rows bytes. They are
+// anonymous mappings with huge pages, not heap: 72 MiB of 4 KiB pages
+// cost about 0.35 s of first touches here (a nested VM), in the
+// checkpointer, and the kernel's first reads of them as much again; huge
+// pages a tenth of that.
+func (b *cluBuilder) grow(idx, rows int) error {
+	if len(b.mem) < idx+rows {
+		b.release()
+		m, err := store.MapAnon(idx + rows)
+		if err != nil {
+			return err
+		}
+		_ = store.AdviseHuge(m) // advice: without it, 4 KiB pages
+		b.mem = m
+	}
+	b.idx, b.rows = b.mem[:idx:idx], b.mem[idx:idx+rows]
+	return nil
+}
+
+// release unmaps the buffers (the writer's Close).
+func (b *cluBuilder) release() {
+	store.Unmap(b.mem)
+	b.mem, b.idx, b.rows = nil, nil, nil
+}
+
+// hotSet is the segments that have hot copies, in increasing order, and
+// whether each has its clustered copy yet: written by the checkpointer
+// (and the open path before it starts), read by Stats.
 type hotSet struct {
 	mu   sync.Mutex
-	segs []uint64
+	segs []hotSeg
+}
+
+type hotSeg struct {
+	n   uint64
+	clu bool
+}
+
+// add records segment n's hot copy (clu: with its clustered copy).
+func (h *hotSet) add(n uint64, clu bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(h.segs, n, func(s hotSeg, n uint64) int { return cmp.Compare(s.n, n) })
+	h.segs = slices.Insert(h.segs, i, hotSeg{n: n, clu: clu})
+}
+
+// list returns the segments with hot copies.
+func (h *hotSet) list() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := make([]uint64, len(h.segs))
+	for i, s := range h.segs {
+		l[i] = s.n
+	}
+	return l
+}
+
+// needClu returns the newest segment whose clustered copy is still to be
+// made.
+func (h *hotSet) needClu() (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.segs) - 1; i >= 0; i-- {
+		if !h.segs[i].clu {
+			return h.segs[i].n, true
+		}
+	}
+	return 0, false
+}
+
+// setClu marks segment n's clustered copy made (or given up on).
+func (h *hotSet) setClu(n uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.segs {
+		if h.segs[i].n == n {
+			h.segs[i].clu = true
+		}
+	}
 }
 
 // hotEnabled reports whether this writer keeps hot copies: a budget of a
@@ -70,11 +145,34 @@ func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
 func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
 
 // makeHot copies every sealed, durable, not compressed segment still in
-// its slot that has no copies yet, then trims the copies to the budget.
+// its slot that has no hot copy yet, then makes the clustered copies from
+// the hot ones, newest first, going back to the slots between two (the
+// preparer waits for a slot's hot copy, never for a clustered one), and
+// trims the copies to the budget.
 func (w *Writer) makeHot() error {
 	if !w.hotEnabled() {
 		return nil
 	}
+	for {
+		if err := w.copySlots(); err != nil {
+			return err
+		}
+		n, ok := w.hot.needClu()
+		if !ok || !w.cluEnabled() {
+			break
+		}
+		err := w.buildClu(n)
+		w.hot.setClu(n) // made, or given up on (a failure is not tried again)
+		if err != nil {
+			return err
+		}
+	}
+	return w.trimHot()
+}
+
+// copySlots makes the hot copy of every sealed, durable segment in a slot
+// that the checkpointer has not been through yet.
+func (w *Writer) copySlots() error {
 	for _, s := range w.slots {
 		gen, seg := w.ctl.Slot(s.i)
 		// ready first: the preparer maps the slot (s.b, s.rows) before it
@@ -90,10 +188,10 @@ func (w *Writer) makeHot() error {
 			return err
 		}
 	}
-	return w.trimHot()
+	return nil
 }
 
-// copySlot makes the hot copies of segment seg, sealed and durable in slot
+// copySlot makes the hot copy of segment seg, sealed and durable in slot
 // s (generation gen), unless it is compacted, deleted, or the slot lacks
 // its first rows.
 func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
@@ -104,18 +202,10 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 		return nil // the slot lacks the segment's first rows (a reopened writer's)
 	}
 	ok, err := w.copyHot(s, gen, seg)
-	if err == nil && ok && w.cluEnabled() {
-		ok, err = w.buildClu(s, gen, seg)
+	if err == nil && ok {
+		w.hot.add(seg, false)
 	}
-	if err != nil || !ok {
-		w.removeCopies(seg)
-		return err
-	}
-	w.hot.mu.Lock()
-	w.hot.segs = append(w.hot.segs, seg)
-	slices.Sort(w.hot.segs)
-	w.hot.mu.Unlock()
-	return nil
+	return err
 }
 
 // copyHot writes seg-N.hot from slot s (generation gen): the durable
@@ -183,7 +273,7 @@ func (w *Writer) trimHot() error {
 	var drop []uint64
 	budget := w.hotBudget()
 	for len(w.hot.segs) > 0 {
-		n := w.hot.segs[0]
+		n := w.hot.segs[0].n
 		if len(w.hot.segs) <= budget && n >= w.ctl.CmpSegs() && (n+1)<<w.shift > w.ctl.FirstSeq() {
 			break
 		}
@@ -197,23 +287,50 @@ func (w *Writer) trimHot() error {
 	return nil
 }
 
-// buildClu writes segment seg's clustered copy from slot s (generation
-// gen): a counting sort by symbol into the reused buffers, written under
-// a temporary name, renamed into place. If the slot was recycled while
-// its rows were read the copy is discarded (its rows could be a mix);
-// if it was recycled after, the copy is right but no longer wanted, and
-// removed again (the preparer may have looked for it before the rename).
-func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) (bool, error) {
+// buildClu writes segment seg's clustered copy from its hot copy (an
+// immutable file: no slot can be recycled under it, so the writer never
+// waits for this): a counting sort by symbol into the reused buffers,
+// reading the rows twice through the chunk buffer, written under a
+// temporary name, renamed into place. A hot copy removed meanwhile (never:
+// only this goroutine removes them) or damaged leaves no clustered copy.
+func (w *Writer) buildClu(seg uint64) error {
 	b := &w.clu
 	rs := w.rowSize
-	rows := s.rows[:w.rps*rs]
-	clear(b.count)
-	for i := uint64(0); i < w.rps; i++ {
-		id := binary.LittleEndian.Uint32(rows[i*rs+uint64(w.symOff):])
-		if int(id) >= len(b.count) {
-			b.count = append(b.count, make([]uint64, int(id)+1-len(b.count))...)
+	if cap(b.chunk) < hotChunk {
+		b.chunk = make([]byte, hotChunk)
+	}
+	f, err := os.Open(store.HotPath(w.liveDir, seg))
+	if err != nil {
+		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
+	}
+	defer f.Close()
+	per := uint64(hotChunk) / rs // rows per chunk read
+	// each calls fn with the rows [i, i+len(rows)/rs) of the segment.
+	each := func(fn func(i uint64, rows []byte) bool) error {
+		for i := uint64(0); i < w.rps; i += per {
+			n := min(per, w.rps-i) * rs
+			if _, err := f.ReadAt(b.chunk[:n], int64(store.BlockSize+i*rs)); err != nil {
+				return err
+			}
+			if !fn(i, b.chunk[:n]) {
+				return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
+			}
 		}
-		b.count[id]++
+		return nil
+	}
+	clear(b.count)
+	err = each(func(_ uint64, rows []byte) bool {
+		for o := uint64(0); o < uint64(len(rows)); o += rs {
+			id := binary.LittleEndian.Uint32(rows[o+uint64(w.symOff):])
+			if int(id) >= len(b.count) {
+				b.count = append(b.count, make([]uint64, int(id)+1-len(b.count))...)
+			}
+			b.count[id]++
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
 	}
 	if len(b.pos) < len(b.count) {
 		b.pos = make([]uint64, len(b.count))
@@ -242,42 +359,39 @@ func (w *Writer) buildClu(s *liveSlot, gen, seg uint64) (bool, error) {
 		}
 	}
 	h.Marshal(b.hdr, dir)
-	if n := int(h.RowsOff - h.IdxOff); cap(b.idx) < n {
-		b.idx = make([]byte, n)
+	if err := b.grow(int(h.RowsOff-h.IdxOff), int(w.rps*rs)); err != nil {
+		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
 	}
-	b.idx = b.idx[:h.RowsOff-h.IdxOff]
-	if n := int(w.rps * rs); cap(b.rows) < n {
-		b.rows = make([]byte, n)
-	}
-	b.rows = b.rows[:w.rps*rs]
-	// Scatter: the slot read in order, each row to its symbol's next
-	// place (a write stream per symbol: few pages touched at a time).
-	for i := uint64(0); i < w.rps; i++ {
-		row := rows[i*rs : (i+1)*rs]
-		id := binary.LittleEndian.Uint32(row[w.symOff:])
-		if int(id) >= len(b.pos) || b.pos[id] >= w.rps {
-			return false, nil // the rows changed since they were counted: the slot was recycled
+	// Scatter: the rows read in order, each to its symbol's next place (a
+	// write stream per symbol: few pages touched at a time).
+	err = each(func(i uint64, rows []byte) bool {
+		for o := uint64(0); o < uint64(len(rows)); o, i = o+rs, i+1 {
+			row := rows[o : o+rs]
+			id := binary.LittleEndian.Uint32(row[w.symOff:])
+			if int(id) >= len(b.pos) || b.pos[id] >= w.rps {
+				return false
+			}
+			p := b.pos[id]
+			b.pos[id] = p + 1
+			binary.LittleEndian.PutUint32(b.idx[4*p:], uint32(i))
+			copy(b.rows[p*rs:], row)
 		}
-		p := b.pos[id]
-		b.pos[id] = p + 1
-		binary.LittleEndian.PutUint32(b.idx[4*p:], uint32(i))
-		copy(b.rows[p*rs:], row)
-	}
-	if w.ctl.SlotGen(s.i) != gen {
-		return false, nil // recycled while read: the rows may be a newer segment's
-	}
+		return true
+	})
 	final := store.CluPath(w.liveDir, seg)
 	tmp := final + store.CluTmpSuffix
-	err := writeFile(tmp, b.hdr, b.idx, b.rows)
+	if err == nil {
+		err = writeFile(tmp, b.hdr, b.idx, b.rows)
+	}
 	if err == nil {
 		err = os.Rename(tmp, final)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return false, fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
+		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
 	}
 	w.ctl.BumpCluGen()
-	return true, nil
+	return nil
 }
 
 // writeFile writes parts end to end into a new file at path.
@@ -330,20 +444,14 @@ func (w *Writer) cleanCopies(keep bool) error {
 	keeps := func(n uint64, tmp bool) bool {
 		return keep && !tmp && w.hotEnabled() && n < w.ctl.DurableSegs() && n >= w.ctl.CmpSegs() && (n+1)<<w.shift > w.ctl.FirstSeq()
 	}
-	// A segment keeps its copies when they are all there (a writer killed
-	// between the two leaves one: the checkpointer makes both again if
-	// the segment is still in its slot).
+	// A segment keeps its hot copy, and its clustered one if made (else
+	// the checkpointer makes it from the hot copy).
 	hot, clu := map[uint64]bool{}, map[uint64]bool{}
 	for _, e := range ents {
 		if n, tmp, ok := store.ParseHotName(e.Name()); ok && keeps(n, tmp) {
 			hot[n] = true
 		} else if n, tmp, ok := store.ParseCluName(e.Name()); ok && keeps(n, tmp) {
 			clu[n] = true
-		}
-	}
-	for n := range hot {
-		if w.cluEnabled() && !clu[n] {
-			delete(hot, n)
 		}
 	}
 	removed := false
@@ -368,13 +476,12 @@ func (w *Writer) cleanCopies(keep bool) error {
 	}
 	w.hot.mu.Lock()
 	w.hot.segs = w.hot.segs[:0]
+	w.hot.mu.Unlock()
 	for n := range hot {
-		w.hot.segs = append(w.hot.segs, n)
+		w.hot.add(n, clu[n] || !w.cluEnabled())
 		if s := w.slots[n%uint64(len(w.slots))]; s.ready.Load() == n+1 {
 			s.copied.Store(n + 1)
 		}
 	}
-	slices.Sort(w.hot.segs)
-	w.hot.mu.Unlock()
 	return w.trimHot()
 }

@@ -733,9 +733,7 @@ func (w *Writer) stats() Stats {
 // shared memory, by their hot copies or their live slots, and their rows.
 func (w *Writer) hotSegs() (segs, rows uint64) {
 	sealed, cmp := w.ctl.DurableSegs(), w.ctl.CmpSegs()
-	w.hot.mu.Lock()
-	copies := slices.Clone(w.hot.segs)
-	w.hot.mu.Unlock()
+	copies := w.hot.list()
 	for _, n := range copies {
 		if n < sealed && n >= cmp {
 			segs++
@@ -906,6 +904,7 @@ func (w *Writer) removeLive() error {
 }
 
 func (w *Writer) closeFiles() error {
+	w.clu.release()
 	var errs []error
 	for _, s := range w.slots {
 		if s != nil && s.b != nil {

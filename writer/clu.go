@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -45,7 +46,7 @@ import (
 // segment would fault them in again.
 type cluBuilder struct {
 	mem   []byte // idx and rows: one anonymous mapping (grow)
-	chunk []byte // copyHot's
+	chunk []byte // rows read from the hot copy
 	count []uint64
 	pos   []uint64
 	hdr   []byte
@@ -123,6 +124,18 @@ func (h *hotSet) needClu() (uint64, bool) {
 	return 0, false
 }
 
+// has reports whether segment n has a hot copy.
+func (h *hotSet) has(n uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.segs {
+		if s.n == n {
+			return true
+		}
+	}
+	return false
+}
+
 // setClu marks segment n's clustered copy made (or given up on).
 func (h *hotSet) setClu(n uint64) {
 	h.mu.Lock()
@@ -145,29 +158,91 @@ func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
 func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
 
 // makeHot copies every sealed, durable, not compressed segment still in
-// its slot that has no hot copy yet, then makes the clustered copies from
-// the hot ones, newest first, going back to the slots between two (the
-// preparer waits for a slot's hot copy, never for a clustered one), and
-// trims the copies to the budget.
+// its slot that has no hot copy yet (the preparer waits for a slot's hot
+// copy before it recycles the slot), wakes the clusterer for their
+// clustered copies, and trims the copies to the budget.
 func (w *Writer) makeHot() error {
 	if !w.hotEnabled() {
 		return nil
 	}
-	for {
-		if err := w.copySlots(); err != nil {
-			return err
-		}
-		n, ok := w.hot.needClu()
-		if !ok || !w.cluEnabled() {
-			break
-		}
-		err := w.buildClu(n)
-		w.hot.setClu(n) // made, or given up on (a failure is not tried again)
-		if err != nil {
-			return err
-		}
+	if err := w.copySlots(); err != nil {
+		return err
+	}
+	if w.cl != nil {
+		w.cl.wake()
 	}
 	return w.trimHot()
+}
+
+// clusterer makes the clustered copies of hot segments, newest first,
+// from their hot copies, on a thread of its own at the lowest CPU
+// priority (nice 19): the work (a counting sort of a segment's rows, about
+// 50 ns a row) then takes only the CPU the writer, the flusher and the
+// checkpointer leave, and catches up when the feed pauses. A segment
+// waiting for its copy is read through the postings meanwhile.
+type clusterer struct {
+	w     *Writer
+	kickc chan struct{}
+	stopc chan struct{}
+	donec chan struct{}
+}
+
+func newClusterer(w *Writer) *clusterer {
+	return &clusterer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+}
+
+func (c *clusterer) wake() {
+	select {
+	case c.kickc <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the goroutine, cutting short a copy being built.
+func (c *clusterer) stop() {
+	close(c.stopc)
+	<-c.donec
+}
+
+func (c *clusterer) stopping() bool {
+	select {
+	case <-c.stopc:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *clusterer) run() {
+	defer close(c.donec)
+	// Locked for good: the thread, with its priority, ends with the
+	// goroutine instead of going back to run others.
+	runtime.LockOSThread()
+	lowerPriority()
+	w := c.w
+	for {
+		select {
+		case <-c.stopc:
+			return
+		case <-c.kickc:
+		}
+		for !c.stopping() {
+			n, ok := w.hot.needClu()
+			if !ok {
+				break
+			}
+			err := w.buildClu(n, c.stopping)
+			w.hot.setClu(n) // made, or given up on (a failure is not tried again)
+			if !w.hot.has(n) {
+				// Trimmed while it was built: the trim may have looked
+				// for the copy before the rename.
+				w.removeCopies(n)
+			}
+			if err != nil && !c.stopping() {
+				w.log.Warn("writer: clustered copy failed", "table", w.name, "err", err)
+			}
+		}
+	}
 }
 
 // copySlots makes the hot copy of every sealed, durable segment in a slot
@@ -231,8 +306,11 @@ func (w *Writer) copyHot(s *liveSlot, gen, seg uint64) (bool, error) {
 	return true, nil
 }
 
-// hotChunk is the bytes of rows copyHot moves at a time.
+// hotChunk is the bytes of rows copyHot and buildClu move at a time.
 const hotChunk = 1 << 20
+
+// errStopped ends a clustered copy cut short by Close.
+var errStopped = errors.New("writer: closing")
 
 // writeHot writes segment seg's durable header and rows into a new file
 // at path, sized as its durable file. The rows go through the builder's
@@ -241,11 +319,10 @@ const hotChunk = 1 << 20
 // paravirtualised VM), a copy in user space and a pwrite from a buffer it
 // has read before about 1 µs a page.
 func (w *Writer) writeHot(path string, rows []byte, seg uint64) error {
-	b := &w.clu
-	if cap(b.chunk) < hotChunk {
-		b.chunk = make([]byte, hotChunk)
+	if cap(w.hotChunk) < hotChunk {
+		w.hotChunk = make([]byte, hotChunk)
 	}
-	buf := b.chunk[:store.BlockSize]
+	buf := w.hotChunk[:store.BlockSize]
 	clear(buf)
 	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(buf)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -254,8 +331,8 @@ func (w *Writer) writeHot(path string, rows []byte, seg uint64) error {
 	}
 	_, err = f.WriteAt(buf, 0)
 	for off := 0; err == nil && off < len(rows); off += hotChunk {
-		n := copy(b.chunk[:hotChunk], rows[off:])
-		_, err = f.WriteAt(b.chunk[:n], int64(store.BlockSize+off))
+		n := copy(w.hotChunk[:hotChunk], rows[off:])
+		_, err = f.WriteAt(w.hotChunk[:n], int64(store.BlockSize+off))
 	}
 	if err == nil {
 		err = f.Truncate(w.segSize)
@@ -293,7 +370,7 @@ func (w *Writer) trimHot() error {
 // reading the rows twice through the chunk buffer, written under a
 // temporary name, renamed into place. A hot copy removed meanwhile (never:
 // only this goroutine removes them) or damaged leaves no clustered copy.
-func (w *Writer) buildClu(seg uint64) error {
+func (w *Writer) buildClu(seg uint64, stop func() bool) error {
 	b := &w.clu
 	rs := w.rowSize
 	if cap(b.chunk) < hotChunk {
@@ -314,6 +391,9 @@ func (w *Writer) buildClu(seg uint64) error {
 			}
 			if !fn(i, b.chunk[:n]) {
 				return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
+			}
+			if stop() {
+				return errStopped
 			}
 		}
 		return nil

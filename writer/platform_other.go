@@ -32,3 +32,5 @@ func (w *Writer) Pin() error { return ErrUnsupported }
 
 // Unpin is a no-op off Linux.
 func (w *Writer) Unpin() {}
+
+func lowerPriority() {}

@@ -83,8 +83,10 @@ type Writer struct {
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
 
-	clu cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
-	hot hotSet     // the segments with hot copies (clu.go)
+	clu      cluBuilder // the clusterer's buffers (clu.go)
+	hotChunk []byte     // the checkpointer's buffer for hot copies (clu.go)
+	cl       *clusterer // nil without a hot budget
+	hot      hotSet     // the segments with hot copies (clu.go)
 }
 
 // Open opens (creating it if needed, when opts.Schema is set) the table
@@ -126,14 +128,18 @@ func (w *Writer) start() {
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
+	if w.cluEnabled() {
+		w.cl = newClusterer(w)
+		go w.cl.run()
+	}
 	go w.fl.run()
 	go w.prep.run()
 	go w.ck.run()
 	w.prep.wake()
-	if w.cluEnabled() {
-		// Hot segments recovered warm may lack their clustered copies
-		// (a writer killed before it made them): the checkpointer makes
-		// them now rather than at the next seal.
+	if w.hotEnabled() {
+		// Hot segments recovered warm may lack their copies (a writer
+		// killed before it made them): the checkpointer and the
+		// clusterer make them now rather than at the next seal.
 		w.ck.wake()
 	}
 	w.log.Info("writer: open", "table", w.name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
@@ -824,6 +830,9 @@ func (w *Writer) Close() error {
 	w.closed = true
 	w.fl.stop()
 	w.ck.stop() // a background checkpoint must not race the final one
+	if w.cl != nil {
+		w.cl.stop()
+	}
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}

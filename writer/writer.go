@@ -232,6 +232,9 @@ func (w *Writer) open() error {
 	}
 	w.pw = index.NewPostWriter(w.post, 1)
 	w.pw.Grow = w.growPostings
+	if w.opts.postMaxDelta != 0 {
+		w.pw.SetMaxDelta(w.opts.postMaxDelta)
+	}
 	w.liveDir = liveDirFor(&w.opts, w.dir, c.TableID)
 	w.slots = make([]*liveSlot, c.LiveSlots)
 	for i := range w.slots {
@@ -326,7 +329,7 @@ func (w *Writer) append32(r *[32]byte) (uint64, error) {
 	}
 	put32((*[32]byte)(w.rows[(seq-w.segBase)*32:]), seq, w0, w1, w2, lo)
 	if w.symOff >= 0 && !w.pw.Put(sym, seq) {
-		if err := w.pw.Advance(sym); err != nil {
+		if err := w.pw.Advance(sym, seq); err != nil {
 			return 0, err
 		}
 	}
@@ -548,7 +551,7 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 		put32((*[32]byte)(dst), s, w0, w1, w2, lo)
 		if symOff >= 0 {
 			if !pw.Put(sym, s) {
-				if err := pw.Advance(sym); err != nil {
+				if err := pw.Advance(sym, s); err != nil {
 					w.seq, w.lastTs = s, lastTs
 					return int(s - seq), err
 				}

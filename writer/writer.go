@@ -841,12 +841,32 @@ func (w *Writer) Close() error {
 	if err == nil && w.closeHook != nil {
 		w.closeRes, err = w.closeHook()
 	}
+	if err == nil {
+		err = w.trimIndexes()
+	}
 	w.final = w.stats()
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
+}
+
+// trimIndexes frees the index files' room grown ahead of the published
+// rows (the preparer's runway, a quarter or more of post.idx): a closed
+// table's files hold its rows only, and the next writer grows them again.
+func (w *Writer) trimIndexes() error {
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := w.post.Trim(snap.NextChunk); err != nil {
+		return err
+	}
+	if err := w.late.Trim(snap.Late); err != nil {
+		return err
+	}
+	return w.ts.Trim(snap.Visible>>w.strideShft + 1)
 }
 
 // checkpoint makes the dictionary, time index and postings durable for rows

@@ -32,10 +32,10 @@ import (
 // Callers read entries through Entry and EntriesPerChunk, never the
 // layout.
 //
-// postReserve is the mapping's virtual size: 256 GiB, 2^35 version 1
-// entries (about 2^36 version 2 ones), so a table with a symbol column
-// holds at most about 34 billion rows in its lifetime (retention does not
-// shrink post.idx). It was 1 TiB, which let a process map at most about
+// postReserve is the mapping's virtual size: 256 GiB, 2^26 chunks, so a
+// table with a symbol column holds at most about 90 billion rows in its
+// lifetime (1341 a chunk; 34 billion in a version 1 file, 512 a chunk;
+// retention does not shrink post.idx). It was 1 TiB, which let a process map at most about
 // 115 tables (128 TiB of user address space); at 288 GiB for the three
 // index files, about 400 fit.
 const postReserve = 1 << 38

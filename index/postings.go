@@ -216,15 +216,18 @@ func (p *Postings) DataChunks(dst []uint64, dir, nextChunk uint64) ([]uint64, er
 	return dst, nil
 }
 
-// symPost is the writer's cursor into one symbol's postings.
+// symPost is the writer's cursor into one symbol's postings: Put's four
+// words first, padded to 64 bytes (indexing is a shift, and a cursor one
+// cache line when the slice is so aligned).
 type symPost struct {
-	dir  uint64 // current directory chunk
-	slot int    // next free slot in it (1..ChunkWords)
-	c    uint64 // current data chunk
 	at   uint64 // file offset of the next entry
 	end  uint64 // Put stores while at < end (0: a version 2 chunk not started)
 	base uint64 // an entry is seq - base (version 1: ^0, seq+1)
 	lim  uint64 // Put stores entries below lim (version 1: ^0)
+	dir  uint64 // current directory chunk
+	slot int    // next free slot in it (1..ChunkWords)
+	c    uint64 // current data chunk
+	_    uint64
 }
 
 // PostWriter appends to the postings. Writer goroutine only.
@@ -346,14 +349,14 @@ func (pw *PostWriter) Add(id uint32, seq uint64) error {
 // not; the caller then calls Advance(id, seq). Seqs of a symbol go up.
 func (pw *PostWriter) Put(id uint32, seq uint64) bool {
 	s := &pw.syms[id]
-	d := seq - s.base
-	if d >= s.lim || s.at >= s.end {
+	d, at := seq-s.base, s.at
+	if d >= s.lim || at >= s.end {
 		return false
 	}
-	le.PutUint64(pw.b[s.at:], d)
+	le.PutUint64(pw.b[at:at+8], d)
 	// The next entry: width bytes on, and past a version 2 line's pad
 	// byte (a version 1 entry never ends a line at byte 63).
-	a := s.at + pw.width
+	a := at + pw.width
 	s.at = a + (a+1)>>6 - a>>6
 	return true
 }

@@ -473,6 +473,25 @@ func TestGoldenFormatsReopen(t *testing.T) {
 			if it.Err() != nil || n != len(want) {
 				t.Fatalf("range sym: %d rows, err %v; want %d", n, it.Err(), len(want))
 			}
+			// The symbol's latest row at times through the table: the last
+			// of its rows by (ts, seq) with ts at or before the time.
+			var l reader.Latest
+			row := r.Schema().NewRow()
+			for _, at := range []int64{want[0].ts - 1, want[0].ts, want[len(want)/3].ts, f.ts(f.rows - 1), ts(f.rows + more/2), math.MaxInt64} {
+				if err := r.Latest(at, &l); err != nil {
+					t.Fatal(err)
+				}
+				seq, ok, err := l.Sym(id, row)
+				wseq, wok := uint64(0), false
+				for _, x := range want {
+					if x.ts <= at {
+						wseq, wok = x.seq, true
+					}
+				}
+				if err != nil || ok != wok || seq != wseq {
+					t.Fatalf("Latest(%d): %d %v %v, want %d %v", at, seq, ok, err, wseq, wok)
+				}
+			}
 		})
 	}
 }

@@ -25,6 +25,7 @@
 // underneath the mapping; a reader never touches a byte past what has been
 // published, so it never touches a page past the end of the file. The
 // virtual sizes (post.idx 256 GiB, ts.idx and sym.dat 16 GiB each) bound a
-// table's lifetime rows (about 34 billion with a symbol column) and the
-// tables one process can map at once (about 400 in 128 TiB).
+// table's lifetime rows (about 90 billion with a symbol column, 34 billion
+// in a version 1 post.idx) and the tables one process can map at once
+// (about 400 in 128 TiB).
 package index

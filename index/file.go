@@ -19,19 +19,20 @@ type mappedFile struct {
 	// fstat). Atomic because the writer's preparer grows the file while the
 	// writer goroutine allocates from it. This file is the package's only
 	// user of sync/atomic; mapped words go through store's helpers.
-	size   atomic.Int64
-	rw     bool
-	growMu sync.Mutex // serialises growth (writer goroutine and preparer)
+	size    atomic.Int64
+	rw      bool
+	version uint32     // the header's version word
+	growMu  sync.Mutex // serialises growth (writer goroutine and preparer)
 }
 
-func createIndexFile(path, magic string, tableID [16]byte, size int64) error {
+func createIndexFile(path, magic string, version uint32, tableID [16]byte, size int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	hdr := make([]byte, store.BlockSize)
-	store.MarshalFileHeader(hdr, magic, tableID)
+	store.MarshalFileHeaderVersion(hdr, magic, version, tableID)
 	if _, err := f.Write(hdr); err != nil {
 		return err
 	}
@@ -41,7 +42,9 @@ func createIndexFile(path, magic string, tableID [16]byte, size int64) error {
 	return f.Sync()
 }
 
-func openIndexFile(path, magic string, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
+// openIndexFile maps an index file whose header version is 1 to
+// maxVersion (m.version).
+func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
 	flag := os.O_RDONLY
 	if writable {
 		flag = os.O_RDWR
@@ -72,7 +75,7 @@ func openIndexFile(path, magic string, tableID [16]byte, reserve int, writable b
 	_ = store.AdviseRandom(b)
 	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
 	m.size.Store(st.Size())
-	if err := store.CheckFileHeader(path, b, magic, tableID); err != nil {
+	if m.version, err = store.CheckFileHeaderVersion(path, b, magic, maxVersion, tableID); err != nil {
 		m.Close()
 		return nil, err
 	}

@@ -171,7 +171,8 @@ func FuzzSymbolsRefresh(f *testing.F) {
 
 // FuzzPostings builds a postings file from a compact description and
 // walks it (DataChunks) and repairs it (Reset): errors are corruption
-// errors, walks are bounded and go forward, nothing panics or hangs.
+// errors, walks are bounded and go forward, nothing panics or hangs. Each
+// input runs over a version 1 and a version 2 file.
 //
 // The file is sparse, postChunks chunks. spec: u16 published chunk count,
 // u16 first directory, then 7-byte ops {op, chunk u16, word u16, value
@@ -205,83 +206,89 @@ func FuzzPostings(f *testing.F) {
 	f.Add(spec(10, 9), uint16(0), true)
 	tmp := f.TempDir()
 	f.Fuzz(func(t *testing.T, spec []byte, seq uint16, reset bool) {
-		const postChunks = 2048
 		if len(spec) < 4 || len(spec) > 7*64+4 {
 			return
 		}
-		next := uint64(le.Uint16(spec[0:]))%(postChunks-1) + 1
-		dir := uint64(le.Uint16(spec[2:])) % postChunks
-		hdr := make([]byte, store.BlockSize)
-		store.MarshalFileHeader(hdr, store.MagicPost, testID)
-		path := filepath.Join(tmp, store.PostName)
-		if err := os.WriteFile(path, hdr, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(path, postChunks*store.BlockSize); err != nil {
-			t.Fatal(err)
-		}
-		p, err := OpenPostings(path, testID, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		for o := spec[4:]; len(o) >= 7; o = o[7:] {
-			c := uint64(le.Uint16(o[1:])) % postChunks
-			w := uint64(le.Uint16(o[3:])) % ChunkWords
-			v := uint64(le.Uint16(o[5:]))
-			if c == 0 {
-				continue // the header
-			}
-			if o[0]&1 == 0 {
-				p.w[c*ChunkWords+w] = v
-				continue
-			}
-			for i := uint64(1); i < ChunkWords; i++ {
-				p.w[c*ChunkWords+i] = v + i - 1
-			}
-		}
-		chunks, err := p.DataChunks(nil, dir, next)
-		if err != nil {
-			if !errors.Is(err, store.ErrCorrupt) {
-				t.Fatalf("DataChunks error %v is not a corruption", err)
-			}
-		} else {
-			if uint64(len(chunks)) > next {
-				t.Fatalf("%d data chunks under next chunk %d", len(chunks), next)
-			}
-			for j, c := range chunks {
-				if c == 0 || c >= next || j > 0 && c <= chunks[j-1] {
-					t.Fatalf("data chunks %v (next %d)", chunks, next)
-				}
-			}
-		}
-		if !reset || dir == 0 {
-			return
-		}
-		pw := NewPostWriter(p, 1)
-		if err := pw.Reset([]uint64{dir}, uint64(seq), next, false); err != nil {
-			if !errors.Is(err, store.ErrCorrupt) {
-				t.Fatalf("Reset error %v is not a corruption", err)
-			}
-			return
-		}
-		// After a successful Reset the symbol's postings walk cleanly and
-		// appends extend them.
-		before, err := p.DataChunks(nil, dir, pw.NextChunk())
-		if err != nil {
-			t.Fatalf("DataChunks after Reset: %v", err)
-		}
-		for s := uint64(seq); s < uint64(seq)+600; s++ {
-			if err := pw.Add(0, s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		after, err := p.DataChunks(nil, dir, pw.NextChunk())
-		if err != nil {
-			t.Fatalf("DataChunks after Reset and appends: %v", err)
-		}
-		if len(after) < len(before) || !equalSeqs(after[:len(before)], before) {
-			t.Fatalf("appends changed the kept chunks: %v then %v", before, after)
+		for _, v := range []uint32{store.PostVersion1, store.PostVersion2} {
+			fuzzPostings(t, tmp, v, spec, seq, reset)
 		}
 	})
+}
+
+func fuzzPostings(t *testing.T, tmp string, version uint32, spec []byte, seq uint16, reset bool) {
+	const postChunks = 2048
+	next := uint64(le.Uint16(spec[0:]))%(postChunks-1) + 1
+	dir := uint64(le.Uint16(spec[2:])) % postChunks
+	hdr := make([]byte, store.BlockSize)
+	store.MarshalFileHeaderVersion(hdr, store.MagicPost, version, testID)
+	path := filepath.Join(tmp, store.PostName)
+	if err := os.WriteFile(path, hdr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, postChunks*store.BlockSize); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenPostings(path, testID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for o := spec[4:]; len(o) >= 7; o = o[7:] {
+		c := uint64(le.Uint16(o[1:])) % postChunks
+		w := uint64(le.Uint16(o[3:])) % ChunkWords
+		v := uint64(le.Uint16(o[5:]))
+		if c == 0 {
+			continue // the header
+		}
+		if o[0]&1 == 0 {
+			p.w[c*ChunkWords+w] = v
+			continue
+		}
+		for i := uint64(1); i < ChunkWords; i++ {
+			p.w[c*ChunkWords+i] = v + i - 1
+		}
+	}
+	chunks, err := p.DataChunks(nil, dir, next)
+	if err != nil {
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("DataChunks error %v is not a corruption", err)
+		}
+	} else {
+		if uint64(len(chunks)) > next {
+			t.Fatalf("%d data chunks under next chunk %d", len(chunks), next)
+		}
+		for j, c := range chunks {
+			if c == 0 || c >= next || j > 0 && c <= chunks[j-1] {
+				t.Fatalf("data chunks %v (next %d)", chunks, next)
+			}
+		}
+	}
+	if !reset || dir == 0 {
+		return
+	}
+	pw := NewPostWriter(p, 1)
+	if err := pw.Reset([]uint64{dir}, uint64(seq), next, false); err != nil {
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("Reset error %v is not a corruption", err)
+		}
+		return
+	}
+	// After a successful Reset the symbol's postings walk cleanly and
+	// appends extend them.
+	before, err := p.DataChunks(nil, dir, pw.NextChunk())
+	if err != nil {
+		t.Fatalf("DataChunks after Reset: %v", err)
+	}
+	for s := uint64(seq); s < uint64(seq)+600; s++ {
+		if err := pw.Add(0, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := p.DataChunks(nil, dir, pw.NextChunk())
+	if err != nil {
+		t.Fatalf("DataChunks after Reset and appends: %v", err)
+	}
+	if len(after) < len(before) || !equalSeqs(after[:len(before)], before) {
+		t.Fatalf("appends changed the kept chunks: %v then %v", before, after)
+	}
 }

@@ -38,12 +38,12 @@ type LateIndex struct {
 
 // CreateLateIndex creates an empty late.idx at path.
 func CreateLateIndex(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicLate, tableID, lateInitial)
+	return createIndexFile(path, store.MagicLate, store.FormatVersion, tableID, lateInitial)
 }
 
 // OpenLateIndex maps late.idx.
 func OpenLateIndex(path string, tableID [16]byte, writable bool) (*LateIndex, error) {
-	m, err := openIndexFile(path, store.MagicLate, tableID, lateReserve, writable)
+	m, err := openIndexFile(path, store.MagicLate, store.FormatVersion, tableID, lateReserve, writable)
 	if err != nil {
 		return nil, err
 	}

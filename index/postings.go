@@ -8,18 +8,36 @@ import (
 )
 
 // Postings (on-disk contract; docs/FORMAT.md "post.idx"): the file is an
-// array of 4 KiB chunks of 512 u64 words; chunk 0 is the header. Each symbol
-// owns a chain of directory chunks (word 0: next directory chunk or 0;
-// words 1..511: data chunk numbers in order, 0 = not yet) and its data
-// chunks hold seq+1 of each of its rows in increasing order (0 = empty).
-// A symbol's first directory chunk is recorded in its dictionary entry.
-// Chunks are allocated in order; the published NextChunk bounds them.
+// array of 4 KiB chunks; chunk 0 is the header. Each symbol owns a chain
+// of directory chunks (512 u64 words; word 0: next directory chunk or 0;
+// words 1..511: data chunks in order, 0 = not yet) and its data chunks
+// hold its rows' seqs in increasing order. A symbol's first directory
+// chunk is recorded in its dictionary entry. Chunks are allocated in
+// order; the published NextChunk bounds them.
 //
-// postReserve is the mapping's virtual size: 256 GiB, 2^35 postings
-// entries, so a table with a symbol column holds at most about 34 billion
-// rows in its lifetime (retention does not shrink post.idx). It was 1 TiB,
-// which let a process map at most about 115 tables (128 TiB of user
-// address space); at 288 GiB for the three index files, about 400 fit.
+// A data chunk's layout is the file's version (its header's version word):
+//
+//   - version 1: 512 u64 entries, each seq+1 of a row (0 = empty);
+//   - version 2: word 0 is seq+1 of the chunk's first row (0 = empty or
+//     punched), then 1341 entries of 3 bytes (little-endian), entry k =
+//     seq_k - seq_0 + 1 (0 = empty), 21 to each 64-byte line so that
+//     none straddles a cache line (line 0 holds the word, a pad byte and
+//     18): entry k is at byte 64(v/21) + 3(v%21), v = k+3. Entry 0 is
+//     the first row itself (1). A chunk spans fewer than 2^24 seqs: a
+//     symbol whose next row is farther closes its chunk early, repeating
+//     its last entry to the chunk's end, so every chunk but the last is
+//     full and entries never decrease; a reader walking forward skips an
+//     entry equal to the one before it.
+//
+// Callers read entries through Entry and EntriesPerChunk, never the
+// layout.
+//
+// postReserve is the mapping's virtual size: 256 GiB, 2^26 chunks, so a
+// table with a symbol column holds at most about 90 billion rows in its
+// lifetime (1341 a chunk; 34 billion in a version 1 file, 512 a chunk;
+// retention does not shrink post.idx). It was 1 TiB, which let a process map at most about
+// 115 tables (128 TiB of user address space); at 288 GiB for the three
+// index files, about 400 fit.
 const postReserve = 1 << 38
 
 // postInitial is a new post.idx's size in chunks: the header and room for
@@ -27,28 +45,82 @@ const postReserve = 1 << 38
 // the rows.
 const postInitial = 16
 
+// Version 2 data chunk geometry (on-disk contract; docs/FORMAT.md §7).
+const (
+	// entries2 is a version 2 data chunk's entries (positions).
+	entries2 = 64*lineEntries - lineSkip
+	// lineEntries is the 3-byte entries of a 64-byte line (63 bytes and
+	// a pad byte).
+	lineEntries = 21
+	// lineSkip is line 0's entry places taken by the header word (and a
+	// pad byte): entry 0 is at byte 9.
+	lineSkip = 3
+	// entryMask keeps an entry's 24 bits of a 4-byte load.
+	entryMask = 1<<24 - 1
+	// MaxDelta bounds a version 2 entry: seq_k - seq_0 + 1 < MaxDelta.
+	MaxDelta = 1 << 24
+	// putEnd2 is the chunk offset where Put's 8-byte stores stop (the
+	// last two entries, at 4089 and 4092, take 4-byte stores in
+	// Advance, inside the chunk).
+	putEnd2 = 4089
+)
+
+// entryOff2 is the chunk offset of version 2 entry k.
+func entryOff2(k int) uint64 {
+	v := uint64(k) + lineSkip
+	return v/lineEntries*64 + v%lineEntries*3
+}
+
+// nextOff2 is the offset (in the chunk or the file) of the version 2
+// entry after the one at off (the chunk's end after the last): 3 bytes
+// on, and past the pad byte at the end of a line.
+func nextOff2(off uint64) uint64 {
+	a := off + 3
+	return a + (a+1)>>6 - a>>6
+}
+
 // Postings is the mapped postings file.
 type Postings struct {
 	m *mappedFile
-	w []uint64 // the whole file as words: chunk c, word i = w[c*ChunkWords+i]
+	b []byte   // the whole file
+	w []uint64 // the same as words: chunk c, word i = w[c*ChunkWords+i]
+	v uint32   // the file's version
+	n int      // entries per data chunk
 }
 
-// CreatePostings creates an empty post.idx at path.
+// CreatePostings creates an empty post.idx at path, in the current
+// version (2).
 func CreatePostings(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicPost, tableID, postInitial*store.BlockSize)
+	return createPostings(path, store.PostVersion2, tableID)
 }
 
-// OpenPostings maps post.idx.
+func createPostings(path string, version uint32, tableID [16]byte) error {
+	return createIndexFile(path, store.MagicPost, version, tableID, postInitial*store.BlockSize)
+}
+
+// OpenPostings maps post.idx, of version 1 or 2.
 func OpenPostings(path string, tableID [16]byte, writable bool) (*Postings, error) {
-	m, err := openIndexFile(path, store.MagicPost, tableID, postReserve, writable)
+	m, err := openIndexFile(path, store.MagicPost, store.PostVersion2, tableID, postReserve, writable)
 	if err != nil {
 		return nil, err
 	}
-	return &Postings{m: m, w: store.Words(m.b)}, nil
+	p := &Postings{m: m, b: m.b, w: store.Words(m.b), v: m.version, n: ChunkWords}
+	if p.v == store.PostVersion2 {
+		p.n = entries2
+	}
+	return p, nil
 }
 
 // Path is the file's path.
 func (p *Postings) Path() string { return p.m.Path }
+
+// Version is the file's version (store.PostVersion1 or PostVersion2).
+func (p *Postings) Version() uint32 { return p.v }
+
+// EntriesPerChunk is the entries (positions) of a data chunk: 512 in
+// version 1, 1341 in version 2. A symbol's position j is entry
+// j%EntriesPerChunk of its data chunk j/EntriesPerChunk.
+func (p *Postings) EntriesPerChunk() int { return p.n }
 
 // WillNeed starts reading the given chunks into the page cache in the
 // background: a cold symbol query then waits for one batch of reads, not
@@ -71,9 +143,35 @@ func (p *Postings) Grow(n uint64) error { return p.m.grow(int64(n) * store.Block
 // Sync writes chunks [0, n) back to disk.
 func (p *Postings) Sync(n uint64) error { return p.m.sync(int64(n) * store.BlockSize) }
 
-// Word returns word i of chunk c. The caller has checked c < the published
-// NextChunk and CoversChunks.
+// Word returns word i of chunk c: a directory chunk's words. The caller
+// has checked c < the published NextChunk and CoversChunks.
 func (p *Postings) Word(c uint64, i int) uint64 { return p.w[c*ChunkWords+uint64(i)] }
+
+// Entry returns entry k (< EntriesPerChunk) of data chunk c: seq+1 of a
+// row, or 0 (empty, or punched out below the postings floor). A version 2
+// chunk closed early repeats its last row to its end. The caller has
+// checked c < the published NextChunk and CoversChunks; an entry for a row
+// at or past the published count is not to be trusted (it may be being
+// written).
+func (p *Postings) Entry(c uint64, k int) uint64 {
+	if p.v == store.PostVersion1 {
+		return p.w[c*ChunkWords+uint64(k)]
+	}
+	h := p.w[c*ChunkWords]
+	d := uint64(le.Uint32(p.b[c*store.BlockSize+entryOff2(k):])) & entryMask
+	if h == 0 || d == 0 {
+		return 0
+	}
+	return h + d - 1
+}
+
+// EntryOff is the file offset of entry k of data chunk c (for errors).
+func (p *Postings) EntryOff(c uint64, k int) int64 {
+	if p.v == store.PostVersion1 {
+		return int64(c)*store.BlockSize + int64(k)*8
+	}
+	return int64(c)*store.BlockSize + int64(entryOff2(k))
+}
 
 // CoversChunks reports whether chunks [0, n) are inside the file.
 func (p *Postings) CoversChunks(n uint64) bool { return p.m.covers(int64(n) * store.BlockSize) }
@@ -118,30 +216,51 @@ func (p *Postings) DataChunks(dst []uint64, dir, nextChunk uint64) ([]uint64, er
 	return dst, nil
 }
 
-// symPost is the writer's cursor into one symbol's postings.
+// symPost is the writer's cursor into one symbol's postings: Put's four
+// words first, padded to 64 bytes (indexing is a shift, and a cursor one
+// cache line when the slice is so aligned).
 type symPost struct {
+	at   uint64 // file offset of the next entry
+	end  uint64 // Put stores while at < end (0: a version 2 chunk not started)
+	base uint64 // an entry is seq - base (version 1: ^0, seq+1)
+	lim  uint64 // Put stores entries below lim (version 1: ^0)
 	dir  uint64 // current directory chunk
 	slot int    // next free slot in it (1..ChunkWords)
-	at   uint64 // word index of the next entry
+	c    uint64 // current data chunk
+	_    uint64
 }
 
 // PostWriter appends to the postings. Writer goroutine only.
 type PostWriter struct {
-	p    *Postings
-	syms []symPost
-	next uint64 // next chunk to allocate
+	p     *Postings
+	b     []byte // p.b
+	syms  []symPost
+	next  uint64 // next chunk to allocate
+	width uint64 // entry bytes: 8 or 3
+	lim   uint64 // version 2: entries stay below it (MaxDelta)
 	// Grow is called when allocation reaches the end of the file; the
 	// writer points it at its preparer-aware growth.
 	Grow func(need uint64) error
 }
 
-// NewPostWriter starts a writer over p whose next free chunk is next.
+// NewPostWriter starts a writer over p whose next free chunk is next. It
+// writes entries in p's version.
 func NewPostWriter(p *Postings, next uint64) *PostWriter {
 	if next < 1 {
 		next = 1
 	}
-	return &PostWriter{p: p, next: next}
+	pw := &PostWriter{p: p, b: p.b, next: next, width: 8, lim: MaxDelta}
+	if p.v == store.PostVersion2 {
+		pw.width = 3
+	}
+	return pw
 }
+
+// SetMaxDelta lowers the bound on a version 2 entry (seq_k - seq_0 + 1,
+// default and at most MaxDelta, at least 2), so that chunks close early
+// more often: for tests, which cannot put 2^24 rows between two of a
+// symbol's. Readers need not know it. Call it before NewSymbol and Reset.
+func (pw *PostWriter) SetMaxDelta(n uint64) { pw.lim = min(max(n, 2), MaxDelta) }
 
 // NextChunk is the next chunk to allocate (published in the snapshot).
 func (pw *PostWriter) NextChunk() uint64 { return pw.next }
@@ -162,6 +281,40 @@ func (pw *PostWriter) alloc() (uint64, error) {
 	return c, nil
 }
 
+// open points s at the start of data chunk c, empty. A version 2 chunk
+// starts with its first row (Advance), which sets its header.
+func (pw *PostWriter) open(s *symPost, c uint64) {
+	s.c, s.at = c, c*store.BlockSize
+	if pw.p.v == store.PostVersion1 {
+		s.end, s.base, s.lim = s.at+store.BlockSize, ^uint64(0), ^uint64(0)
+		return
+	}
+	s.at += entryOff2(0)
+	s.end = 0
+}
+
+// resume points s after the first fill entries of data chunk c, whose
+// later entries it clears (a partial chunk holds no repeated entries).
+func (pw *PostWriter) resume(s *symPost, c uint64, fill int) {
+	if fill == 0 {
+		clear(pw.p.w[c*ChunkWords : (c+1)*ChunkWords])
+		pw.open(s, c)
+		return
+	}
+	cb := c * store.BlockSize
+	s.c = c
+	if pw.p.v == store.PostVersion1 {
+		clear(pw.p.w[c*ChunkWords+uint64(fill) : (c+1)*ChunkWords])
+		s.at, s.end, s.base, s.lim = cb+uint64(fill)*8, cb+store.BlockSize, ^uint64(0), ^uint64(0)
+		return
+	}
+	s.at, s.end, s.base, s.lim = cb+store.BlockSize, cb+putEnd2, pw.p.w[c*ChunkWords]-2, pw.lim
+	if fill < entries2 {
+		s.at = cb + entryOff2(fill)
+		clear(pw.b[s.at : cb+store.BlockSize])
+	}
+}
+
 // NewSymbol allocates the postings of the next symbol id (which must be
 // len of the symbols so far) and returns its first directory chunk.
 func (pw *PostWriter) NewSymbol() (uint64, error) {
@@ -174,32 +327,90 @@ func (pw *PostWriter) NewSymbol() (uint64, error) {
 		return 0, err
 	}
 	pw.p.w[dir*ChunkWords+1] = data
-	pw.syms = append(pw.syms, symPost{dir: dir, slot: 2, at: data * ChunkWords})
+	s := symPost{dir: dir, slot: 2}
+	pw.open(&s, data)
+	pw.syms = append(pw.syms, s)
 	return dir, nil
 }
 
 // Add records that row seq has symbol id: one store, and an allocation
-// every 512 rows of the symbol.
+// every chunk of the symbol's rows.
 func (pw *PostWriter) Add(id uint32, seq uint64) error {
 	if pw.Put(id, seq) {
 		return nil
 	}
-	return pw.Advance(id)
+	return pw.Advance(id, seq)
 }
 
 // Put is Add's store, small enough to inline into the writer's append
-// loop: it reports false when it filled the symbol's chunk, and then the
-// caller must call Advance(id) before the symbol's next Put.
+// loop: one 8-byte store of the entry (a version 2 entry's 3 bytes and
+// zeros over the entries after it, which are empty) when the symbol's
+// chunk has room for it. It reports false, storing nothing, when it has
+// not; the caller then calls Advance(id, seq). Seqs of a symbol go up.
 func (pw *PostWriter) Put(id uint32, seq uint64) bool {
 	s := &pw.syms[id]
-	pw.p.w[s.at] = seq + 1
-	s.at++
-	return s.at%ChunkWords != 0
+	d, at := seq-s.base, s.at
+	if d >= s.lim || at >= s.end {
+		return false
+	}
+	le.PutUint64(pw.b[at:at+8], d)
+	// The next entry: width bytes on, and past a version 2 line's pad
+	// byte (a version 1 entry never ends a line at byte 63).
+	a := at + pw.width
+	s.at = a + (a+1)>>6 - a>>6
+	return true
 }
 
-// Advance gives symbol id a new data chunk after Put filled its last one.
-func (pw *PostWriter) Advance(id uint32) error { return pw.nextData(&pw.syms[id]) }
+// Advance stores the entry of row seq of symbol id that Put could not:
+// in a version 2 chunk's last two entries, or in a new data chunk when
+// the symbol's is full (or not started), or after a version 2 chunk
+// closed early because seq is too far from its first row.
+func (pw *PostWriter) Advance(id uint32, seq uint64) error {
+	s := &pw.syms[id]
+	if pw.p.v == store.PostVersion1 {
+		if err := pw.nextData(s); err != nil {
+			return err
+		}
+		pw.Put(id, seq)
+		return nil
+	}
+	cb := s.c * store.BlockSize
+	cend := cb + store.BlockSize
+	if s.end != 0 {
+		d := seq - s.base
+		switch {
+		case d >= s.lim:
+			// Too far: close the chunk, repeating its last entry (the
+			// one before s.at; a started chunk has entry 0) to its end.
+			prev := s.at - 3
+			if s.at%64 == 0 {
+				prev-- // past the previous line's pad byte
+			}
+			last := le.Uint32(pw.b[prev:]) & entryMask
+			for a := s.at; a < cend; a = nextOff2(a) {
+				le.PutUint32(pw.b[a:], last)
+			}
+		case s.at < cend:
+			// One of the last two entries: a 4-byte store stays inside
+			// the chunk.
+			le.PutUint32(pw.b[s.at:], uint32(d))
+			s.at = nextOff2(s.at)
+			return nil
+		}
+		if err := pw.nextData(s); err != nil {
+			return err
+		}
+		cb = s.c * store.BlockSize
+	}
+	// Start chunk s.c with row seq: its header, then entry 0 (1).
+	pw.p.w[s.c*ChunkWords] = seq + 1
+	s.base, s.lim, s.end = seq-1, pw.lim, cb+putEnd2
+	pw.Put(id, seq)
+	return nil
+}
 
+// nextData gives s a new data chunk (and a new directory chunk when its
+// directory is full), empty.
 func (pw *PostWriter) nextData(s *symPost) error {
 	if s.slot == ChunkWords {
 		d, err := pw.alloc()
@@ -215,7 +426,7 @@ func (pw *PostWriter) nextData(s *symPost) error {
 	}
 	pw.p.w[s.dir*ChunkWords+uint64(s.slot)] = c
 	s.slot++
-	s.at = c * ChunkWords
+	pw.open(s, c)
 	return nil
 }
 
@@ -228,10 +439,10 @@ func (pw *PostWriter) nextData(s *symPost) error {
 // symbol i's first directory chunk.
 //
 // With punched (the table's postings floor is above 0), a data chunk that
-// reads as all zeros was punched out below the floor (PunchBelow): it
-// counts as full of rows below seq and stays in the chain (a reader takes
-// its zeros as rows compacted below the floor), and the symbol's rows
-// from seq on go into chunks after it.
+// reads as all zeros and follows only such chunks was punched out below
+// the floor (PunchBelow): it counts as full of rows below seq and stays in
+// the chain (a reader takes its zeros as rows compacted below the floor),
+// and the symbol's rows from seq on go into chunks after it.
 func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) error {
 	if limit < 1 {
 		limit = 1
@@ -262,7 +473,9 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 				return err
 			}
 			w[first*ChunkWords+1] = c
-			pw.syms = append(pw.syms, symPost{dir: first, slot: 2, at: c * ChunkWords})
+			s := symPost{dir: first, slot: 2}
+			pw.open(&s, c)
+			pw.syms = append(pw.syms, s)
 			continue
 		}
 		// Cut directory links and slots that point at untrusted chunks.
@@ -299,20 +512,27 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 			return fmt.Errorf("symbol %d: %w", id, err)
 		}
 		// Find the last chunk holding a row below seq; clear what follows.
+		// (A version 2 chunk closed early whose repeated last row is
+		// below seq is full; one whose last row is not is cut before it.)
+		n := pw.p.n
 		keep, fill := -1, 0
 		for j := len(chunks) - 1; j >= 0 && keep < 0; j-- {
 			c := chunks[j]
 			zero := true
-			for i := ChunkWords - 1; i >= 0; i-- {
-				e := w[c*ChunkWords+uint64(i)]
+			for i := n - 1; i >= 0; i-- {
+				e := pw.p.Entry(c, i)
 				if e != 0 && e-1 < seq {
 					keep, fill = j, i+1
 					break
 				}
 				zero = zero && e == 0
 			}
-			if keep < 0 && zero && punched {
-				keep, fill = j, ChunkWords
+			// A chunk of zeros is a punched one only where punched chunks
+			// are, first in the chain: one after a chunk with rows is
+			// empty (a version 2 chunk whose first row was cut, or a
+			// chunk a version 1 writer allocated ahead), and dropped.
+			if keep < 0 && zero && punched && (j == 0 || pw.p.Entry(chunks[j-1], n-1) == 0) {
+				keep, fill = j, n
 			}
 		}
 		if keep < 0 {
@@ -332,11 +552,11 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 				switch {
 				case pos < keep:
 				case pos == keep:
-					clear(w[c*ChunkWords+uint64(fill) : (c+1)*ChunkWords])
 					// Later slots and the link are dropped (stray ones too).
 					clear(w[dir*ChunkWords+uint64(i)+1 : (dir+1)*ChunkWords])
 					w[dir*ChunkWords] = 0
-					s = symPost{dir: dir, slot: i + 1, at: c*ChunkWords + uint64(fill)}
+					s = symPost{dir: dir, slot: i + 1}
+					pw.resume(&s, c, fill)
 				default:
 					w[dir*ChunkWords+uint64(i)] = 0
 				}
@@ -358,13 +578,11 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 			}
 			clear(w[first*ChunkWords : (first+1)*ChunkWords])
 			w[first*ChunkWords+1] = c
-			s = symPost{dir: first, slot: 2, at: c * ChunkWords}
+			s = symPost{dir: first, slot: 2}
+			pw.open(&s, c)
 		}
-		if fill == ChunkWords {
-			if err := pw.nextData(&s); err != nil {
-				return err
-			}
-		}
+		// A full chunk (fill == n) stays current: the symbol's next row
+		// takes a new one (Advance).
 		pw.syms = append(pw.syms, s)
 	}
 	return nil
@@ -388,7 +606,7 @@ func (p *Postings) PunchBelow(dirs []uint64, nextChunk, floor uint64) (int, erro
 			if i == len(chunks)-1 {
 				break // the symbol's current chunk
 			}
-			last := p.Word(c, ChunkWords-1)
+			last := p.Entry(c, p.n-1) // a chunk closed early repeats it
 			if last == 0 {
 				continue // punched already
 			}

@@ -28,12 +28,12 @@ type Symbols struct {
 
 // CreateSymbols creates an empty sym.dat at path.
 func CreateSymbols(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicSym, tableID, symInitial)
+	return createIndexFile(path, store.MagicSym, store.FormatVersion, tableID, symInitial)
 }
 
 // OpenSymbols maps sym.dat.
 func OpenSymbols(path string, tableID [16]byte, writable bool) (*Symbols, error) {
-	m, err := openIndexFile(path, store.MagicSym, tableID, symReserve, writable)
+	m, err := openIndexFile(path, store.MagicSym, store.FormatVersion, tableID, symReserve, writable)
 	if err != nil {
 		return nil, err
 	}

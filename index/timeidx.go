@@ -25,12 +25,12 @@ type TimeIndex struct {
 
 // CreateTimeIndex creates an empty ts.idx at path.
 func CreateTimeIndex(path string, tableID [16]byte) error {
-	return createIndexFile(path, store.MagicTime, tableID, timeInitial)
+	return createIndexFile(path, store.MagicTime, store.FormatVersion, tableID, timeInitial)
 }
 
 // OpenTimeIndex maps ts.idx.
 func OpenTimeIndex(path string, tableID [16]byte, writable bool) (*TimeIndex, error) {
-	m, err := openIndexFile(path, store.MagicTime, tableID, timeReserve, writable)
+	m, err := openIndexFile(path, store.MagicTime, store.FormatVersion, tableID, timeReserve, writable)
 	if err != nil {
 		return nil, err
 	}

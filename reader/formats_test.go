@@ -33,6 +33,7 @@ const formatsDir = "testdata/formats"
 type goldenFormat struct {
 	name     string
 	features uint64 // the ctl features word the table has
+	post     uint32 // its post.idx version (0: 1)
 	// gen writes the table (nil: written by an older build, see README).
 	gen func(t *testing.T, db string)
 	// want is column name's value in row seq, read through the current
@@ -106,6 +107,7 @@ func goldenFormats() []goldenFormat {
 		{name: "v1-clustered", features: index.FeatClustered | index.FeatPostFloor, gen: genClustered, want: goldenWant, rows: goldenRows, ts: goldenTs},
 		{name: "v1-late", features: index.FeatLate | index.FeatClustered | index.FeatPostFloor, gen: genLate, want: goldenWant, rows: goldenRows, ts: lateTs},
 		{name: "v1-columns", features: index.FeatColumns | index.FeatClustered | index.FeatPostFloor, gen: genColumns, want: columnsWant, rows: goldenRows, ts: goldenTs},
+		{name: "v1-postings3", post: store.PostVersion2, gen: genPostings3, want: goldenWant, rows: goldenRows, ts: goldenTs},
 	}
 }
 
@@ -175,6 +177,20 @@ func genLate(t *testing.T, db string) {
 	w := goldenOpen(t, db, lateWindow)
 	goldenAppend(t, w, goldenWant, lateTs, 0, goldenRows)
 	goldenClose(t, w, db)
+}
+
+// genPostings3: post.idx version 2 (3-byte entries), every segment raw
+// (a plain Close: every row is read through the postings). Its symbols'
+// rows are never 2^24 apart, so no chunk closes early: that is tested
+// with a lowered bound the writer's tests can set (writer
+// TestPostingsEarlyClose), which a golden table's writer cannot.
+func genPostings3(t *testing.T, db string) {
+	w := goldenOpen(t, db, 0)
+	goldenAppend(t, w, goldenWant, goldenTs, 0, goldenRows)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(db, "trades", store.LockName))
 }
 
 // genColumns: columns added mid-segment (an f64 and a sym, then an i64):
@@ -248,6 +264,9 @@ func TestGoldenFormats(t *testing.T) {
 			// docs/FORMAT.md §12: the flags that mark the version.
 			if got := binary.LittleEndian.Uint64(ctl[4312:]); got != f.features {
 				t.Errorf("features %#x, want %#x", got, f.features)
+			}
+			if got, want := postVersion(t, db), max(f.post, store.PostVersion1); got != want {
+				t.Errorf("post.idx version %d, want %d", got, want)
 			}
 			if _, err := reader.Verify(db, "trades", nil); err != nil {
 				t.Fatal(err)
@@ -323,6 +342,21 @@ func TestGoldenFormats(t *testing.T) {
 	}
 }
 
+// postVersion is the version word of db's trades/post.idx header.
+func postVersion(t *testing.T, db string) uint32 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(db, "trades", store.PostName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [12]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint32(b[8:])
+}
+
 func cmpInt64(a, b int64) int {
 	switch {
 	case a < b:
@@ -367,6 +401,97 @@ func TestGoldenFormatsUnknownFeature(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
+		})
+	}
+}
+
+// TestGoldenFormatsReopen: a writer reopens a copy of each golden table
+// and appends to it: its post.idx keeps its version (a version 1 file
+// takes version 1 entries, docs/FORMAT.md §7), the table verifies, and a
+// symbol query gives the symbol's rows, old and new, in time order.
+func TestGoldenFormatsReopen(t *testing.T) {
+	for _, f := range goldenFormats() {
+		t.Run(f.name, func(t *testing.T) {
+			db := t.TempDir()
+			copyDir(t, filepath.Join(formatsDir, f.name, "trades"), filepath.Join(db, "trades"))
+			before := postVersion(t, db)
+			w, err := writer.Open(db, "trades", &writer.Options{LiveDir: testutil.LiveDir(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last int64
+			for seq := range f.rows {
+				last = max(last, f.ts(seq))
+			}
+			const more = 1500 // past a version 1 chunk of a symbol's rows
+			ts := func(seq uint64) int64 { return last + int64(seq-f.rows+1)*1000 }
+			goldenAppend(t, w, f.want, ts, f.rows, f.rows+more)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := postVersion(t, db); got != before {
+				t.Errorf("post.idx version %d after a writer reopened it, was %d", got, before)
+			}
+			if _, err := reader.Verify(db, "trades", nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := reader.Open(db, "trades", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			id, ok := r.SymbolID([]byte("BRK A"))
+			if !ok {
+				t.Fatal("symbol BRK A missing")
+			}
+			type tseq struct {
+				ts  int64
+				seq uint64
+			}
+			var want []tseq
+			for seq := range f.rows + more {
+				if f.want("sym", seq) == "BRK A" {
+					tt := f.ts(seq)
+					if seq >= f.rows {
+						tt = ts(seq)
+					}
+					want = append(want, tseq{tt, seq})
+				}
+			}
+			slices.SortStableFunc(want, func(a, b tseq) int { return cmpInt64(a.ts, b.ts) })
+			var it reader.Iter
+			if err := r.RangeSym(math.MinInt64, math.MaxInt64, id, &it); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for it.Next() {
+				if n >= len(want) || it.Seq() != want[n].seq {
+					t.Fatalf("range sym: row %d at %d", it.Seq(), n)
+				}
+				n++
+			}
+			if it.Err() != nil || n != len(want) {
+				t.Fatalf("range sym: %d rows, err %v; want %d", n, it.Err(), len(want))
+			}
+			// The symbol's latest row at times through the table: the last
+			// of its rows by (ts, seq) with ts at or before the time.
+			var l reader.Latest
+			row := r.Schema().NewRow()
+			for _, at := range []int64{want[0].ts - 1, want[0].ts, want[len(want)/3].ts, f.ts(f.rows - 1), ts(f.rows + more/2), math.MaxInt64} {
+				if err := r.Latest(at, &l); err != nil {
+					t.Fatal(err)
+				}
+				seq, ok, err := l.Sym(id, row)
+				wseq, wok := uint64(0), false
+				for _, x := range want {
+					if x.ts <= at {
+						wseq, wok = x.seq, true
+					}
+				}
+				if err != nil || ok != wok || seq != wseq {
+					t.Fatalf("Latest(%d): %d %v %v, want %d %v", at, seq, ok, err, wseq, wok)
+				}
+			}
 		})
 	}
 }

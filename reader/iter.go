@@ -446,7 +446,7 @@ func (it *Iter) initPost() error {
 	if len(chunks) > 0 {
 		last := chunks[len(chunks)-1]
 		n := it.fill(last, it.vis)
-		it.npos = uint64(len(chunks)-1)*index.ChunkWords + uint64(n)
+		it.npos = uint64(len(chunks)-1)*uint64(r.post.EntriesPerChunk()) + uint64(n)
 	}
 	return nil
 }
@@ -456,41 +456,38 @@ func (it *Iter) initPost() error {
 const symReadAhead = 4096
 
 // fill is the number of entries of chunk c for rows below vis.
-func (it *Iter) fill(c, vis uint64) int {
-	lo, hi := 0, index.ChunkWords
-	for lo < hi {
-		m := (lo + hi) / 2
-		if e := it.r.post.Word(c, m); e != 0 && e-1 < vis {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+func (it *Iter) fill(c, vis uint64) int { return chunkFill(it.r.post, c, vis) }
 
 // entryOff is the file offset of postings position p.
 func (it *Iter) entryOff(p uint64) int64 {
-	return int64(it.chunks[p/index.ChunkWords])*store.BlockSize + int64(p%index.ChunkWords)*8
+	n := uint64(it.r.post.EntriesPerChunk())
+	return it.r.post.EntryOff(it.chunks[p/n], int(p%n))
 }
 
-// at is the seq at postings position p. An entry dropped after its rows
-// were compacted (a zero: its chunk punched out, below the postings floor)
-// reads as row 0, before every row a search looks for; Next never takes
-// one (see dropped).
+// entry is the entry at postings position p: seq+1, or 0 for an entry
+// dropped after its rows were compacted (its chunk punched out, below the
+// postings floor).
+func (it *Iter) entry(p uint64) uint64 {
+	n := uint64(it.r.post.EntriesPerChunk())
+	return it.r.post.Entry(it.chunks[p/n], int(p%n))
+}
+
+// at is the seq at postings position p. A dropped entry (0) reads as row
+// 0, before every row a search looks for; Next never takes one.
 func (it *Iter) at(p uint64) uint64 {
-	e := it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords))
-	if e == 0 {
-		return 0
+	if e := it.entry(p); e != 0 {
+		return e - 1
 	}
-	return e - 1
+	return 0
 }
 
-// dropped reports whether postings position p reads as zero: its chunk
-// was punched out after its rows were compacted (a walk that started
-// before the compaction mark moved), or damage.
-func (it *Iter) dropped(p uint64) bool {
-	return it.r.post.Word(it.chunks[p/index.ChunkWords], int(p%index.ChunkWords)) == 0
+// closedEarly reports whether position p, whose entry equals the one
+// before it, is one of the repeats that close a version 2 chunk early:
+// its chunk's last entry is the same (entries never decrease, so every
+// one between is too). Anything else equal is damage.
+func (it *Iter) closedEarly(p, e uint64) bool {
+	n := uint64(it.r.post.EntriesPerChunk())
+	return p%n != 0 && it.r.post.Version() != store.PostVersion1 && it.r.post.Entry(it.chunks[p/n], int(n-1)) == e
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
@@ -566,17 +563,26 @@ func (it *Iter) next() bool {
 			if it.seq >= it.npos {
 				return false
 			}
-			if it.dropped(it.seq) {
+			e := it.entry(it.seq)
+			if e == 0 {
 				it.err = fmt.Errorf("%w: symbol %d, postings entry %d (at %s offset %d)", ErrCompacted, it.id, it.seq, it.r.post.Path(), it.entryOff(it.seq))
 				return false
 			}
-			seq = it.at(it.seq)
+			seq = e - 1
 			// Entries only go up: one that does not is damage (a flipped
 			// word would otherwise skip rows or end the range early
-			// unnoticed).
-			if it.seq > 0 && seq <= it.at(it.seq-1) {
-				it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, it.at(it.seq-1))
-				return false
+			// unnoticed), but for the repeats that end a chunk closed
+			// early, which are skipped.
+			if it.seq > 0 {
+				if prev := it.at(it.seq - 1); seq <= prev {
+					if seq == prev && it.closedEarly(it.seq, e) {
+						n := uint64(it.r.post.EntriesPerChunk())
+						it.seq = (it.seq/n + 1) * n
+						continue
+					}
+					it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, prev)
+					return false
+				}
 			}
 			if seq < it.segEnd {
 				break

@@ -151,8 +151,8 @@ func (r *Reader) LastSym(id uint32, at int64, dst []byte) (seq uint64, ok bool, 
 // at all, all later, or all deleted by retention).
 //
 // Its cost is O(log n) in the symbol's rows plus one row read: a walk of
-// the chain of the symbol's postings directory chunks (a word per 261,632
-// rows of it), a binary search of its postings and a checked copy of the
+// the chain of the symbol's postings directory chunks (a word per 511
+// data chunks: 261,632 rows of it, 685,251 in a version 2 file), a binary search of its postings and a checked copy of the
 // row (ReadRow: safe against a live slot recycled meanwhile). A row in a
 // clustered compressed segment costs the decoding of the symbol's data
 // block there (4,096 rows at most), unless the answer is that block's
@@ -212,7 +212,9 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	}
 	// The symbol's postings as positions: chunk j is slot j%511+1 of
 	// directory j/511 (every directory but the last is full), and every
-	// chunk but the last holds 512 entries.
+	// chunk but the last holds EntriesPerChunk entries (a version 2 chunk
+	// closed early repeats its last, which the search below takes as
+	// any other: the position found names the same row).
 	dirs, err := r.postDirs(dir, l.nextCk)
 	if err != nil {
 		return 0, false, err
@@ -235,8 +237,9 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 		}
 		return c
 	}
-	npos := (nchunks-1)*index.ChunkWords + uint64(chunkFill(r.post, chunkAt(nchunks-1), l.vis))
-	word := func(p uint64) uint64 { return r.post.Word(chunkAt(p/index.ChunkWords), int(p%index.ChunkWords)) }
+	epc := uint64(r.post.EntriesPerChunk())
+	npos := (nchunks-1)*epc + uint64(chunkFill(r.post, chunkAt(nchunks-1), l.vis))
+	word := func(p uint64) uint64 { return r.post.Entry(chunkAt(p/epc), int(p%epc)) }
 	// The first position whose entry is at or past the bound; a punched
 	// entry (0, its chunk dropped below the postings floor) counts as
 	// before every row, as in RangeSym.
@@ -272,7 +275,7 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if seq < l.first {
 		return 0, false, nil // deleted by retention
 	}
-	off := int64(chunkAt(p/index.ChunkWords))*store.BlockSize + int64(p%index.ChunkWords)*8
+	off := r.post.EntryOff(chunkAt(p/epc), int(p%epc))
 	if n := seq >> r.shift; n < r.ctl.CmpSegs() {
 		v, err := r.view(n)
 		if err != nil {
@@ -471,12 +474,13 @@ func slotCount(p *index.Postings, d, nextCk uint64) uint64 {
 }
 
 // chunkFill is the number of entries of postings chunk c for rows below
-// vis (a chunk fills from its start).
+// vis (a chunk fills from its start; a version 2 chunk closed early is
+// full).
 func chunkFill(p *index.Postings, c, vis uint64) int {
-	lo, hi := 0, index.ChunkWords
+	lo, hi := 0, p.EntriesPerChunk()
 	for lo < hi {
 		m := (lo + hi) / 2
-		if e := p.Word(c, m); e != 0 && e-1 < vis {
+		if e := p.Entry(c, m); e != 0 && e-1 < vis {
 			lo = m + 1
 		} else {
 			hi = m

@@ -1,7 +1,6 @@
 package reader_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"os"
@@ -262,15 +261,17 @@ func TestRangeSymDetectsPostingsOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// AAA's first directory is chunk 1 and its first data chunk chunk 2
-	// (allocated in that order at creation); its entry i is row 3i.
+	// (allocated in that order at creation); its entry i is row 3i. In a
+	// version 2 post.idx (docs/FORMAT.md §7) entry k of a chunk is 3
+	// bytes at 64(v/21) + 3(v%21), v = k+3, and holds seq_k - seq_0 + 1.
 	path := filepath.Join(db, "t", store.PostName)
+	entryOff := func(k int64) int64 { v := k + 3; return 2*store.BlockSize + v/21*64 + v%21*3 }
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], 450+1) // entry 10 (row 30) now names row 450
-	if _, err := f.WriteAt(b[:], 2*store.BlockSize+10*8); err != nil {
+	b := []byte{450 + 1 - 256, 1, 0} // entry 10 (row 30) now names row 450
+	if _, err := f.WriteAt(b, entryOff(10)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -289,7 +290,7 @@ func TestRangeSymDetectsPostingsOutOfOrder(t *testing.T) {
 		n++
 	}
 	var ce *store.CorruptError
-	if !errors.As(it.Err(), &ce) || ce.Path != path || ce.Offset != 2*store.BlockSize+11*8 {
-		t.Fatalf("after %d rows: want CorruptError in %s at %d, got %v", n, path, 2*store.BlockSize+11*8, it.Err())
+	if !errors.As(it.Err(), &ce) || ce.Path != path || ce.Offset != entryOff(11) {
+		t.Fatalf("after %d rows: want CorruptError in %s at %d, got %v", n, path, entryOff(11), it.Err())
 	}
 }

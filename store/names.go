@@ -8,8 +8,13 @@ import (
 // On-disk contract: file names, magics and versions. Changing any of these
 // needs a format version bump and a line in docs/FORMAT.md's history table.
 const (
-	// FormatVersion is written in every file header.
+	// FormatVersion is written in every file header but post.idx's.
 	FormatVersion = 1
+	// PostVersion1 and PostVersion2 are post.idx's header versions: data
+	// chunks of u64 entries, and of 3-byte entries (docs/FORMAT.md §7).
+	// A new post.idx is version 2; a version 1 file stays version 1.
+	PostVersion1 = 1
+	PostVersion2 = 2
 
 	// BlockSize is the header size of every file and the O_DIRECT unit.
 	BlockSize = 4096

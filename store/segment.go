@@ -110,31 +110,48 @@ const fileHeaderCheckOff = 32
 
 // MarshalFileHeader writes a generic file header into dst[:BlockSize].
 func MarshalFileHeader(dst []byte, magic string, tableID [16]byte) {
+	MarshalFileHeaderVersion(dst, magic, FormatVersion, tableID)
+}
+
+// MarshalFileHeaderVersion is MarshalFileHeader for a file kind with
+// versions of its own (post.idx: docs/FORMAT.md §7).
+func MarshalFileHeaderVersion(dst []byte, magic string, version uint32, tableID [16]byte) {
 	clear(dst[:BlockSize])
 	copy(dst, magic)
-	le.PutUint32(dst[8:], FormatVersion)
+	le.PutUint32(dst[8:], version)
 	copy(dst[16:32], tableID[:])
 	le.PutUint32(dst[fileHeaderCheckOff:], CRC32C(dst[:fileHeaderCheckOff]))
 }
 
 // CheckFileHeader validates a generic file header read from path.
 func CheckFileHeader(path string, b []byte, magic string, tableID [16]byte) error {
+	_, err := CheckFileHeaderVersion(path, b, magic, FormatVersion, tableID)
+	return err
+}
+
+// CheckFileHeaderVersion is CheckFileHeader for a file kind with versions
+// of its own: it accepts versions 1 to maxVersion and returns the file's.
+func CheckFileHeaderVersion(path string, b []byte, magic string, maxVersion uint32, tableID [16]byte) (uint32, error) {
 	if len(b) < BlockSize {
-		return Corruptf(path, 0, "header truncated: %d bytes, want %d", len(b), BlockSize)
+		return 0, Corruptf(path, 0, "header truncated: %d bytes, want %d", len(b), BlockSize)
 	}
 	if string(b[:8]) != magic {
-		return Corruptf(path, 0, "bad magic %q, want %q", b[:8], magic)
+		return 0, Corruptf(path, 0, "bad magic %q, want %q", b[:8], magic)
 	}
 	if got, want := le.Uint32(b[fileHeaderCheckOff:]), CRC32C(b[:fileHeaderCheckOff]); got != want {
-		return Corruptf(path, fileHeaderCheckOff, "header check %08x, computed %08x", got, want)
+		return 0, Corruptf(path, fileHeaderCheckOff, "header check %08x, computed %08x", got, want)
 	}
-	if v := le.Uint32(b[8:]); v != FormatVersion {
-		return Corruptf(path, 8, "format version %d, this build reads %d", v, FormatVersion)
+	v := le.Uint32(b[8:])
+	if v < 1 || v > maxVersion {
+		if maxVersion == 1 {
+			return 0, Corruptf(path, 8, "format version %d, this build reads %d", v, maxVersion)
+		}
+		return 0, Corruptf(path, 8, "format version %d, this build reads 1 to %d", v, maxVersion)
 	}
 	if !bytes.Equal(b[16:32], tableID[:]) {
-		return Corruptf(path, 16, "table id %x does not match the table's %x", b[16:32], tableID)
+		return 0, Corruptf(path, 16, "table id %x does not match the table's %x", b[16:32], tableID)
 	}
-	return nil
+	return v, nil
 }
 
 // Symbol dictionary entry (on-disk contract), appended after sym.dat's

@@ -235,22 +235,8 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 		// Every compressed segment's postings go, the last one's too: a
 		// writer that reopens the table and decompresses it (restoreTail)
 		// indexes its rows again.
-		if err := w.dropPostings(w.ctl.CmpSegs(), true); err != nil {
-			return res, err
-		}
-		// The index files' room grown ahead goes too: a closed table's
-		// files hold its rows only.
-		snap, err := w.ctl.Snapshot()
-		if err != nil {
-			return res, err
-		}
-		if err := w.post.Trim(snap.NextChunk); err != nil {
-			return res, err
-		}
-		if err := w.late.Trim(snap.Late); err != nil {
-			return res, err
-		}
-		return res, w.ts.Trim(snap.Visible>>w.strideShft + 1)
+		// (Close then frees the index files' room grown ahead.)
+		return res, w.dropPostings(w.ctl.CmpSegs(), true)
 	}
 	err := w.Close()
 	return w.closeRes, err

@@ -21,3 +21,7 @@ func PrepareNow(w *Writer) {
 // bit set, 4 the last segment's new file written, before its rename, 5
 // renamed; tests kill the process there).
 func SetColumnHook(o *Options, f func(step int)) { o.columnHook = f }
+
+// SetPostMaxDelta lowers the postings' early-close distance of a writer
+// opened with o (index.PostWriter.SetMaxDelta).
+func SetPostMaxDelta(o *Options, n uint64) { o.postMaxDelta = n }

@@ -309,3 +309,91 @@ func TestFootprintProportional(t *testing.T) {
 	}
 	tablecheck.Verify(t, tb.db, tb.name, n)
 }
+
+// TestFootprintRawPerRow: a raw table (Close, not CloseCompacted) of a few
+// million 32-byte ticks over 100 symbols in 31 segments costs at most 36
+// bytes a row on disk, index included: the segment files, ts.idx, post.idx
+// and sym.dat, in allocated bytes, over the rows. A segment is 32 bytes a
+// row and a 4 KiB header, ts.idx 1/8, post.idx (version 2, docs/FORMAT.md
+// §7) 4096/1341 = 3.05 plus a directory per 511 data chunks and a partial
+// chunk per symbol; version 1's 8 bytes a row made it about 40. The rows
+// fill their segments: a table's last segment is allocated whole (a fixed
+// cost of up to a segment, not a cost per row). The figure while the
+// writer runs, with the index files' room grown ahead, is logged.
+func TestFootprintRawPerRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 130 MB")
+	}
+	tb := newWtTable(t)
+	w := tb.open(t, func(o *writer.Options) { o.SegmentSize = 4 << 20 })
+	const nsyms, n = 100, 31 * (4 << 20) / 32
+	names := make([]string, nsyms)
+	for i := range names {
+		names[i] = fmt.Sprintf("SYM%03d", i)
+	}
+	ids := tb.symbols(t, w, names...)
+	// Symbols drawn from a fixed skewed sequence (a few busy, most quiet),
+	// batches of 4,096 rows.
+	const batch = 4096
+	buf := make([]byte, batch*32)
+	r := tb.s.NewRow()
+	x := uint64(1)
+	for seq := uint64(0); seq < n; {
+		k := min(batch, int(n-seq))
+		for i := range k {
+			x = x*6364136223846793005 + 1442695040888963407
+			u := x >> 33 // 31 bits
+			tb.fill(r, seq+uint64(i), ids[(u%nsyms)*(u>>8%nsyms)/nsyms])
+			copy(buf[i*32:], r)
+		}
+		if _, got, err := w.AppendBatch(buf[:k*32]); err != nil || got != k {
+			t.Fatalf("AppendBatch at %d: %d rows, %v", seq, got, err)
+		}
+		seq += uint64(k)
+		w.Publish()
+	}
+	settle(t, w)
+	t.Logf("writer running: %.3f B/row", float64(rawBytes(t, tb.dir(), false))/n)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := rawBytes(t, tb.dir(), true)
+	perRow := float64(total) / n
+	t.Logf("%d rows, %d symbols, closed: %d bytes allocated, %.3f B/row", n, nsyms, total, perRow)
+	if perRow > 36 {
+		t.Errorf("raw table costs %.3f B/row on disk, want at most 36", perRow)
+	}
+	tablecheck.Verify(t, tb.db, tb.name, n)
+}
+
+// rawBytes is the allocated bytes of a raw table's segment files, ts.idx,
+// post.idx and sym.dat (logged with show).
+func rawBytes(t *testing.T, dir string, show bool) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, segs int64
+	for _, e := range ents {
+		name := e.Name()
+		seg, _ := filepath.Match("seg-*.dat", name)
+		if !seg && name != store.TimeIdxName && name != store.PostName && name != store.SymName {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, name), &st); err != nil {
+			t.Fatal(err)
+		}
+		total += st.Blocks * 512
+		if seg {
+			segs += st.Blocks * 512
+		} else if show {
+			t.Logf("  %-10s %8d KiB allocated", name, st.Blocks*512>>10)
+		}
+	}
+	if show {
+		t.Logf("  segments   %8d KiB allocated", segs>>10)
+	}
+	return total
+}

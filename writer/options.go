@@ -149,6 +149,10 @@ type Options struct {
 
 	compactHook func(seg uint64, step int) // tests: called after each step of a compaction swap
 	columnHook  func(step int)             // tests: called after each step of AddColumn (columns.go)
+	// postMaxDelta, when set, lowers the postings' early-close distance
+	// (index.PostWriter.SetMaxDelta): tests, which cannot put 2^24 rows
+	// between two rows of a symbol.
+	postMaxDelta uint64
 }
 
 func (o *Options) withDefaults() Options {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -131,10 +130,13 @@ func (p *preparer) step() error {
 			return err
 		}
 	}
-	// Those rows fill one chunk per 512 rows, plus a directory now and
-	// then; symbols whose partial chunk fills meanwhile take a few more
-	// (a symbol added takes its two from Symbol, off the append path).
-	chunks := snap.NextChunk + 2*p.ahead/index.ChunkWords + w.ctl.SymCount()/4 + 16
+	// Those rows fill one chunk per EntriesPerChunk rows (512, or 1341
+	// in a version 2 file), plus a directory now and then; symbols whose
+	// partial chunk fills (or, version 2, closes early: a row 2^24 rows
+	// after its chunk's first) meanwhile take a few more (a symbol added
+	// takes its two from Symbol, off the append path). Allocation past
+	// this grows the file itself.
+	chunks := snap.NextChunk + 2*p.ahead/uint64(w.post.EntriesPerChunk()) + w.ctl.SymCount()/4 + 16
 	if w.post.Chunks() < chunks {
 		if err := w.post.Grow(chunks + chunks/4); err != nil {
 			return err

@@ -234,6 +234,9 @@ func (w *Writer) open() error {
 	}
 	w.pw = index.NewPostWriter(w.post, 1)
 	w.pw.Grow = w.growPostings
+	if w.opts.postMaxDelta != 0 {
+		w.pw.SetMaxDelta(w.opts.postMaxDelta)
+	}
 	w.liveDir = liveDirFor(&w.opts, w.dir, c.TableID)
 	w.slots = make([]*liveSlot, c.LiveSlots)
 	for i := range w.slots {
@@ -328,7 +331,7 @@ func (w *Writer) append32(r *[32]byte) (uint64, error) {
 	}
 	put32((*[32]byte)(w.rows[(seq-w.segBase)*32:]), seq, w0, w1, w2, lo)
 	if w.symOff >= 0 && !w.pw.Put(sym, seq) {
-		if err := w.pw.Advance(sym); err != nil {
+		if err := w.pw.Advance(sym, seq); err != nil {
 			return 0, err
 		}
 	}
@@ -550,7 +553,7 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 		put32((*[32]byte)(dst), s, w0, w1, w2, lo)
 		if symOff >= 0 {
 			if !pw.Put(sym, s) {
-				if err := pw.Advance(sym); err != nil {
+				if err := pw.Advance(sym, s); err != nil {
 					w.seq, w.lastTs = s, lastTs
 					return int(s - seq), err
 				}
@@ -849,12 +852,32 @@ func (w *Writer) Close() error {
 	if err == nil && w.closeHook != nil {
 		w.closeRes, err = w.closeHook()
 	}
+	if err == nil {
+		err = w.trimIndexes()
+	}
 	w.final = w.stats()
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
+}
+
+// trimIndexes frees the index files' room grown ahead of the published
+// rows (the preparer's runway, a quarter or more of post.idx): a closed
+// table's files hold its rows only, and the next writer grows them again.
+func (w *Writer) trimIndexes() error {
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := w.post.Trim(snap.NextChunk); err != nil {
+		return err
+	}
+	if err := w.late.Trim(snap.Late); err != nil {
+		return err
+	}
+	return w.ts.Trim(snap.Visible>>w.strideShft + 1)
 }
 
 // checkpoint makes the dictionary, time index and postings durable for rows

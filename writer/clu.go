@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -158,9 +157,9 @@ func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
 func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
 
 // makeHot copies every sealed, durable, not compressed segment still in
-// its slot that has no hot copy yet (the preparer waits for a slot's hot
-// copy before it recycles the slot), wakes the clusterer for their
-// clustered copies, and trims the copies to the budget.
+// its slot that has no copies yet (the preparer waits for that before it
+// recycles the slot), makes the clustered copies hot copies lack (those a
+// killed writer left), and trims the copies to the budget.
 func (w *Writer) makeHot() error {
 	if !w.hotEnabled() {
 		return nil
@@ -168,81 +167,18 @@ func (w *Writer) makeHot() error {
 	if err := w.copySlots(); err != nil {
 		return err
 	}
-	if w.cl != nil {
-		w.cl.wake()
+	for w.cluEnabled() {
+		n, ok := w.hot.needClu()
+		if !ok {
+			break
+		}
+		err := w.buildClu(n)
+		w.hot.setClu(n) // made, or given up on (a failure is not tried again)
+		if err != nil {
+			return err
+		}
 	}
 	return w.trimHot()
-}
-
-// clusterer makes the clustered copies of hot segments, newest first,
-// from their hot copies, on a thread of its own at the lowest CPU
-// priority (nice 19): the work (a counting sort of a segment's rows, about
-// 50 ns a row) then takes only the CPU the writer, the flusher and the
-// checkpointer leave, and catches up when the feed pauses. A segment
-// waiting for its copy is read through the postings meanwhile.
-type clusterer struct {
-	w     *Writer
-	kickc chan struct{}
-	stopc chan struct{}
-	donec chan struct{}
-}
-
-func newClusterer(w *Writer) *clusterer {
-	return &clusterer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
-}
-
-func (c *clusterer) wake() {
-	select {
-	case c.kickc <- struct{}{}:
-	default:
-	}
-}
-
-// stop ends the goroutine, cutting short a copy being built.
-func (c *clusterer) stop() {
-	close(c.stopc)
-	<-c.donec
-}
-
-func (c *clusterer) stopping() bool {
-	select {
-	case <-c.stopc:
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *clusterer) run() {
-	defer close(c.donec)
-	// Locked for good: the thread, with its priority, ends with the
-	// goroutine instead of going back to run others.
-	runtime.LockOSThread()
-	lowerPriority()
-	w := c.w
-	for {
-		select {
-		case <-c.stopc:
-			return
-		case <-c.kickc:
-		}
-		for !c.stopping() {
-			n, ok := w.hot.needClu()
-			if !ok {
-				break
-			}
-			err := w.buildClu(n, c.stopping)
-			w.hot.setClu(n) // made, or given up on (a failure is not tried again)
-			if !w.hot.has(n) {
-				// Trimmed while it was built: the trim may have looked
-				// for the copy before the rename.
-				w.removeCopies(n)
-			}
-			if err != nil && !c.stopping() {
-				w.log.Warn("writer: clustered copy failed", "table", w.name, "err", err)
-			}
-		}
-	}
 }
 
 // copySlots makes the hot copy of every sealed, durable segment in a slot
@@ -277,10 +213,17 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 		return nil // the slot lacks the segment's first rows (a reopened writer's)
 	}
 	ok, err := w.copyHot(s, gen, seg)
-	if err == nil && ok {
-		w.hot.add(seg, false)
+	if err != nil || !ok {
+		return err
 	}
-	return err
+	if w.cluEnabled() {
+		if err := w.buildClu(seg); err != nil {
+			w.removeCopies(seg)
+			return err
+		}
+	}
+	w.hot.add(seg, true)
+	return nil
 }
 
 // copyHot writes seg-N.hot from slot s (generation gen): the durable
@@ -308,9 +251,6 @@ func (w *Writer) copyHot(s *liveSlot, gen, seg uint64) (bool, error) {
 
 // hotChunk is the bytes of rows copyHot and buildClu move at a time.
 const hotChunk = 1 << 20
-
-// errStopped ends a clustered copy cut short by Close.
-var errStopped = errors.New("writer: closing")
 
 // writeHot writes segment seg's durable header and rows into a new file
 // at path, sized as its durable file. The rows go through the builder's
@@ -365,12 +305,12 @@ func (w *Writer) trimHot() error {
 }
 
 // buildClu writes segment seg's clustered copy from its hot copy (an
-// immutable file: no slot can be recycled under it, so the writer never
-// waits for this): a counting sort by symbol into the reused buffers,
+// immutable file, whatever became of the slot): a counting sort by symbol
+// into the reused buffers,
 // reading the rows twice through the chunk buffer, written under a
 // temporary name, renamed into place. A hot copy removed meanwhile (never:
 // only this goroutine removes them) or damaged leaves no clustered copy.
-func (w *Writer) buildClu(seg uint64, stop func() bool) error {
+func (w *Writer) buildClu(seg uint64) error {
 	b := &w.clu
 	rs := w.rowSize
 	if cap(b.chunk) < hotChunk {
@@ -391,9 +331,6 @@ func (w *Writer) buildClu(seg uint64, stop func() bool) error {
 			}
 			if !fn(i, b.chunk[:n]) {
 				return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
-			}
-			if stop() {
-				return errStopped
 			}
 		}
 		return nil

@@ -24,7 +24,3 @@ func freeBytes(f *os.File) (int64, bool) {
 	}
 	return int64(st.Bavail) * st.Bsize, true
 }
-
-// lowerPriority gives the calling thread the lowest CPU priority (nice
-// 19): advice, an error is ignored.
-func lowerPriority() { _ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19) }

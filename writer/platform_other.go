@@ -32,5 +32,3 @@ func (w *Writer) Pin() error { return ErrUnsupported }
 
 // Unpin is a no-op off Linux.
 func (w *Writer) Unpin() {}
-
-func lowerPriority() {}

@@ -83,9 +83,8 @@ type Writer struct {
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
 
-	clu      cluBuilder // the clusterer's buffers (clu.go)
+	clu      cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 	hotChunk []byte     // the checkpointer's buffer for hot copies (clu.go)
-	cl       *clusterer // nil without a hot budget
 	hot      hotSet     // the segments with hot copies (clu.go)
 }
 
@@ -128,18 +127,14 @@ func (w *Writer) start() {
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
-	if w.cluEnabled() {
-		w.cl = newClusterer(w)
-		go w.cl.run()
-	}
 	go w.fl.run()
 	go w.prep.run()
 	go w.ck.run()
 	w.prep.wake()
 	if w.hotEnabled() {
 		// Hot segments recovered warm may lack their copies (a writer
-		// killed before it made them): the checkpointer and the
-		// clusterer make them now rather than at the next seal.
+		// killed before it made them): the checkpointer makes them now
+		// rather than at the next seal.
 		w.ck.wake()
 	}
 	w.log.Info("writer: open", "table", w.name, "rows", w.seq, "durable", w.ctl.Durable(), "live", w.liveDir)
@@ -833,9 +828,6 @@ func (w *Writer) Close() error {
 	w.closed = true
 	w.fl.stop()
 	w.ck.stop() // a background checkpoint must not race the final one
-	if w.cl != nil {
-		w.cl.stop()
-	}
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}

@@ -172,7 +172,7 @@ func (w *Writer) makeHot() error {
 		if !ok {
 			break
 		}
-		err := w.buildClu(n)
+		err := w.buildClu(n, nil)
 		w.hot.setClu(n) // made, or given up on (a failure is not tried again)
 		if err != nil {
 			return err
@@ -212,17 +212,22 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 	if store.LoadAcquire64(s.b, store.LiveFromOff) != 0 {
 		return nil // the slot lacks the segment's first rows (a reopened writer's)
 	}
-	ok, err := w.copyHot(s, gen, seg)
-	if err != nil || !ok {
-		return err
+	if !w.hot.has(seg) {
+		// Not written by the flusher as it flushed (it took the segment
+		// up in its middle, or its copy failed): from the slot.
+		ok, err := w.copyHot(s, gen, seg)
+		if err != nil || !ok {
+			return err
+		}
+		w.hot.add(seg, false)
 	}
 	if w.cluEnabled() {
-		if err := w.buildClu(seg); err != nil {
+		if err := w.buildClu(seg, s.rows); err != nil {
 			w.removeCopies(seg)
 			return err
 		}
 	}
-	w.hot.add(seg, true)
+	w.hot.setClu(seg)
 	return nil
 }
 
@@ -304,39 +309,50 @@ func (w *Writer) trimHot() error {
 	return nil
 }
 
-// buildClu writes segment seg's clustered copy from its hot copy (an
-// immutable file, whatever became of the slot): a counting sort by symbol
-// into the reused buffers,
-// reading the rows twice through the chunk buffer, written under a
-// temporary name, renamed into place. A hot copy removed meanwhile (never:
-// only this goroutine removes them) or damaged leaves no clustered copy.
-func (w *Writer) buildClu(seg uint64) error {
+// buildClu writes segment seg's clustered copy from slot, the live slot
+// holding it, or (nil) from its hot copy (an immutable file: for copies a
+// killed writer left): a counting sort by symbol into the reused buffers
+// (the rows read twice), written under a temporary name, renamed into
+// place. Damaged rows leave no clustered copy.
+func (w *Writer) buildClu(seg uint64, slot []byte) error {
 	b := &w.clu
 	rs := w.rowSize
-	if cap(b.chunk) < hotChunk {
-		b.chunk = make([]byte, hotChunk)
-	}
-	f, err := os.Open(store.HotPath(w.liveDir, seg))
-	if err != nil {
-		return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
-	}
-	defer f.Close()
-	per := uint64(hotChunk) / rs // rows per chunk read
-	// each calls fn with the rows [i, i+len(rows)/rs) of the segment.
-	each := func(fn func(i uint64, rows []byte) bool) error {
-		for i := uint64(0); i < w.rps; i += per {
-			n := min(per, w.rps-i) * rs
-			if _, err := f.ReadAt(b.chunk[:n], int64(store.BlockSize+i*rs)); err != nil {
-				return err
+	// each calls fn with the rows [i, i+len(rows)/rs) of the segment: from
+	// the slot (the preparer does not recycle it before the checkpointer
+	// is done with it), or read from the hot copy a chunk at a time.
+	var each func(fn func(i uint64, rows []byte) bool) error
+	if slot != nil {
+		each = func(fn func(i uint64, rows []byte) bool) error {
+			if !fn(0, slot[:w.rps*rs]) {
+				return fmt.Errorf("segment %d's rows changed while read", seg)
 			}
-			if !fn(i, b.chunk[:n]) {
-				return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
-			}
+			return nil
 		}
-		return nil
+	} else {
+		if cap(b.chunk) < hotChunk {
+			b.chunk = make([]byte, hotChunk)
+		}
+		f, err := os.Open(store.HotPath(w.liveDir, seg))
+		if err != nil {
+			return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
+		}
+		defer f.Close()
+		per := uint64(hotChunk) / rs // rows per chunk read
+		each = func(fn func(i uint64, rows []byte) bool) error {
+			for i := uint64(0); i < w.rps; i += per {
+				n := min(per, w.rps-i) * rs
+				if _, err := f.ReadAt(b.chunk[:n], int64(store.BlockSize+i*rs)); err != nil {
+					return err
+				}
+				if !fn(i, b.chunk[:n]) {
+					return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
+				}
+			}
+			return nil
+		}
 	}
 	clear(b.count)
-	err = each(func(_ uint64, rows []byte) bool {
+	err := each(func(_ uint64, rows []byte) bool {
 		for o := uint64(0); o < uint64(len(rows)); o += rs {
 			id := binary.LittleEndian.Uint32(rows[o+uint64(w.symOff):])
 			if int(id) >= len(b.count) {

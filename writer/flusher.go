@@ -46,6 +46,10 @@ type flusher struct {
 	durable uint64 // flusher's own copy of the durable count
 	fd      *os.File
 	fdSeg   uint64 // segment of fd, +1 (0: none)
+	// hot is the hot copy being written beside fd's segment (clu.go),
+	// nil when there is none: no hot budget, a segment this flusher did
+	// not start at its first row, or a failed write.
+	hot     *os.File
 	symSync uint64 // dictionary bytes known durable
 	warned  bool
 	// allocEnd is the file offset up to which fd's file is known to be
@@ -190,6 +194,7 @@ func (f *flusher) flushTo(limit uint64) error {
 			if _, err := fd.WriteAt(f.buf[:padded], int64(store.BlockSize+off)); err != nil {
 				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), store.BlockSize+off, err)
 			}
+			f.writeHot(n, start, off, padded)
 			if w.opts.OnFlush != nil {
 				w.opts.OnFlush(int(padded), time.Since(t0))
 			}
@@ -207,6 +212,7 @@ func (f *flusher) flushTo(limit uint64) error {
 			}
 		}
 		if end == base+w.rps {
+			f.sealHot(n)
 			f.closeFd()
 			w.ctl.SetDurableSegs(n + 1)
 			w.ck.wake()
@@ -279,5 +285,82 @@ func (f *flusher) closeFd() {
 	if f.fd != nil {
 		f.fd.Close()
 		f.fd, f.fdSeg = nil, 0
+	}
+	f.dropHot()
+}
+
+// writeHot writes the chunk just flushed, f.buf[:n] at row-area offset
+// off of segment seg (flushTo's loop began at start), to the segment's
+// hot copy too: the same bytes at the same place of seg-N.hot.tmp, a
+// kernel copy into tmpfs. The copy is begun with the segment's first
+// write (start 0), with the durable file's header; a segment this flusher
+// took up in its middle (a reopened writer's) gets its copy from the
+// checkpointer, from the slot. A failed write drops the copy (logged): it
+// only costs readers the faster path.
+func (f *flusher) writeHot(seg, start, off, n uint64) {
+	w := f.w
+	if !w.hotEnabled() {
+		return
+	}
+	if f.hot == nil {
+		if start != 0 || off != 0 {
+			return
+		}
+		path := store.HotPath(w.liveDir, seg) + store.CluTmpSuffix
+		hf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err == nil {
+			hdr := make([]byte, store.BlockSize)
+			store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
+			if _, err = hf.WriteAt(hdr, 0); err != nil {
+				hf.Close()
+				os.Remove(path)
+			}
+		}
+		if err != nil {
+			w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
+			return
+		}
+		f.hot = hf
+	}
+	if _, err := f.hot.WriteAt(f.buf[:n], int64(store.BlockSize+off)); err != nil {
+		w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
+		f.dropHot()
+	}
+}
+
+// sealHot completes segment seg's hot copy, once its last rows are
+// written: sized as its durable file, renamed into place, recorded
+// (before the segment is declared durable: the checkpointer then finds
+// it and builds the clustered copy from the slot).
+func (f *flusher) sealHot(seg uint64) {
+	w := f.w
+	if f.hot == nil {
+		return
+	}
+	hf := f.hot
+	f.hot = nil
+	tmp := hf.Name()
+	err := hf.Truncate(w.segSize)
+	if e := hf.Close(); err == nil {
+		err = e
+	}
+	if err == nil {
+		err = os.Rename(tmp, store.HotPath(w.liveDir, seg))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
+		return
+	}
+	w.ctl.BumpCluGen()
+	w.hot.add(seg, false)
+}
+
+// dropHot abandons the hot copy being written, if any.
+func (f *flusher) dropHot() {
+	if f.hot != nil {
+		f.hot.Close()
+		os.Remove(f.hot.Name())
+		f.hot = nil
 	}
 }

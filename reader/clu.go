@@ -111,26 +111,45 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	return c, nil
 }
 
-// sweepClus closes, once the writer's change counter moved, the copies
-// the writer has removed (past the hot budget): an open descriptor would
-// keep their memory for as long as the reader lives. An iterator reading
-// one finds it closed at its next read and goes on through the postings.
-func (r *Reader) sweepClus() {
+// sweepCopies, once the writer's change counter moved (checked at each
+// load of the published count and each one-symbol query), lets go of the
+// copies the writer has removed (past the hot budget): an open clustered
+// copy is closed (an iterator reading one finds it closed at its next
+// read and goes on through the postings), and over a mapped hot copy the
+// segment's durable file is mapped in place (store.Replace): rows handed
+// out from it read the same bytes, now from the page cache or the disk.
+// Either way the copy's shared memory is freed rather than held for as
+// long as the reader lives. A segment whose durable file is gone too
+// (retention) keeps its hot copy's pages until Close.
+func (r *Reader) sweepCopies() {
 	g := r.ctl.CluGen()
-	if g == r.cluSwept {
+	if g == r.copiesSwept {
 		return
 	}
-	r.cluSwept = g
+	r.copiesSwept = g
+	gone := func(path string) bool {
+		_, err := os.Stat(path)
+		return err != nil
+	}
 	for n := range r.clus {
-		c := &r.clus[n]
-		if c.state != cluOpen {
+		if c := &r.clus[n]; c.state == cluOpen && gone(c.path) {
+			store.CloseFD(c.fd)
+			*c = cluView{state: cluMissing, at: g}
+		}
+	}
+	for n := range r.segs {
+		v := &r.segs[n]
+		if !v.hot || !gone(v.path) {
 			continue
 		}
-		if _, err := os.Stat(c.path); err == nil {
+		f, err := os.Open(store.SegPath(r.dir, uint64(n)))
+		if err != nil {
 			continue
 		}
-		store.CloseFD(c.fd)
-		*c = cluView{state: cluMissing, at: g}
+		if store.Replace(v.file, f) == nil {
+			v.hot, v.path = false, f.Name()
+		}
+		f.Close()
 	}
 }
 

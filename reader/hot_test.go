@@ -56,6 +56,22 @@ func waitTiers(t *testing.T, db string, hot uint64) reader.Stat {
 	}
 }
 
+// hotWriter opens the hot table in db (live slots in live), appends
+// rows and makes them durable; the test closes the writer.
+func hotWriter(t *testing.T, db, live string, rows uint64) *writer.Writer {
+	t.Helper()
+	w, err := writer.Open(db, hotTable, hotOptions(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	xprocAppend(t, w, rows, 1000, 0)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // TestHotSegmentsReadFromMemory writes more segments than the hot budget
 // holds, then hides the segment files of the hot ones: a reader in another
 // process still reads every row of them (from shared memory), while a
@@ -272,16 +288,8 @@ func mapsOf(t *testing.T, s string) bool {
 // mapped (it would otherwise stay allocated as long as the reader lives).
 func TestHotCopyLeavesReader(t *testing.T) {
 	db, live := testutil.DB(t)
-	w, err := writer.Open(db, hotTable, hotOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	rps := uint64(2048)
-	xprocAppend(t, w, 5*rps+10, 1000, 0)
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	w := hotWriter(t, db, live, 5*rps+10)
 	waitTiers(t, db, hotSegs)
 	hot := store.HotPath(live, 1)
 	if _, err := os.Stat(hot); err != nil {
@@ -380,14 +388,7 @@ func sameAsDurable(t *testing.T, dir, live string) []uint64 {
 func TestHotCopyIsDurableFile(t *testing.T) {
 	db, live := testutil.DB(t)
 	rps := uint64(2048)
-	w, err := writer.Open(db, hotTable, hotOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	xprocAppend(t, w, 5*rps+rps/2, 1000, 0)
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	w := hotWriter(t, db, live, 5*rps+rps/2)
 	waitTiers(t, db, hotSegs)
 	if got := sameAsDurable(t, db+"/"+hotTable, live); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("hot copies of %v, want 1..4", got)
@@ -395,14 +396,7 @@ func TestHotCopyIsDurableFile(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if w, err = writer.Open(db, hotTable, hotOptions(live)); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	xprocAppend(t, w, 7*rps+10, 1000, 0)
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	hotWriter(t, db, live, 7*rps+10)
 	waitTiers(t, db, 1)
 	if got := sameAsDurable(t, db+"/"+hotTable, live); !slices.Equal(got, []uint64{6}) {
 		t.Fatalf("hot copies of %v after a reopen, want 6 only", got)

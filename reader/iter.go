@@ -287,8 +287,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 	if to == ToEnd {
 		b = snap.Visible
 	}
-	r.sweepClus()
-	r.sweepHot()
+	r.sweepCopies()
 	it.reset(Iter{r: r, end: max(a, b), sym: true, id: id, nextCk: snap.NextChunk,
 		from: from, to: to, hi: lastTs(to), a: a, first: snap.FirstSeq, vis: snap.Visible})
 	if err := it.initLate(from, to, a, snap); err != nil {

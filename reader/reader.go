@@ -66,13 +66,12 @@ type Reader struct {
 	retiredZ []*cseg.Segment
 	clus     []cluView // clustered hot copies, by segment number (clu.go)
 	cluHead  []byte    // buffer of a clustered copy's header and directory
-	// cluSerial counts clustered copies opened; cluSwept is the ctl
-	// change counter at the last sweep (sweepClus).
-	cluSerial, cluSwept uint64
-	// hotSwept is the ctl change counter when the views of hot copies
-	// were last checked (sweepHot).
-	hotSwept uint64
-	zlast    uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
+	// cluSerial counts clustered copies opened.
+	cluSerial uint64
+	// copiesSwept is the ctl change counter when the copies this reader
+	// holds were last checked (sweepCopies).
+	copiesSwept uint64
+	zlast       uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
 	// zscratch is the decode buffers of every compressed segment this
 	// reader opens (a Reader is used from one goroutine at a time).
 	zscratch cseg.Scratch
@@ -305,7 +304,7 @@ func (r *Reader) Snapshot() (index.Snap, error) {
 // capVisible; it also reloads the first row.
 func (r *Reader) loadVisible() uint64 {
 	r.first = r.ctl.FirstSeq()
-	r.sweepHot()
+	r.sweepCopies()
 	return r.capVisible(r.ctl.Visible())
 }
 
@@ -655,39 +654,6 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	*v = segView{kind: kind, rs: uint64(rs), rows: b[store.BlockSize:], path: path, file: b, hot: hot}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
-}
-
-// sweepHot (at each load of the published count), once the writer's
-// change counter moved, maps the durable file
-// of each segment whose hot copy the writer has removed (past the hot
-// budget) over the copy's mapping, in place: rows handed out from it read
-// the same bytes, now from the page cache or the disk, and the copy's
-// shared memory is freed rather than held for as long as the reader
-// lives. A segment whose durable file is gone too (retention) keeps the
-// copy's pages until Close.
-func (r *Reader) sweepHot() {
-	g := r.ctl.CluGen()
-	if g == r.hotSwept {
-		return
-	}
-	r.hotSwept = g
-	for n := range r.segs {
-		v := &r.segs[n]
-		if !v.hot {
-			continue
-		}
-		if _, err := os.Stat(v.path); err == nil {
-			continue
-		}
-		f, err := os.Open(store.SegPath(r.dir, uint64(n)))
-		if err != nil {
-			continue
-		}
-		if store.Replace(v.file, f) == nil {
-			v.hot, v.path = false, f.Name()
-		}
-		f.Close()
-	}
 }
 
 // remapCompressed switches segment n, mapped raw before it was compacted,

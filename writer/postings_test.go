@@ -3,6 +3,7 @@ package writer_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/tablecheck"
@@ -93,7 +94,7 @@ func TestPostingsEarlyClose(t *testing.T) {
 						want = append(want, uint64(seq))
 					}
 				}
-				if !equalU64(got, want) {
+				if !slices.Equal(got, want) {
 					t.Fatalf("%s: RangeSym(%v, %s): %d rows %v, want %d %v", when, win, names[id], len(got), head(got), len(want), head(want))
 				}
 			}
@@ -143,18 +144,6 @@ func TestPostingsEarlyClose(t *testing.T) {
 	}
 	check("reopened and closed")
 	tablecheck.Verify(t, tb.db, tb.name, uint64(len(syms)))
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func head(s []uint64) []uint64 {

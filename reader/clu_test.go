@@ -156,16 +156,38 @@ func TestCluMatchesRaw(t *testing.T) {
 			ts := cluAppend(t, w, rng, 3*rps, nsym, ts0)
 			mid := ts
 			ts = cluAppend(t, w, rng, 9*rps+rng.IntN(rps), nsym, ts)
+			// The first three segments compressed (ts before mid), the
+			// second rewritten in format version 1; then a writer appends
+			// five more segments, hot with their copies. The compaction
+			// is a writer's that appends nothing and keeps no hot copies:
+			// its checkpointer runs no pass before its close (the second
+			// pass after a compaction drops the postings of the version 2
+			// segments from the first row on, FORMAT §7, which a version
+			// 1 one, never a writer's, would need).
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o := cluOptions(live, rps)
+			o.HotBytes = -1
+			if w, err = writer.Open(db, "t", o); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := w.Compact(time.Duration(ts - mid + 1)); err != nil || res.Segments < 2 {
+				t.Fatalf("compact: %+v %v", res, err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			toV1(t, db, 1, rps)
+			if w, err = writer.Open(db, "t", cluOptions(live, rps)); err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			ts = cluAppend(t, w, rng, 5*rps, nsym, ts)
 			if err := w.Sync(); err != nil {
 				t.Fatal(err)
 			}
 			segs := waitClus(t, db, "t", live)
-			// The first three segments compressed (ts before mid), the
-			// second in format version 1.
-			if res, err := w.Compact(time.Duration(ts - mid + 1)); err != nil || res.Segments == 0 {
-				t.Fatalf("compact: %+v %v", res, err)
-			}
-			toV1(t, db, 1, rps)
 			// One hot segment without its copy (the newest: the preparer
 			// may be recycling the oldest's slot meanwhile).
 			last := segs[len(segs)-1]

@@ -13,15 +13,16 @@ import (
 	"github.com/tickdb/tickdb/store"
 )
 
-// Hot copies (docs/FORMAT.md §16, DESIGN.md "Lifecycle"): once a segment
-// is sealed and durable, the checkpointer copies it, while it is still in
-// its live slot, into the live directory as seg-N.hot (its durable file,
-// byte for byte) and, for a table with a sym column, seg-N.clu (FORMAT
-// §13: its rows grouped by symbol, so a one-symbol query over hot data
-// reads one contiguous run per segment instead of a row per page). Readers
-// in any process read a hot segment from its copies, never from disk. The
-// newest Options.HotBytes of segments keep their copies; older ones, and
-// those compacted or below the first row, lose them.
+// Hot copies (docs/FORMAT.md §16, DESIGN.md "Lifecycle"): the flusher
+// writes each segment it flushes, chunk by chunk, into the live directory
+// as seg-N.hot (its durable file, byte for byte) too, in place as the
+// segment turns durable; then the checkpointer, while the segment is
+// still in its live slot, writes seg-N.clu for a table with a sym column
+// (FORMAT §13: its rows grouped by symbol, so a one-symbol query over hot
+// data reads one contiguous run per segment instead of a row per page).
+// Readers in any process read a hot segment from its copies, never from
+// disk. The newest Options.HotBytes of segments keep their copies; older
+// ones, and those compacted or below the first row, lose them.
 //
 // The copies are written with pwrite, not through a mapping: on this kind
 // of (nested, paravirtualised) machine the first store of a process to a
@@ -30,9 +31,11 @@ import (
 // whose pages it has touched before, and never into fresh memory: the hot
 // budget costs its copies, made off the append path.
 //
-// Who touches what: the checkpointer makes copies (makeHot, its buffers,
-// liveSlot.copied, hotSet) and removes them (trimHot); the open and close
-// paths remove leftovers. Each create and remove is followed by a bump of
+// Who touches what: the flusher makes hot copies (flusher.hot); the
+// checkpointer makes the clustered ones, and hot ones the flusher did not
+// make (makeHot, its buffers, liveSlot.copied), and removes them
+// (trimHot); both record them in the hot set; the open and close paths
+// remove leftovers. Each create and remove is followed by a bump of
 // the ctl change counter (CluGen), which readers compare before looking
 // for a copy they found missing or checking one they hold.
 
@@ -215,11 +218,9 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 	if !w.hot.has(seg) {
 		// Not written by the flusher as it flushed (it took the segment
 		// up in its middle, or its copy failed): from the slot.
-		ok, err := w.copyHot(s, gen, seg)
-		if err != nil || !ok {
+		if ok, err := w.copyHot(s, gen, seg); err != nil || !ok {
 			return err
 		}
-		w.hot.add(seg, false)
 	}
 	if w.cluEnabled() {
 		if err := w.buildClu(seg, s.rows); err != nil {
@@ -231,61 +232,82 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 	return nil
 }
 
-// copyHot writes seg-N.hot from slot s (generation gen): the durable
-// file's header and the slot's rows, under a temporary name, renamed into
-// place. It reports false, writing nothing, when the slot was recycled
-// while its rows were copied (they could be a mix).
+// copyHot writes seg-N.hot from slot s (generation gen), for a segment
+// the flusher did not copy as it flushed it. The rows go through a chunk
+// buffer rather than straight from the slot: here the kernel's first read
+// of a page a process mapped costs about 10 µs (a nested, paravirtualised
+// VM), a copy in user space and a pwrite from a buffer it has read before
+// about 1 µs a page. It reports false, writing nothing, when the slot was
+// recycled while its rows were copied (they could be a mix).
 func (w *Writer) copyHot(s *liveSlot, gen, seg uint64) (bool, error) {
-	final := store.HotPath(w.liveDir, seg)
-	tmp := final + store.CluTmpSuffix
-	err := w.writeHot(tmp, s.rows[:w.rps*w.rowSize], seg)
+	if cap(w.hotChunk) < hotChunk {
+		w.hotChunk = make([]byte, hotChunk)
+	}
+	f, err := w.createHot(seg)
+	rows := s.rows[:w.rps*w.rowSize]
+	for off := 0; err == nil && off < len(rows); off += hotChunk {
+		n := copy(w.hotChunk[:hotChunk], rows[off:])
+		_, err = f.WriteAt(w.hotChunk[:n], int64(store.BlockSize+off))
+	}
 	if err == nil && w.ctl.SlotGen(s.i) != gen {
-		os.Remove(tmp)
+		dropHot(f)
 		return false, nil
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
+		err = w.sealHot(f, seg)
+	} else if f != nil {
+		dropHot(f)
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return false, fmt.Errorf("writer: hot copy of segment %d: %w", seg, err)
 	}
-	w.ctl.BumpCluGen()
 	return true, nil
 }
 
 // hotChunk is the bytes of rows copyHot and buildClu move at a time.
 const hotChunk = 1 << 20
 
-// writeHot writes segment seg's durable header and rows into a new file
-// at path, sized as its durable file. The rows go through the builder's
-// chunk buffer rather than straight from the slot: here the kernel's
-// first read of a page a process mapped costs about 10 µs (a nested,
-// paravirtualised VM), a copy in user space and a pwrite from a buffer it
-// has read before about 1 µs a page.
-func (w *Writer) writeHot(path string, rows []byte, seg uint64) error {
-	if cap(w.hotChunk) < hotChunk {
-		w.hotChunk = make([]byte, hotChunk)
-	}
-	buf := w.hotChunk[:store.BlockSize]
-	clear(buf)
-	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(buf)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// createHot begins segment seg's hot copy: seg-N.hot.tmp, holding the
+// durable file's header; the rows are written at their durable offsets.
+func (w *Writer) createHot(seg uint64) (*os.File, error) {
+	f, err := os.OpenFile(store.HotPath(w.liveDir, seg)+store.CluTmpSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = f.WriteAt(buf, 0)
-	for off := 0; err == nil && off < len(rows); off += hotChunk {
-		n := copy(w.hotChunk[:hotChunk], rows[off:])
-		_, err = f.WriteAt(w.hotChunk[:n], int64(store.BlockSize+off))
+	var hdr [store.BlockSize]byte
+	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr[:])
+	if _, err := f.WriteAt(hdr[:], 0); err != nil {
+		dropHot(f)
+		return nil, err
 	}
-	if err == nil {
-		err = f.Truncate(w.segSize)
-	}
+	return f, nil
+}
+
+// sealHot completes segment seg's hot copy f, its rows all written: sized
+// as its durable file, renamed into place, the change counter bumped, and
+// recorded in the hot set. On an error the temporary file is removed.
+func (w *Writer) sealHot(f *os.File, seg uint64) error {
+	tmp := f.Name()
+	err := f.Truncate(w.segSize)
 	if e := f.Close(); err == nil {
 		err = e
 	}
-	return err
+	if err == nil {
+		err = os.Rename(tmp, store.HotPath(w.liveDir, seg))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.ctl.BumpCluGen()
+	w.hot.add(seg, false)
+	return nil
+}
+
+// dropHot abandons hot copy f, being written.
+func dropHot(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
 }
 
 // trimHot removes the copies of the oldest segments past the budget, and

@@ -293,10 +293,10 @@ func (f *flusher) closeFd() {
 // off of segment seg (flushTo's loop began at start), to the segment's
 // hot copy too: the same bytes at the same place of seg-N.hot.tmp, a
 // kernel copy into tmpfs. The copy is begun with the segment's first
-// write (start 0), with the durable file's header; a segment this flusher
-// took up in its middle (a reopened writer's) gets its copy from the
-// checkpointer, from the slot. A failed write drops the copy (logged): it
-// only costs readers the faster path.
+// write (start 0); a segment this flusher took up in its middle (a
+// reopened writer's) gets its copy from the checkpointer, from the slot.
+// A failed write drops the copy (logged): it only costs readers the
+// faster path.
 func (f *flusher) writeHot(seg, start, off, n uint64) {
 	w := f.w
 	if !w.hotEnabled() {
@@ -306,16 +306,7 @@ func (f *flusher) writeHot(seg, start, off, n uint64) {
 		if start != 0 || off != 0 {
 			return
 		}
-		path := store.HotPath(w.liveDir, seg) + store.CluTmpSuffix
-		hf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err == nil {
-			hdr := make([]byte, store.BlockSize)
-			store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
-			if _, err = hf.WriteAt(hdr, 0); err != nil {
-				hf.Close()
-				os.Remove(path)
-			}
-		}
+		hf, err := w.createHot(seg)
 		if err != nil {
 			w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
 			return
@@ -328,39 +319,24 @@ func (f *flusher) writeHot(seg, start, off, n uint64) {
 	}
 }
 
-// sealHot completes segment seg's hot copy, once its last rows are
-// written: sized as its durable file, renamed into place, recorded
-// (before the segment is declared durable: the checkpointer then finds
-// it and builds the clustered copy from the slot).
+// sealHot puts segment seg's hot copy in place once its last rows are
+// written, before the segment is declared durable (the checkpointer then
+// finds it and builds the clustered copy from the slot).
 func (f *flusher) sealHot(seg uint64) {
-	w := f.w
 	if f.hot == nil {
 		return
 	}
 	hf := f.hot
 	f.hot = nil
-	tmp := hf.Name()
-	err := hf.Truncate(w.segSize)
-	if e := hf.Close(); err == nil {
-		err = e
+	if err := f.w.sealHot(hf, seg); err != nil {
+		f.w.log.Warn("writer: hot copy failed", "table", f.w.name, "segment", seg, "err", err)
 	}
-	if err == nil {
-		err = os.Rename(tmp, store.HotPath(w.liveDir, seg))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
-		return
-	}
-	w.ctl.BumpCluGen()
-	w.hot.add(seg, false)
 }
 
 // dropHot abandons the hot copy being written, if any.
 func (f *flusher) dropHot() {
 	if f.hot != nil {
-		f.hot.Close()
-		os.Remove(f.hot.Name())
+		dropHot(f.hot)
 		f.hot = nil
 	}
 }

@@ -268,14 +268,7 @@ func TestGoldenFormats(t *testing.T) {
 			if got, want := postVersion(t, db), max(f.post, store.PostVersion1); got != want {
 				t.Errorf("post.idx version %d, want %d", got, want)
 			}
-			if _, err := reader.Verify(db, "trades", nil); err != nil {
-				t.Fatal(err)
-			}
-			r, err := reader.Open(db, "trades", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := verifiedGolden(t, db)
 			if r.Len() != f.rows {
 				t.Fatalf("count %d, want %d", r.Len(), f.rows)
 			}
@@ -432,14 +425,7 @@ func TestGoldenFormatsReopen(t *testing.T) {
 			if got := postVersion(t, db); got != before {
 				t.Errorf("post.idx version %d after a writer reopened it, was %d", got, before)
 			}
-			if _, err := reader.Verify(db, "trades", nil); err != nil {
-				t.Fatal(err)
-			}
-			r, err := reader.Open(db, "trades", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := verifiedGolden(t, db)
 			id, ok := r.SymbolID([]byte("BRK A"))
 			if !ok {
 				t.Fatal("symbol BRK A missing")
@@ -514,4 +500,19 @@ func copyDir(t *testing.T, from, to string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// verifiedGolden verifies the golden table copied into db and opens a
+// reader on it, closed with the test.
+func verifiedGolden(t *testing.T, db string) *reader.Reader {
+	t.Helper()
+	if _, err := reader.Verify(db, "trades", nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

@@ -575,19 +575,10 @@ func TestLoaderCheckAtStamps(t *testing.T) {
 func BenchmarkCSVParse(b *testing.B) {
 	for _, ts := range []string{"rfc3339", "ns"} {
 		b.Run("ts="+ts, func(b *testing.B) {
+			const n = 100_000
 			var buf bytes.Buffer
 			buf.WriteString("ts,sym,price,size\n")
-			t0 := time.Date(2024, 1, 2, 9, 30, 0, 0, time.UTC)
-			const n = 100_000
-			for i := range n {
-				at := t0.Add(time.Duration(i) * 1234567)
-				if ts == "ns" {
-					fmt.Fprintf(&buf, "%d", at.UnixNano())
-				} else {
-					buf.WriteString(at.Format(time.RFC3339Nano))
-				}
-				fmt.Fprintf(&buf, ",SYM%03d,%.2f,%d\n", i%500, 100+float64(i%1000)/100, i%300)
-			}
+			csvBenchRows(&buf, ts, n)
 			data := buf.Bytes()
 			p := NewCSVParser("t")
 			h, err := p.Header(data, true)
@@ -625,18 +616,9 @@ func BenchmarkCSVParse(b *testing.B) {
 func BenchmarkCSVParseStdlib(b *testing.B) {
 	for _, ts := range []string{"rfc3339", "ns"} {
 		b.Run("ts="+ts, func(b *testing.B) {
-			var buf bytes.Buffer
-			t0 := time.Date(2024, 1, 2, 9, 30, 0, 0, time.UTC)
 			const n = 100_000
-			for i := range n {
-				at := t0.Add(time.Duration(i) * 1234567)
-				if ts == "ns" {
-					fmt.Fprintf(&buf, "%d", at.UnixNano())
-				} else {
-					buf.WriteString(at.Format(time.RFC3339Nano))
-				}
-				fmt.Fprintf(&buf, ",SYM%03d,%.2f,%d\n", i%500, 100+float64(i%1000)/100, i%300)
-			}
+			var buf bytes.Buffer
+			csvBenchRows(&buf, ts, n)
 			data := buf.Bytes()
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
@@ -673,5 +655,20 @@ func BenchmarkCSVParseStdlib(b *testing.B) {
 				b.Fatal("nothing parsed")
 			}
 		})
+	}
+}
+
+// csvBenchRows writes the CSV benchmarks' n rows (ts,sym,price,size) to
+// buf, timestamps in RFC 3339 or (ts "ns") integer nanoseconds.
+func csvBenchRows(buf *bytes.Buffer, ts string, n int) {
+	t0 := time.Date(2024, 1, 2, 9, 30, 0, 0, time.UTC)
+	for i := range n {
+		at := t0.Add(time.Duration(i) * 1234567)
+		if ts == "ns" {
+			fmt.Fprintf(buf, "%d", at.UnixNano())
+		} else {
+			buf.WriteString(at.Format(time.RFC3339Nano))
+		}
+		fmt.Fprintf(buf, ",SYM%03d,%.2f,%d\n", i%500, 100+float64(i%1000)/100, i%300)
 	}
 }

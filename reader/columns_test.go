@@ -234,12 +234,7 @@ func growReadAll(t *testing.T, r *reader.Reader, plan []growCol, rows uint64) {
 func TestAddColumn(t *testing.T) {
 	plan := growPlan()
 	db, live := testutil.DB(t)
-	w, err := writer.Open(db, "grow", growOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	growAppend(t, w, plan, 300)
+	w := growWriter(t, db, live, plan, 300)
 	early, err := reader.Open(db, "grow", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -309,11 +304,7 @@ func TestAddColumn(t *testing.T) {
 func TestAddColumnUpgradeAtOpen(t *testing.T) {
 	plan := growPlan()[:1]
 	db, live := testutil.DB(t)
-	w, err := writer.Open(db, "grow", growOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	growAppend(t, w, plan, 650)
+	w := growWriter(t, db, live, plan, 650)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -362,12 +353,7 @@ func TestXprocAddColumn(t *testing.T) {
 	plan := growPlan()
 	const rows = 4000
 	db, live := testutil.DB(t)
-	w, err := writer.Open(db, "grow", growOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	growAppend(t, w, plan, 100)
+	w := growWriter(t, db, live, plan, 100)
 	c := testutil.StartChild(t, "TestChildXprocGrow", xprocGrowChild, &testutil.ChildOptions{Env: []string{
 		"TICKDB_DB=" + db, "TICKDB_ROWS=" + strconv.Itoa(rows)}})
 	c.Expect(t, "open", time.Minute, nil)
@@ -438,12 +424,7 @@ func TestChildXprocGrow(t *testing.T) {
 func TestIterReadRow(t *testing.T) {
 	plan := growPlan()
 	db, live := testutil.DB(t)
-	w, err := writer.Open(db, "grow", growOptions(live))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	growAppend(t, w, plan, 2000)
+	w := growWriter(t, db, live, plan, 2000)
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -493,4 +474,17 @@ func TestIterReadRow(t *testing.T) {
 	if err := r.RangeSeq(0, 1, &it); !errors.Is(err, reader.ErrClosed) {
 		t.Fatalf("RangeSeq on a closed reader: %v", err)
 	}
+}
+
+// growWriter opens the grow table in db (live slots in live), closed with
+// the test, and appends plan's first rows to it.
+func growWriter(t *testing.T, db, live string, plan []growCol, rows uint64) *writer.Writer {
+	t.Helper()
+	w, err := writer.Open(db, "grow", growOptions(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	growAppend(t, w, plan, rows)
+	return w
 }

@@ -36,13 +36,16 @@ func TestSnapshotWaitsOutPreemptedWriter(t *testing.T) {
 	odd := w.lockSeq | 1
 	store.StoreRelease64(w.b, offSeqlock, odd)
 	b, done := w.b, make(chan struct{})
+	// Timed from before the writer's goroutine starts: it ends the publish
+	// 5 ms or more after this, so a Snapshot that waits for it takes that
+	// long whatever the scheduler does.
+	start := time.Now()
 	go func() {
 		defer close(done)
 		time.Sleep(5 * time.Millisecond)
 		store.StoreRelease64(b, offVisible, 6)
 		store.StoreRelease64(b, offSeqlock, odd+1)
 	}()
-	start := time.Now()
 	s, err := r.Snapshot()
 	<-done
 	w.lockSeq = odd + 1

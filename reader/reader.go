@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tickdb/tickdb/codec"
 	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/index"
 	"github.com/tickdb/tickdb/store"
@@ -180,8 +181,12 @@ func (r *Reader) open(opts *Options) error {
 	// cold table its pages would come in one random read at a time).
 	r.ts.WillNeed()
 	// Likewise the header and tables of the newest compressed segments,
-	// which a query's first visit to each would read before its blocks.
+	// which a query's first visit to each would read before its blocks,
+	// while the decoder their blocks need is set up.
 	first := c.FirstSeq() >> c.SegShift
+	if c.CmpSegs() > first {
+		codec.PrepareDecoder()
+	}
 	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
 		_ = cseg.Prefetch(store.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
 	}

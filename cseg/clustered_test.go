@@ -44,6 +44,64 @@ func symRows(s *store.Schema, rows []byte, base uint64, id uint32) ([]byte, []ui
 	return out, seqs
 }
 
+// checkSymBlockIn checks SymBlockIn on each of symbol id's blocks against
+// their rows (want, wantSeqs: all of the symbol's, in block order), for
+// windows that start and end before, at, between and after their rows:
+// the rows from the first with ts >= from up to the first after it with
+// ts > hi, found by a walk (the rule that holds with late rows too).
+func checkSymBlockIn(t *testing.T, g *Segment, s *store.Schema, id uint32, want []byte, wantSeqs []uint64) {
+	t.Helper()
+	first, n, _, _ := g.Sym(id)
+	rs := s.RowSize
+	rng := rand.New(rand.NewPCG(uint64(id), 9))
+	var dst []byte
+	var seqs []uint64
+	at := 0 // the block's first row in want
+	for k := first; k < first+n; k++ {
+		lo, hi := g.DataBlockTs(k)
+		rows := min(BlockRows, len(wantSeqs)-at)
+		ts := func(i int) int64 { return store.Row(want[(at+i)*rs:]).Ts() }
+		pick := func() int64 {
+			switch rng.IntN(4) {
+			case 0:
+				return lo - 1 - rng.Int64N(3)
+			case 1:
+				return hi + 1 + rng.Int64N(3)
+			case 2:
+				return ts(rng.IntN(rows))
+			}
+			return lo + rng.Int64N(hi-lo+1)
+		}
+		for range 12 {
+			from, to := pick(), pick()
+			if from > to {
+				from, to = to, from
+			}
+			a := 0
+			for a < rows && ts(a) < from {
+				a++
+			}
+			b := a
+			for b < rows && ts(b) <= to {
+				b++
+			}
+			var past bool
+			var err error
+			dst, seqs, past, err = g.SymBlockIn(k, from, to, dst, seqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(dst, want[(at+a)*rs:(at+b)*rs]) || !slices.Equal(seqs, wantSeqs[at+a:at+b]) || past != (b < rows) {
+				t.Fatalf("symbol %d block %d: SymBlockIn(%d, %d) gave %d rows (past %v), want rows %d..%d of %d", id, k, from, to, len(seqs), past, a, b, rows)
+			}
+		}
+		at += rows
+	}
+	if _, _, _, err := g.SymBlockIn(first, 2, 1, nil, nil); !errors.Is(err, ErrArgs) {
+		t.Fatalf("SymBlockIn with from > hi: %v, want ErrArgs", err)
+	}
+}
+
 // checkClustered checks everything a version 2 file answers against rows.
 func checkClustered(t *testing.T, g *Segment, s *store.Schema, h Header, rows []byte) {
 	t.Helper()
@@ -64,9 +122,14 @@ func checkClustered(t *testing.T, g *Segment, s *store.Schema, h Header, rows []
 		if !bytes.Equal(out, rows[b*BlockRows*s.RowSize:][:len(out)]) {
 			t.Fatalf("block %d decodes differently out of order", b)
 		}
-		lo, hi := g.BlockTs(b)
-		if lo != store.Row(out).Ts() || hi != store.Row(out[len(out)-s.RowSize:]).Ts() {
-			t.Fatalf("block %d: BlockTs %d..%d", b, lo, hi)
+		// The block's lowest and highest ts (its first and last row's,
+		// unless rows came late).
+		wlo, whi := store.Row(out).Ts(), store.Row(out).Ts()
+		for o := 0; o < len(out); o += s.RowSize {
+			wlo, whi = min(wlo, store.Row(out[o:]).Ts()), max(whi, store.Row(out[o:]).Ts())
+		}
+		if lo, hi := g.BlockTs(b); lo != wlo || hi != whi {
+			t.Fatalf("block %d: BlockTs %d..%d, want %d..%d", b, lo, hi, wlo, whi)
 		}
 	}
 	// Rows one by one, in random order.
@@ -110,6 +173,7 @@ func checkClustered(t *testing.T, g *Segment, s *store.Schema, h Header, rows []
 		if !bytes.Equal(got, want) || !slices.Equal(gotSeqs, wantSeqs) {
 			t.Fatalf("symbol %d: SymBlock rows or seqs differ", id)
 		}
+		checkSymBlockIn(t, g, s, id, want, wantSeqs)
 		// SymSeek at each row's ts: the first row with ts >= t is in
 		// [k, end) and no earlier block holds one.
 		for i := 0; i < len(wantSeqs); i += 1 + len(wantSeqs)/7 {
@@ -152,17 +216,19 @@ func TestClusteredRoundTrip(t *testing.T) {
 		rps  uint64
 		rows int
 		pick func(i int) uint32 // nil: the generator's 100 symbols
+		late bool               // every 7th row goes back in ts (FlagLate)
 	}{
-		{"tick/sealed", tick, 1 << 16, 1 << 16, nil},
-		{"tick/short_last_block", tick, 1 << 16, 3*BlockRows + 1234, nil},
-		{"tick/one_row", tick, 1 << 16, 1, nil},
-		{"tick/one_block_exact", tick, 1 << 12, BlockRows, nil},
-		{"tick/one_symbol", tick, 1 << 14, 2*BlockRows + 5, func(int) uint32 { return 7 }},
-		{"tick/two_symbols_runs", tick, 1 << 14, 3*BlockRows + 5, func(i int) uint32 { return uint32(i / 5000) }},
-		{"tick/sparse_large_ids", tick, 1 << 14, 9000, func(i int) uint32 { return uint32(i%13) * 400_000_000 }},
-		{"tick/many_symbols", tick, 1 << 14, 3*BlockRows + 7, func(i int) uint32 { return uint32(i*7919) % 5000 }},
-		{"all_types", allTypes(), 1 << 14, 2*BlockRows + 77, nil},
-		{"max_columns", maxCols(), 1 << 13, BlockRows + 3, nil},
+		{"tick/sealed", tick, 1 << 16, 1 << 16, nil, false},
+		{"tick/short_last_block", tick, 1 << 16, 3*BlockRows + 1234, nil, false},
+		{"tick/one_row", tick, 1 << 16, 1, nil, false},
+		{"tick/one_block_exact", tick, 1 << 12, BlockRows, nil, false},
+		{"tick/one_symbol", tick, 1 << 14, 2*BlockRows + 5, func(int) uint32 { return 7 }, false},
+		{"tick/two_symbols_runs", tick, 1 << 14, 3*BlockRows + 5, func(i int) uint32 { return uint32(i / 5000) }, false},
+		{"tick/sparse_large_ids", tick, 1 << 14, 9000, func(i int) uint32 { return uint32(i%13) * 400_000_000 }, false},
+		{"tick/many_symbols", tick, 1 << 14, 3*BlockRows + 7, func(i int) uint32 { return uint32(i*7919) % 5000 }, false},
+		{"all_types", allTypes(), 1 << 14, 2*BlockRows + 77, nil, false},
+		{"max_columns", maxCols(), 1 << 13, BlockRows + 3, nil, false},
+		{"tick/late_rows", tick, 1 << 14, 3*BlockRows + 11, func(i int) uint32 { return uint32(i % 3) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +236,14 @@ func TestClusteredRoundTrip(t *testing.T) {
 			rows := genRows(tc.s, tc.rows, h.SegNo, h.RowsPerSeg, 1)
 			if tc.pick != nil {
 				rows = withSyms(tc.s, rows, h.SegNo, h.RowsPerSeg, tc.pick)
+			}
+			if tc.late {
+				h.LateWindow = 1 << 40
+				for i := 7; i*tc.s.RowSize < len(rows); i += 7 {
+					row := store.Row(rows[i*tc.s.RowSize : (i+1)*tc.s.RowSize])
+					row.SetTs(row.Ts() - 50_000)
+					store.Seal(h.SegNo*h.RowsPerSeg+uint64(i), row)
+				}
 			}
 			orig := bytes.Clone(rows)
 			var buf bytes.Buffer
@@ -468,6 +542,16 @@ func TestClusteredAllocs(t *testing.T) {
 				b++
 			}); n != 0 {
 				t.Errorf("SymBlock allocates %v times", n)
+			}
+			if n := testing.AllocsPerRun(50, func() {
+				k := b % g.DataBlocks()
+				lo, hi := g.DataBlockTs(k)
+				if _, _, _, err := g.SymBlockIn(k, lo+(hi-lo)/3, hi-(hi-lo)/3, dst, seqs); err != nil {
+					t.Fatal(err)
+				}
+				b++
+			}); n != 0 {
+				t.Errorf("SymBlockIn allocates %v times", n)
 			}
 		})
 	}

@@ -49,6 +49,7 @@ type Scratch struct {
 	f64    []float64
 	i64    []int64
 	bools  []bool
+	offs   []int64 // a version 2 data block's seq offsets
 	state  codec.State
 }
 
@@ -586,24 +587,37 @@ func (g *Segment) decoded(b, c int, raw []byte, used int, err error) error {
 	return nil
 }
 
-// scatterTs writes the decoded ts into the rows of dst, checking that they
-// never go back (unless the file has late rows) and span exactly the
-// index's [min, max] for block e.
+// scatterTs writes the decoded ts into the rows of dst after checkTs.
 func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
-	ts := g.ts
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i, o := 0, 0; i < len(ts); i, o = i+1, o+g.rs {
-		t := ts[i]
-		if t < hi && !g.late {
-			return store.Corruptf(g.path, g.frames[0].off, "block %d row %d: ts %d below %d", b, i, t, hi)
-		}
-		lo, hi = min(lo, t), max(hi, t)
-		le.PutUint64(dst[o:], uint64(t))
+	if _, err := g.checkTs(b, e); err != nil {
+		return err
 	}
-	if len(ts) > 0 && (lo != e.minTs || hi != e.maxTs) {
-		return store.Corruptf(g.path, g.frames[0].off, "block %d: ts from %d to %d, the index says %d to %d", b, lo, hi, e.minTs, e.maxTs)
+	for i, o := 0, 0; i < len(g.ts); i, o = i+1, o+g.rs {
+		le.PutUint64(dst[o:], uint64(g.ts[i]))
 	}
 	return nil
+}
+
+// checkTs checks that the decoded ts of block e never go back (unless the
+// file has late rows) and span exactly the index's [min, max], and
+// reports whether they ascend.
+func (g *Segment) checkTs(b int, e *blockEntry) (asc bool, err error) {
+	ts := g.ts
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	asc = true
+	for i, t := range ts {
+		if t < hi {
+			if !g.late {
+				return false, store.Corruptf(g.path, g.frames[0].off, "block %d row %d: ts %d below %d", b, i, t, hi)
+			}
+			asc = false
+		}
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	if len(ts) > 0 && (lo != e.minTs || hi != e.maxTs) {
+		return false, store.Corruptf(g.path, g.frames[0].off, "block %d: ts from %d to %d, the index says %d to %d", b, lo, hi, e.minTs, e.maxTs)
+	}
+	return asc, nil
 }
 
 // scatterU32 writes v into the u32 column at offset off of the rows of dst.

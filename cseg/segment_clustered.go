@@ -31,7 +31,6 @@ type clustered struct {
 	one     []byte   // RowInto's block in a version 1 file
 	cache   []cachedBlock
 	free    []cachedBlock // buffers handed over by DropCache
-	offs    []int64       // one data block's seq offsets
 }
 
 // cachedBlock is a decoded data block: its rows without check words, and
@@ -282,12 +281,38 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 	if g.version != VersionClustered || k < 0 || k >= len(g.blocks) {
 		return dst, seqs, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, len(g.blocks), g.version)
 	}
-	dst, seqs, err := g.decodeData(k, dst, seqs)
+	dst, seqs, _, err := g.decodeData(k, allRows, dst, seqs)
 	if err != nil {
 		return dst, seqs, err
 	}
 	sealSeqs(dst, g.rs, &g.layout, seqs)
 	return dst, seqs, nil
+}
+
+// SymBlockIn is SymBlock for the rows of data block k in the ts window
+// [from, hi] (hi inclusive): from the block's first row with ts >= from
+// up to the first after it with ts > hi (with late rows the block's ts
+// need not ascend: the rows between, in their order). It checks the whole
+// block as SymBlock does but writes only those rows, so a window that
+// takes a few rows of a block costs a few rows' memory. past reports that
+// the block has a row with ts > hi after them, where a walk of the
+// window stops.
+func (g *Segment) SymBlockIn(k int, from, hi int64, dst []byte, seqs []uint64) (_ []byte, _ []uint64, past bool, err error) {
+	if g.data == nil {
+		return dst, seqs, false, ErrClosed
+	}
+	if g.version != VersionClustered || k < 0 || k >= len(g.blocks) {
+		return dst, seqs, false, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, len(g.blocks), g.version)
+	}
+	if from > hi {
+		return dst, seqs, false, fmt.Errorf("%w: window from %d to %d", ErrArgs, from, hi)
+	}
+	dst, seqs, past, err = g.decodeData(k, window{from, hi}, dst, seqs)
+	if err != nil {
+		return dst, seqs, false, err
+	}
+	sealSeqs(dst, g.rs, &g.layout, seqs)
+	return dst, seqs, past, nil
 }
 
 // DropCache forgets the data blocks Block keeps decoded (one per symbol
@@ -458,7 +483,7 @@ func (g *Segment) rankRow(b, i int) ([]byte, error) {
 		}
 		c.blk = -1
 		var err error
-		if c.rows, c.seqs, err = g.decodeData(blk, c.rows, c.seqs); err != nil {
+		if c.rows, c.seqs, _, err = g.decodeData(blk, allRows, c.rows, c.seqs); err != nil {
 			return nil, err
 		}
 		c.blk = blk
@@ -472,33 +497,28 @@ func (g *Segment) rankRow(b, i int) ([]byte, error) {
 }
 
 // decodeData decodes data block k of a version 2 file into dst (rows with
-// every column set, padding and check words left as they are) and seqs.
-func (g *Segment) decodeData(k int, dst []byte, seqs []uint64) ([]byte, []uint64, error) {
+// every column set, padding and check words left as they are) and seqs:
+// every row of the block, or with a window (from, hi) only the rows
+// inWindow picks. It checks the whole block either way. past reports that
+// the block has a row past the window after them.
+func (g *Segment) decodeData(k int, w window, dst []byte, seqs []uint64) (_ []byte, _ []uint64, past bool, err error) {
 	e, err := g.checkBlock(k)
 	if err != nil {
-		return dst, seqs, err
+		return dst, seqs, false, err
 	}
 	n, rs := e.rows, g.rs
-	if cap(dst) < n*rs {
-		dst = make([]byte, n*rs)
-	}
-	dst = dst[:n*rs]
-	if cap(seqs) < n {
-		seqs = make([]uint64, n)
-	}
-	seqs = seqs[:n]
 	// The seq column first: the ts column is relative to it.
 	c := g.symCol
 	raw, err := g.frameBytes(k, c, n)
 	if err != nil {
-		return dst, seqs, err
+		return dst, seqs, false, err
 	}
 	var used int
 	g.offs, used, err = codec.DecodeI64(g.offs[:0], raw, n, nil, &g.state)
 	if err = g.decoded(k, c, raw, used, err); err != nil {
-		return dst, seqs, err
+		return dst, seqs, false, err
 	}
-	base, prev := g.h.baseSeq(), uint64(0)
+	prev := uint64(0)
 	for i, q := range g.offs {
 		// Row 0's offset in the segment, then the gaps less one.
 		o := zigzag(q)
@@ -506,77 +526,144 @@ func (g *Segment) decodeData(k int, dst []byte, seqs []uint64) ([]byte, []uint64
 			o += prev + 1
 		}
 		if o >= g.h.Rows || (i > 0 && o <= prev) {
-			return dst, seqs, store.Corruptf(g.path, g.frames[c].off, "block %d row %d: seq offset %d after %d in a segment of %d rows", k, i, o, prev, g.h.Rows)
+			return dst, seqs, false, store.Corruptf(g.path, g.frames[c].off, "block %d row %d: seq offset %d after %d in a segment of %d rows", k, i, o, prev, g.h.Rows)
 		}
 		g.offs[i], prev = int64(o), o
-		seqs[i] = base + o
+	}
+	// Then ts (always column 0), which picks the rows to write.
+	raw, err = g.frameBytes(k, 0, n)
+	if err != nil {
+		return dst, seqs, false, err
+	}
+	if len(raw) < 8 {
+		return dst, seqs, false, store.Corruptf(g.path, g.frames[0].off, "block %d column %q: %d bytes, no room for the rate", k, g.names[0], len(raw))
+	}
+	rate := int64(le.Uint64(raw))
+	g.ts, used, err = codec.DecodeTs(g.ts[:0], raw[8:], n)
+	if err = g.decoded(k, 0, raw[8:], used, err); err != nil {
+		return dst, seqs, false, err
+	}
+	for i, o := range g.offs {
+		g.ts[i] += rate * (o - g.offs[0])
+	}
+	asc, err := g.checkTs(k, e)
+	if err != nil {
+		return dst, seqs, false, err
+	}
+	lo, hi := w.rows(g.ts, asc)
+	m := hi - lo
+	// Room for a whole block when they grow: a window's first block may
+	// take a few rows, its next ones all of theirs.
+	if cap(dst) < m*rs {
+		dst = make([]byte, m*rs, max(m, BlockRows)*rs)
+	}
+	dst = dst[:m*rs]
+	if cap(seqs) < m {
+		seqs = make([]uint64, m, max(m, BlockRows))
+	}
+	seqs = seqs[:m]
+	base := g.h.baseSeq()
+	for i, o := range g.offs[lo:hi] {
+		seqs[i] = base + uint64(o)
 	}
 	id := g.dir[e.slot].id
-	for i, o := 0, g.cols[c].Off; i < n; i, o = i+1, o+rs {
+	for i, o := 0, g.cols[c].Off; i < m; i, o = i+1, o+rs {
 		le.PutUint32(dst[o:], id)
 	}
+	for i, o := 0, 0; i < m; i, o = i+1, o+rs {
+		le.PutUint64(dst[o:], uint64(g.ts[lo+i]))
+	}
 	for c, col := range g.cols {
-		if c == g.symCol {
+		if c == g.symCol || c == 0 {
 			continue
 		}
 		raw, err := g.frameBytes(k, c, n)
 		if err != nil {
-			return dst, seqs, err
+			return dst, seqs, false, err
 		}
 		var used int
 		switch col.Type {
-		case store.TypeTs:
-			if len(raw) < 8 {
-				return dst, seqs, store.Corruptf(g.path, g.frames[c].off, "block %d column %q: %d bytes, no room for the rate", k, g.names[c], len(raw))
-			}
-			rate := int64(le.Uint64(raw))
-			g.ts, used, err = codec.DecodeTs(g.ts[:0], raw[8:], n)
-			if err = g.decoded(k, c, raw[8:], used, err); err != nil {
-				return dst, seqs, err
-			}
-			for i, o := range g.offs {
-				g.ts[i] += rate * (o - g.offs[0])
-			}
-			if err = g.scatterTs(k, dst, e); err != nil {
-				return dst, seqs, err
-			}
 		case store.TypeSym:
 			g.u32, used, err = codec.DecodeU32(g.u32[:0], raw, n)
 			if err = g.decoded(k, c, raw, used, err); err != nil {
-				return dst, seqs, err
+				return dst, seqs, false, err
 			}
-			scatterU32(dst, rs, col.Off, g.u32)
+			scatterU32(dst, rs, col.Off, g.u32[lo:hi])
 		case store.TypeF64:
 			g.f64, used, err = codec.DecodeF64(g.f64[:0], raw, n, nil, &g.state)
 			if err = g.decoded(k, c, raw, used, err); err != nil {
-				return dst, seqs, err
+				return dst, seqs, false, err
 			}
-			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
-				le.PutUint64(dst[o:], math.Float64bits(g.f64[i]))
+			for i, o := 0, col.Off; i < m; i, o = i+1, o+rs {
+				le.PutUint64(dst[o:], math.Float64bits(g.f64[lo+i]))
 			}
 		case store.TypeI64:
 			g.i64, used, err = codec.DecodeI64(g.i64[:0], raw, n, nil, &g.state)
 			if err = g.decoded(k, c, raw, used, err); err != nil {
-				return dst, seqs, err
+				return dst, seqs, false, err
 			}
-			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
-				le.PutUint64(dst[o:], uint64(g.i64[i]))
+			for i, o := 0, col.Off; i < m; i, o = i+1, o+rs {
+				le.PutUint64(dst[o:], uint64(g.i64[lo+i]))
 			}
 		case store.TypeBool:
 			g.bools, used, err = codec.DecodeBool(g.bools[:0], raw, n)
 			if err = g.decoded(k, c, raw, used, err); err != nil {
-				return dst, seqs, err
+				return dst, seqs, false, err
 			}
-			for i, o := 0, col.Off; i < n; i, o = i+1, o+rs {
+			for i, o := 0, col.Off; i < m; i, o = i+1, o+rs {
 				var x byte
-				if g.bools[i] {
+				if g.bools[lo+i] {
 					x = 1
 				}
 				dst[o] = x
 			}
 		}
 	}
-	return dst, seqs, nil
+	return dst, seqs, hi < n, nil
+}
+
+// window is a ts window [from, hi] (hi inclusive) that a decode writes the
+// rows of; allRows writes every row.
+type window struct{ from, hi int64 }
+
+var allRows = window{math.MinInt64, math.MaxInt64}
+
+// rows returns the rows [lo, hi) of a block with timestamps ts that w
+// picks: from the first with ts >= from (found by binary search when asc
+// says the timestamps ascend) up to the first after it with ts > hi.
+func (w window) rows(ts []int64, asc bool) (lo, hi int) {
+	if w == allRows {
+		return 0, len(ts)
+	}
+	if asc {
+		if w.from > math.MinInt64 {
+			lo = firstAbove(ts, w.from-1)
+		}
+		return lo, lo + firstAbove(ts[lo:], w.hi)
+	}
+	for lo < len(ts) && ts[lo] < w.from {
+		lo++
+	}
+	hi = lo
+	for hi < len(ts) && ts[hi] <= w.hi {
+		hi++
+	}
+	return lo, hi
+}
+
+// firstAbove returns the first i with ts[i] > t in ascending ts (len(ts)
+// if none).
+func firstAbove(ts []int64, t int64) int {
+	lo, hi := 0, len(ts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ts[m] <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // sealSeqs zeroes the padding of each row of dst and writes its check

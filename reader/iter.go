@@ -155,10 +155,12 @@ type Iter struct {
 	exact, postInit, done bool
 	// Symbol mode in a version 2 compressed segment (z non-nil): its data
 	// blocks [zk, zend) are still to decode; the current one's rows and
-	// seqs are in zrows and zseqs (the iterator's own buffers), from zi.
+	// seqs are in zrows and zseqs (the iterator's own buffers), from zi;
+	// zpast: it has a row past the window after them.
 	z        *cseg.Segment
 	zk, zend int
 	zi       int
+	zpast    bool
 	zrows    []byte
 	zseqs    []uint64
 	// Symbol mode in a clustered hot copy (c non-nil, clu.go): clustered
@@ -359,7 +361,7 @@ func (it *Iter) enterSeg(n uint64) error {
 					last++
 				}
 				v.z.WillNeed(k, last)
-				it.z, it.zk, it.zend, it.zi, it.zseqs = v.z, k, end, 0, it.zseqs[:0]
+				it.z, it.zk, it.zend, it.zi, it.zseqs, it.zpast = v.z, k, end, 0, it.zseqs[:0], false
 				return nil
 			}
 		}
@@ -625,16 +627,13 @@ func (it *Iter) next() bool {
 func (it *Iter) nextZ() bool {
 	for {
 		if i := it.zi; i < len(it.zseqs) {
-			// Rows of the symbol in ts order: the window's rows are
-			// those with from <= ts < to (the rows of seqs [a, b)).
 			rs := uint64(it.z.RowSize())
-			row := it.zrows[uint64(i)*rs : uint64(i+1)*rs]
-			if store.Row(row).Ts() > it.hi {
-				it.done = true
-				return false
-			}
-			it.row, it.cur, it.zi = row, it.zseqs[i], i+1
+			it.row, it.cur, it.zi = it.zrows[uint64(i)*rs:uint64(i+1)*rs], it.zseqs[i], i+1
 			return true
+		}
+		if it.zpast {
+			it.done = true
+			return false
 		}
 		if it.zk >= it.zend {
 			if err := it.enterSeg(it.symSeg + 1); err != nil {
@@ -646,32 +645,16 @@ func (it *Iter) nextZ() bool {
 			it.err = ErrClosed
 			return false
 		}
-		rows, seqs, err := it.z.SymBlock(it.zk, it.zrows, it.zseqs)
-		it.zrows, it.zseqs = rows, seqs
+		// Only the block's rows in the window: from <= ts <= hi, up to
+		// its first row past hi, where the window ends (zpast).
+		rows, seqs, past, err := it.z.SymBlockIn(it.zk, it.from, it.hi, it.zrows, it.zseqs)
+		it.zrows, it.zseqs, it.zpast = rows, seqs, past
 		if err != nil {
 			it.err = err
 			return false
 		}
 		it.zk++
-		// Skip the rows before the window (only in its first block).
-		lo, hi := 0, len(seqs)
-		rs := it.z.RowSize()
-		if it.r.hasLate(seqs[0], seqs[len(seqs)-1]+1, it.lt.n) {
-			// Not in ts order: the first row at or past the window's start.
-			for lo < hi && store.Row(rows[lo*rs:]).Ts() < it.from {
-				lo++
-			}
-			hi = lo
-		}
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if store.Row(rows[m*rs:]).Ts() < it.from {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		it.zi = lo
+		it.zi = 0
 	}
 }
 

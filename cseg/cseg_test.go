@@ -402,7 +402,8 @@ func (f *testFile) indexOff() int64 { return int64(le.Uint64(f.data[hIndexOff:])
 
 // blockOf returns the block holding file offset off, or -1.
 func (f *testFile) blockOf(off int64) int {
-	for b, e := range f.g.blocks {
+	for b := range f.g.DataBlocks() {
+		e := f.g.entry(b)
 		if off >= e.off && off < e.off+int64(e.len) {
 			return b
 		}
@@ -466,7 +467,7 @@ func TestDamage(t *testing.T) {
 				if err := f.blockErr(data, b); err == nil || !errors.Is(err, store.ErrCorrupt) {
 					t.Fatalf("flip %#x at %d (block %d): %v", x, off, b, err)
 				}
-				wantCorrupt(t, f.blockErr(data, b), f.path, f.g.blocks[b].off)
+				wantCorrupt(t, f.blockErr(data, b), f.path, f.g.entry(b).off)
 			} else {
 				err, got := f.check(t, path, data)
 				if got != -1 {
@@ -540,7 +541,7 @@ func TestDamageBehindChecks(t *testing.T) {
 	f := newTestFile(t)
 	io := f.indexOff()
 	es := int64(entrySize(len(f.s.Cols)))
-	b1 := f.g.blocks[1]
+	b1 := f.g.entry(1)
 	cases := []struct {
 		name    string
 		edit    func(d []byte)
@@ -557,7 +558,7 @@ func TestDamageBehindChecks(t *testing.T) {
 		{"block_len", func(d []byte) { le.PutUint32(d[io+es+eLen:], uint32(b1.len+1)) }, -1, io + es + eColLen},
 		{"entry_rows", func(d []byte) { le.PutUint32(d[io+es+eRows:], 4095) }, -1, io + es + eRows},
 		{"min_above_max", func(d []byte) { le.PutUint64(d[io+es+eMinTs:], uint64(b1.maxTs+1)) }, -1, io + es + eMinTs},
-		{"min_below_prev", func(d []byte) { le.PutUint64(d[io+es+eMinTs:], uint64(f.g.blocks[0].maxTs-1)) }, -1, io + es + eMinTs},
+		{"min_below_prev", func(d []byte) { le.PutUint64(d[io+es+eMinTs:], uint64(f.g.entry(0).maxTs-1)) }, -1, io + es + eMinTs},
 		{"reserved", func(d []byte) { d[io+es+eReserved] = 1 }, -1, io + es + eReserved},
 		{"col_len_sum", func(d []byte) { le.PutUint32(d[io+es+eColLen:], le.Uint32(d[io+es+eColLen:])+1) }, -1, io + es + eColLen},
 		{"col_lens_swapped", func(d []byte) { // sums agree, prefixes do not
@@ -590,7 +591,7 @@ func TestTruncated(t *testing.T) {
 	f := newTestFile(t)
 	path := filepath.Join(t.TempDir(), "short.zdat")
 	n := int64(len(f.data))
-	for _, size := range []int64{0, 1, 100, headerSize - 1, headerSize, headerSize + 3, headerSize + 4, f.g.blocks[1].off, f.indexOff(), n - 5, n - 4, n - 1} {
+	for _, size := range []int64{0, 1, 100, headerSize - 1, headerSize, headerSize + 3, headerSize + 4, f.g.entry(1).off, f.indexOff(), n - 5, n - 4, n - 1} {
 		err, _ := f.check(t, path, f.data[:size])
 		wantCorrupt(t, err, path, -1)
 	}

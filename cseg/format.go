@@ -177,6 +177,32 @@ func maxColumnBlock(n int) int { return 64 + 10*n }
 
 var le = binary.LittleEndian
 
+// readEntry decodes the block index entry e. slot reads the version 2
+// field, which is the reserved word (0) in version 1.
+func readEntry(e []byte) blockEntry {
+	return blockEntry{
+		off:   int64(le.Uint64(e[eOff:])),
+		len:   int(le.Uint32(e[eLen:])),
+		rows:  int(le.Uint32(e[eRows:])),
+		minTs: int64(le.Uint64(e[eMinTs:])),
+		maxTs: int64(le.Uint64(e[eMaxTs:])),
+		crc:   le.Uint32(e[eCRC:]),
+		slot:  int(le.Uint32(e[eSlot:])),
+	}
+}
+
+// readRank decodes the rank table entry x.
+func readRank(x []byte) rankEnt {
+	return rankEnt{
+		off:     int64(le.Uint64(x[rOff:])),
+		len:     int(le.Uint32(x[rLen:])),
+		crc:     le.Uint32(x[rCRC:]),
+		present: int(le.Uint32(x[rPresent:])),
+		minTs:   int64(le.Uint64(x[rMinTs:])),
+		maxTs:   int64(le.Uint64(x[rMaxTs:])),
+	}
+}
+
 // blockEntry is one decoded index entry.
 type blockEntry struct {
 	off          int64

@@ -18,14 +18,19 @@ import (
 // stay valid after Close.
 type Segment struct {
 	layout
-	schema  *store.Schema // the layout's schema (Open's, or an earlier layout of it)
-	path    string
-	data    []byte // the mapping; nil once closed
-	size    int64
-	h       Header
-	blocks  []blockEntry
-	colLens []uint32 // nblocks × ncols frame lengths, from the index
-	colSum  []int64  // per column: bytes in all blocks, length prefixes included
+	schema *store.Schema // the layout's schema (Open's, or an earlier layout of it)
+	path   string
+	data   []byte // the mapping; nil once closed
+	size   int64
+	h      Header
+	// The block index is read in place, from the mapping (Open checked
+	// it): nblocks entries of es bytes at indexOff (entry). A segment's
+	// open then allocates nothing per block, which a fresh process would
+	// pay for in page faults, segment after segment.
+	nblocks  int
+	indexOff int64
+	es       int
+	colSum   []int64 // per column: bytes in all blocks, length prefixes included
 
 	late      bool // FlagLate: rows may go back in ts
 	version   int
@@ -165,8 +170,8 @@ func (g *Segment) grow(n int) {
 	}
 }
 
-// parse checks the header and the index of g.data and fills g.h, g.blocks,
-// g.colLens and g.colSum.
+// parse checks the header and the index of g.data and fills g.h, the
+// index's place and g.colSum.
 func (g *Segment) parse(s *store.Schema, want Header) error {
 	b, path := g.data, g.path
 	size := int64(len(b))
@@ -282,8 +287,8 @@ func (g *Segment) zeroTo(next, off int64) error {
 	return nil
 }
 
-// parseIndex checks the block index at off and fills g.blocks, g.colLens
-// and g.colSum, and returns the file offset where the blocks end. In a
+// parseIndex checks the block index at off, notes its place and fills
+// g.colSum, and returns the file offset where the blocks end. In a
 // version 2 file it checks the entries against the directory g.dir.
 func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 	b, path, ncols := g.data, g.path, len(g.cols)
@@ -292,8 +297,7 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 	if got, want := le.Uint32(index[n:]), store.CRC32C(index[:n]); got != want {
 		return 0, store.Corruptf(path, off+int64(n), "block index check %08x, computed %08x", got, want)
 	}
-	g.blocks = make([]blockEntry, nblocks)
-	g.colLens = make([]uint32, nblocks*ncols)
+	g.nblocks, g.indexOff, g.es = nblocks, off, es
 	g.colSum = make([]int64, ncols)
 	next := int64(headerSize)
 	prevMax := int64(math.MinInt64)
@@ -304,15 +308,7 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 		if slot >= 0 && g.dir[slot].first == i {
 			prevMax = math.MinInt64 // a symbol's run starts: ts start over
 		}
-		ent := blockEntry{
-			slot:  max(slot, 0),
-			off:   int64(le.Uint64(e[eOff:])),
-			len:   int(le.Uint32(e[eLen:])),
-			rows:  int(le.Uint32(e[eRows:])),
-			minTs: int64(le.Uint64(e[eMinTs:])),
-			maxTs: int64(le.Uint64(e[eMaxTs:])),
-			crc:   le.Uint32(e[eCRC:]),
-		}
+		ent := readEntry(e)
 		switch {
 		case ent.off != next:
 			return 0, store.Corruptf(path, eo+eOff, "block %d at offset %d, want %d", i, ent.off, next)
@@ -337,14 +333,12 @@ func (g *Segment) parseIndex(off int64, nblocks, es int) (int64, error) {
 		sum := int64(frameLenSize * ncols)
 		for c := range ncols {
 			l := le.Uint32(e[eColLen+4*c:])
-			g.colLens[i*ncols+c] = l
 			g.colSum[c] += int64(frameLenSize) + int64(l)
 			sum += int64(l)
 		}
 		if sum != int64(ent.len) {
 			return 0, store.Corruptf(path, eo+eColLen, "block %d: column frames and their lengths take %d bytes, the block %d", i, sum, ent.len)
 		}
-		g.blocks[i] = ent
 		next += int64(ent.len)
 		prevMax = ent.maxTs
 	}
@@ -358,9 +352,9 @@ func (g *Segment) Rows() uint64 { return g.h.Rows }
 // BlockRows), whatever the format version.
 func (g *Segment) Blocks() int {
 	if g.version == VersionClustered {
-		return len(g.ranks)
+		return g.nranks
 	}
-	return len(g.blocks)
+	return g.nblocks
 }
 
 // Size is the file's size in bytes.
@@ -378,10 +372,10 @@ func (g *Segment) ColBytes() []int64 { return slices.Clone(g.colSum) }
 // b must be in [0, Blocks()).
 func (g *Segment) BlockTs(b int) (min, max int64) {
 	if g.version == VersionClustered {
-		r := &g.ranks[b]
+		r := g.rank(b)
 		return r.minTs, r.maxTs
 	}
-	e := &g.blocks[b]
+	e := g.entry(b)
 	return e.minTs, e.maxTs
 }
 
@@ -505,8 +499,8 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 
 // checkBlock checks data block b's CRC32C and its column frames' length
 // prefixes against the index, and points g.frames at its frames.
-func (g *Segment) checkBlock(b int) (*blockEntry, error) {
-	e := &g.blocks[b]
+func (g *Segment) checkBlock(b int) (blockEntry, error) {
+	e := g.entry(b)
 	body := g.data[e.off : e.off+int64(e.len)]
 	g.willNeed(e.off, e.off+int64(e.len))
 	if got := store.CRC32C(body); got != e.crc {
@@ -518,7 +512,7 @@ func (g *Segment) checkBlock(b int) (*blockEntry, error) {
 		// The index's lengths tile the block (Open checked), so the
 		// prefixes are in bounds; they must agree with the index.
 		l := le.Uint32(body[p:])
-		if want := g.colLens[b*ncols+c]; l != want {
+		if want := g.colLen(b, c); l != want {
 			return e, store.Corruptf(g.path, e.off+int64(p), "block %d column %q: frame length %d, the index says %d", b, g.names[c], l, want)
 		}
 		g.frames[c] = frame{off: e.off + int64(p+frameLenSize), len: int(l)}
@@ -588,7 +582,7 @@ func (g *Segment) decoded(b, c int, raw []byte, used int, err error) error {
 }
 
 // scatterTs writes the decoded ts into the rows of dst after checkTs.
-func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
+func (g *Segment) scatterTs(b int, dst []byte, e blockEntry) error {
 	if _, err := g.checkTs(b, e); err != nil {
 		return err
 	}
@@ -601,7 +595,7 @@ func (g *Segment) scatterTs(b int, dst []byte, e *blockEntry) error {
 // checkTs checks that the decoded ts of block e never go back (unless the
 // file has late rows) and span exactly the index's [min, max], and
 // reports whether they ascend.
-func (g *Segment) checkTs(b int, e *blockEntry) (asc bool, err error) {
+func (g *Segment) checkTs(b int, e blockEntry) (asc bool, err error) {
 	ts := g.ts
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	asc = true
@@ -634,4 +628,20 @@ func (g *Segment) willNeed(from, to int64) {
 	if to = min(to, int64(len(g.data))); from < to {
 		_ = store.WillNeed(g.data[from:to])
 	}
+}
+
+// entry is block index entry i, read from the mapping.
+func (g *Segment) entry(i int) blockEntry {
+	return readEntry(g.data[g.indexOff+int64(i*g.es):])
+}
+
+// colLen is the length of column c's frame in block i, from its index
+// entry.
+func (g *Segment) colLen(i, c int) uint32 {
+	return le.Uint32(g.data[g.indexOff+int64(i*g.es+eColLen+4*c):])
+}
+
+// rank is rank table entry r of a version 2 file, read from the mapping.
+func (g *Segment) rank(r int) rankEnt {
+	return readRank(g.data[g.rankOff+int64(r*rankEntry):])
 }

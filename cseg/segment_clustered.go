@@ -11,8 +11,9 @@ import (
 
 // clustered is the part of a Segment that only version 2 files use.
 type clustered struct {
-	dir        []dirEnt  // by slot, ids ascending
-	ranks      []rankEnt // by rank block (seq-order block)
+	dir        []dirEnt // by slot, ids ascending
+	nranks     int      // rank table entries, read in place (rank)
+	rankOff    int64    // the rank table's offset
 	seqBytes   int64
 	orderBytes int64
 
@@ -141,7 +142,7 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 	}
 	for j, e := range g.dir {
 		eo := dirOff + int64(j*dirEntry)
-		lo, hi := blocksTs(g.blocks[e.first : e.first+e.nblocks])
+		lo, hi := g.runTs(e.first, e.first+e.nblocks)
 		if e.minTs != lo || e.maxTs != hi {
 			return store.Corruptf(path, eo+dMinTs, "symbol %d: ts from %d to %d, its blocks from %d to %d",
 				e.id, e.minTs, e.maxTs, lo, hi)
@@ -158,19 +159,12 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 	if got, want := le.Uint32(rt[n:]), store.CRC32C(rt[:n]); got != want {
 		return store.Corruptf(path, rankOff+int64(n), "rank table check %08x, computed %08x", got, want)
 	}
-	g.ranks = make([]rankEnt, nranks)
+	g.nranks, g.rankOff = int(nranks), rankOff
 	prevMax := int64(math.MinInt64)
-	for r := range g.ranks {
+	for r := range g.nranks {
 		x := rt[r*rankEntry:]
 		eo := rankOff + int64(r*rankEntry)
-		e := rankEnt{
-			off:     int64(le.Uint64(x[rOff:])),
-			len:     int(le.Uint32(x[rLen:])),
-			crc:     le.Uint32(x[rCRC:]),
-			present: int(le.Uint32(x[rPresent:])),
-			minTs:   int64(le.Uint64(x[rMinTs:])),
-			maxTs:   int64(le.Uint64(x[rMaxTs:])),
-		}
+		e := readRank(x)
 		rows := min(int(g.h.Rows-uint64(r)*BlockRows), BlockRows)
 		switch {
 		case e.off != next:
@@ -186,7 +180,6 @@ func (g *Segment) parseClustered(indexOff int64, nblocks, es int) error {
 		case e.minTs < prevMax && !g.late:
 			return store.Corruptf(path, eo+rMinTs, "rank block %d: min ts %d below the previous block's max %d", r, e.minTs, prevMax)
 		}
-		g.ranks[r] = e
 		next += int64(e.len)
 		prevMax = e.maxTs
 	}
@@ -204,12 +197,12 @@ func (g *Segment) Version() int { return g.version }
 // DataBlocks is the number of data blocks: Blocks() in a version 1 file;
 // in a version 2 file the symbols' blocks (each symbol's rows take
 // ceil(rows/BlockRows) blocks of its own).
-func (g *Segment) DataBlocks() int { return len(g.blocks) }
+func (g *Segment) DataBlocks() int { return g.nblocks }
 
 // DataBlockTs returns the ts of data block k's first and last rows, from
 // the index (k in [0, DataBlocks())). In a version 1 file it is BlockTs.
 func (g *Segment) DataBlockTs(k int) (min, max int64) {
-	e := &g.blocks[k]
+	e := g.entry(k)
 	return e.minTs, e.maxTs
 }
 
@@ -247,7 +240,7 @@ func (g *Segment) SymSeek(id uint32, t int64) (k, end int) {
 		return 0, 0
 	}
 	k = first
-	for k < first+n && g.blocks[k].maxTs < t {
+	for k < first+n && g.entry(k).maxTs < t {
 		k++
 	}
 	return k, first + n
@@ -257,10 +250,11 @@ func (g *Segment) SymSeek(id uint32, t int64) (k, end int) {
 // consecutive: a symbol's run), ahead of the SymBlock calls that decode
 // them.
 func (g *Segment) WillNeed(k, end int) {
-	if k < 0 || end > len(g.blocks) || k >= end {
+	if k < 0 || end > g.nblocks || k >= end {
 		return
 	}
-	g.willNeed(g.blocks[k].off, g.blocks[end-1].off+int64(g.blocks[end-1].len))
+	last := g.entry(end - 1)
+	g.willNeed(g.entry(k).off, last.off+int64(last.len))
 }
 
 // SymBlock decodes data block k of a version 2 file into dst (its rows,
@@ -278,8 +272,8 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 	if g.data == nil {
 		return dst, seqs, ErrClosed
 	}
-	if g.version != VersionClustered || k < 0 || k >= len(g.blocks) {
-		return dst, seqs, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, len(g.blocks), g.version)
+	if g.version != VersionClustered || k < 0 || k >= g.nblocks {
+		return dst, seqs, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, g.nblocks, g.version)
 	}
 	dst, seqs, _, err := g.decodeData(k, allRows, dst, seqs)
 	if err != nil {
@@ -296,16 +290,13 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 // block as SymBlock does but writes only those rows, so a window that
 // takes a few rows of a block costs a few rows' memory. past reports that
 // the block has a row with ts > hi after them, where a walk of the
-// window stops.
+// window stops. A window with from > hi is empty.
 func (g *Segment) SymBlockIn(k int, from, hi int64, dst []byte, seqs []uint64) (_ []byte, _ []uint64, past bool, err error) {
 	if g.data == nil {
 		return dst, seqs, false, ErrClosed
 	}
-	if g.version != VersionClustered || k < 0 || k >= len(g.blocks) {
-		return dst, seqs, false, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, len(g.blocks), g.version)
-	}
-	if from > hi {
-		return dst, seqs, false, fmt.Errorf("%w: window from %d to %d", ErrArgs, from, hi)
+	if g.version != VersionClustered || k < 0 || k >= g.nblocks {
+		return dst, seqs, false, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, g.nblocks, g.version)
 	}
 	dst, seqs, past, err = g.decodeData(k, window{from, hi}, dst, seqs)
 	if err != nil {
@@ -338,7 +329,7 @@ func (g *Segment) blockClustered(b int, dst []byte) ([]byte, error) {
 	if err := g.decodeRank(b); err != nil {
 		return dst, err
 	}
-	rk := &g.ranks[b]
+	rk := g.rank(b)
 	n, rs := len(g.rslots), g.rs
 	if cap(dst) < n*rs {
 		dst = make([]byte, n*rs)
@@ -408,7 +399,7 @@ func (g *Segment) decodeRank(b int) error {
 		return nil
 	}
 	g.rankCur = 0
-	rk := &g.ranks[b]
+	rk := g.rank(b)
 	body := g.data[rk.off : rk.off+int64(rk.len)]
 	if got := store.CRC32C(body); got != rk.crc {
 		return store.Corruptf(g.path, rk.off, "rank block %d check %08x, computed %08x (rank table)", b, got, rk.crc)
@@ -490,7 +481,7 @@ func (g *Segment) rankRow(b, i int) ([]byte, error) {
 	}
 	r := int(k % BlockRows)
 	if want := g.h.baseSeq() + uint64(b)*BlockRows + uint64(i); c.seqs[r] != want {
-		return nil, store.Corruptf(g.path, g.blocks[blk].off, "block %d row %d is seq %d, the seq-order index (rank block %d) says %d",
+		return nil, store.Corruptf(g.path, g.entry(blk).off, "block %d row %d is seq %d, the seq-order index (rank block %d) says %d",
 			blk, r, c.seqs[r], b, want)
 	}
 	return c.rows[r*g.rs : (r+1)*g.rs], nil
@@ -713,6 +704,16 @@ func blocksTs(blocks []blockEntry) (lo, hi int64) {
 	lo, hi = math.MaxInt64, math.MinInt64
 	for i := range blocks {
 		lo, hi = min(lo, blocks[i].minTs), max(hi, blocks[i].maxTs)
+	}
+	return lo, hi
+}
+
+// runTs is blocksTs of the segment's blocks [from, to), from its index.
+func (g *Segment) runTs(from, to int) (lo, hi int64) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for i := from; i < to; i++ {
+		e := g.entry(i)
+		lo, hi = min(lo, e.minTs), max(hi, e.maxTs)
 	}
 	return lo, hi
 }

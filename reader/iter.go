@@ -635,14 +635,14 @@ func (it *Iter) nextZ() bool {
 			it.done = true
 			return false
 		}
+		if it.r.closed {
+			it.err = ErrClosed
+			return false
+		}
 		if it.zk >= it.zend {
 			if err := it.enterSeg(it.symSeg + 1); err != nil {
 				it.err = err
 			}
-			return false
-		}
-		if it.r.closed {
-			it.err = ErrClosed
 			return false
 		}
 		// Only the block's rows in the window: from <= ts <= hi, up to

@@ -62,6 +62,16 @@ func (s *State) begin(key []uint32) []uint64 {
 	return prev
 }
 
+// Reserve grows s's work buffers to blocks of n values and writes every
+// page of them once (a caller that prepares its decode state ahead of
+// its first block: see cseg.Scratch.Prepare).
+func (s *State) Reserve(n int) {
+	s.work = slices.Grow(s.work[:0], n)
+	s.ints = slices.Grow(s.ints[:0], n)
+	clear(s.work[:cap(s.work)])
+	clear(s.ints[:cap(s.ints)])
+}
+
 // workBuf returns s.work resized to n values (contents undefined).
 func (s *State) workBuf(n int) []int64 {
 	s.work = slices.Grow(s.work[:0], n)[:n]

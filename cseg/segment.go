@@ -143,31 +143,57 @@ func (g *Segment) RowSize() int { return g.rs }
 // grow allocates Block's scratch for blocks of n rows: only the typed
 // buffers the schema's columns need, so opening a segment to read one block
 // stays cheap.
-func (g *Segment) grow(n int) {
-	if len(g.frames) < len(g.cols) {
-		g.frames = make([]frame, len(g.cols))
+func (g *Segment) grow(n int) { g.Scratch.grow(&g.layout, n) }
+
+func (sc *Scratch) grow(l *layout, n int) {
+	if len(sc.frames) < len(l.cols) {
+		sc.frames = make([]frame, len(l.cols))
 	}
-	if cap(g.raw) < maxColumnBlock(n) {
-		g.raw = make([]byte, 0, maxColumnBlock(n))
+	if cap(sc.raw) < maxColumnBlock(n) {
+		sc.raw = make([]byte, 0, maxColumnBlock(n))
 	}
-	if cap(g.ts) < n {
-		g.ts = make([]int64, 0, n)
+	if cap(sc.ts) < n {
+		sc.ts = make([]int64, 0, n)
 	}
-	if g.symCol >= 0 && cap(g.keys) < n {
-		g.keys = make([]uint32, 0, n)
+	if l.symCol >= 0 && cap(sc.keys) < n {
+		sc.keys = make([]uint32, 0, n)
 	}
-	for c, col := range g.cols {
+	for c, col := range l.cols {
 		switch {
-		case col.Type == store.TypeSym && c != g.symCol && cap(g.u32) < n:
-			g.u32 = make([]uint32, 0, n)
-		case col.Type == store.TypeF64 && cap(g.f64) < n:
-			g.f64 = make([]float64, 0, n)
-		case col.Type == store.TypeI64 && cap(g.i64) < n:
-			g.i64 = make([]int64, 0, n)
-		case col.Type == store.TypeBool && cap(g.bools) < n:
-			g.bools = make([]bool, 0, n)
+		case col.Type == store.TypeSym && c != l.symCol && cap(sc.u32) < n:
+			sc.u32 = make([]uint32, 0, n)
+		case col.Type == store.TypeF64 && cap(sc.f64) < n:
+			sc.f64 = make([]float64, 0, n)
+		case col.Type == store.TypeI64 && cap(sc.i64) < n:
+			sc.i64 = make([]int64, 0, n)
+		case col.Type == store.TypeBool && cap(sc.bools) < n:
+			sc.bools = make([]bool, 0, n)
 		}
 	}
+}
+
+// Prepare readies sc for reading blocks of schema s: it allocates the
+// buffers a version 2 block's decode uses (the codec's work buffers
+// included) and writes every page of them once, so that the first block a
+// process decodes takes no page faults on them (about 60 faults for the
+// tick schema; a fresh page costs ~14 µs on the reference VM). A reader
+// runs it in the background when it opens a table with compressed
+// segments.
+func (sc *Scratch) Prepare(s *store.Schema) {
+	l := newLayout(s)
+	sc.grow(&l, BlockRows)
+	if cap(sc.offs) < BlockRows {
+		sc.offs = make([]int64, 0, BlockRows)
+	}
+	sc.state.Reserve(BlockRows)
+	clear(sc.raw[:cap(sc.raw)])
+	clear(sc.ts[:cap(sc.ts)])
+	clear(sc.offs[:cap(sc.offs)])
+	clear(sc.keys[:cap(sc.keys)])
+	clear(sc.u32[:cap(sc.u32)])
+	clear(sc.f64[:cap(sc.f64)])
+	clear(sc.i64[:cap(sc.i64)])
+	clear(sc.bools[:cap(sc.bools)])
 }
 
 // parse checks the header and the index of g.data and fills g.h, the

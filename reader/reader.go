@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/tickdb/tickdb/codec"
 	"github.com/tickdb/tickdb/cseg"
@@ -75,10 +76,14 @@ type Reader struct {
 	zlast       uint64 // 1 + the compressed segment whose block Get decoded last (0: none)
 	// zscratch is the decode buffers of every compressed segment this
 	// reader opens (a Reader is used from one goroutine at a time).
+	// zready, when not nil, is closed once the goroutine Open started to
+	// prepare them is done: nothing else touches them before.
 	zscratch cseg.Scratch
-	visible  uint64   // last loaded published count
-	first    uint64   // last loaded first row (retention deletes below it)
-	boot     [16]byte // this machine's boot id
+	zready   chan struct{}
+	bg       sync.WaitGroup // Open's background set-up; Close waits for it
+	visible  uint64         // last loaded published count
+	first    uint64         // last loaded first row (retention deletes below it)
+	boot     [16]byte       // this machine's boot id
 	closed   bool
 
 	// last is Latest.Sym's buffers and cache (latest.go).
@@ -179,13 +184,24 @@ func (r *Reader) open(opts *Options) error {
 	}
 	// Every query's seek reads the time index: start reading it now (on a
 	// cold table its pages would come in one random read at a time).
+	// (Mapping it in the background too, MADV_POPULATE_READ, made the
+	// first query slower, not faster: it competes with the query.)
 	r.ts.WillNeed()
 	// Likewise the header and tables of the newest compressed segments,
 	// which a query's first visit to each would read before its blocks,
-	// while the decoder their blocks need is set up.
+	// and their decoding's set-up, in the background meanwhile: the
+	// decoder, and the decode buffers with every page written once (a
+	// fresh process's first block would otherwise take ~100 page faults,
+	// ~1 ms on the reference VM, in its first query).
 	first := c.FirstSeq() >> c.SegShift
 	if c.CmpSegs() > first {
 		codec.PrepareDecoder()
+		r.zready = make(chan struct{})
+		s := c.Schema
+		r.bg.Go(func() {
+			r.zscratch.Prepare(s)
+			close(r.zready)
+		})
 	}
 	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
 		_ = cseg.Prefetch(store.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
@@ -221,6 +237,8 @@ func (r *Reader) Close() error {
 		return ErrClosed
 	}
 	r.closed = true
+	r.bg.Wait()
+	r.zready = nil
 	var errs []error
 	for i := range r.segs {
 		r.segs[i].release()
@@ -680,6 +698,7 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	// since it was written; or since this reader loaded the schema: then
 	// it loads it again and retries).
 	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
+	r.waitScratch()
 	z, err := cseg.OpenShared(path, r.schema, want, &r.zscratch)
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
 		z, err = cseg.OpenShared(path, r.schema, want, &r.zscratch)
@@ -690,6 +709,15 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	v.release()
 	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z}
 	return nil
+}
+
+// waitScratch waits for the preparation of the decode buffers Open
+// started, if it has not been waited for.
+func (r *Reader) waitScratch() {
+	if r.zready != nil {
+		<-r.zready
+		r.zready = nil
+	}
 }
 
 // segMissing is the error for segment n's file failing to open with err:

@@ -13,16 +13,6 @@ type Level int
 
 // The levels of Compress, fastest first. They are klauspost/compress's
 // four (roughly zstd's 1, 3, 7 and 11); any of them decodes with
-// PrepareDecoder starts setting up the process's zstd decoder in a
-// goroutine of its own, once, unless it is set up already: a reader that
-// opens compressed data calls it, so that the set-up (its tables and
-// buffers: about 0.5 ms and 30 page faults on the reference machine)
-// overlaps the reads of its open and first query instead of adding to the
-// query. A Decompress that comes first waits for it, or does it.
-func PrepareDecoder() { prepare() }
-
-var prepare = sync.OnceFunc(func() { go decoder() })
-
 // Decompress.
 const (
 	LevelFastest Level = 1
@@ -89,6 +79,18 @@ func Compress(dst, src []byte, level Level) []byte {
 	}
 	return enc.EncodeAll(src, dst)
 }
+
+// PrepareDecoder starts setting up the process's zstd decoder in a
+// goroutine of its own, once, unless it is set up already: a reader that
+// opens compressed data calls it, so that the set-up (its tables and
+// buffers: about 0.5 ms and 30 page faults on the reference machine)
+// overlaps the reads of its open and first query instead of adding to the
+// query. A Decompress that comes first waits for it, or does it.
+func PrepareDecoder() { prepare() }
+
+// prepare starts the decoder's set-up once: package state beside the
+// decoder, for the same reason.
+var prepare = sync.OnceFunc(func() { go decoder() })
 
 // Decompress appends the content of the zstd frame src to dst and returns
 // the extended slice. It fails with an error wrapping ErrCorrupt, leaving

@@ -166,13 +166,16 @@
 // # Concurrency
 //
 // Encode shares nothing and may run in several goroutines at once. A
-// *Segment is used by one goroutine at a time: Block, RowInto and
-// SymBlock decode through scratch buffers the Segment owns (in version 2
-// also a decoded data block per symbol, and the last rank frame). Open one Segment per goroutine (they
-// share the page cache, not their scratch). The accessors that read only
-// what Open parsed (Rows, Blocks, DataBlocks, Size, ColBytes, SeqBytes,
-// OrderBytes, BlockTs, DataBlockTs, Version, Sym, SymSeek) are safe to
-// call concurrently with each other, but not with Close.
+// *Segment is used by one goroutine at a time: Block, RowInto, SymBlock
+// and SymBlockIn decode through scratch buffers the Segment owns, or
+// shares with the other segments opened with the same Scratch (OpenShared;
+// Scratch.Prepare readies one ahead of its first block), and in version 2
+// also a decoded data block per symbol and the last rank frame. Open one
+// Segment per goroutine (they share the page cache, not their scratch).
+// The accessors that read only what Open checked (Rows, Blocks,
+// DataBlocks, Size, ColBytes, SeqBytes, OrderBytes, BlockTs, DataBlockTs,
+// Version, Sym, SymSeek; the index ones read it from the mapping) are safe
+// to call concurrently with each other, but not with or after Close.
 //
 // # Durability
 //

@@ -406,8 +406,10 @@ func (g *Segment) BlockTs(b int) (min, max int64) {
 }
 
 // Close unmaps the file. Rows already returned by Block stay valid (they
-// are in the caller's buffer); Block fails with ErrClosed afterwards.
-// Closing twice is a no-op.
+// are in the caller's buffer); Block fails with ErrClosed afterwards. The
+// index is read from the mapping, so its accessors (BlockTs, DataBlockTs,
+// SymSeek, WillNeed) must not be called after Close. Closing twice is a
+// no-op.
 func (g *Segment) Close() error {
 	b := g.data
 	g.data = nil

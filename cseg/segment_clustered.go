@@ -269,18 +269,8 @@ func (g *Segment) WillNeed(k, end int) {
 // scratch warm, it allocates nothing. k out of range, or a version 1
 // file, is an error wrapping ErrArgs.
 func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, error) {
-	if g.data == nil {
-		return dst, seqs, ErrClosed
-	}
-	if g.version != VersionClustered || k < 0 || k >= g.nblocks {
-		return dst, seqs, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, g.nblocks, g.version)
-	}
-	dst, seqs, _, err := g.decodeData(k, allRows, dst, seqs)
-	if err != nil {
-		return dst, seqs, err
-	}
-	sealSeqs(dst, g.rs, &g.layout, seqs)
-	return dst, seqs, nil
+	dst, seqs, _, err := g.symBlock(k, allRows, dst, seqs)
+	return dst, seqs, err
 }
 
 // SymBlockIn is SymBlock for the rows of data block k in the ts window
@@ -292,13 +282,19 @@ func (g *Segment) SymBlock(k int, dst []byte, seqs []uint64) ([]byte, []uint64, 
 // the block has a row with ts > hi after them, where a walk of the
 // window stops. A window with from > hi is empty.
 func (g *Segment) SymBlockIn(k int, from, hi int64, dst []byte, seqs []uint64) (_ []byte, _ []uint64, past bool, err error) {
+	return g.symBlock(k, window{from, hi}, dst, seqs)
+}
+
+// symBlock is SymBlock and SymBlockIn: the rows of data block k that w
+// picks, sealed.
+func (g *Segment) symBlock(k int, w window, dst []byte, seqs []uint64) (_ []byte, _ []uint64, past bool, err error) {
 	if g.data == nil {
 		return dst, seqs, false, ErrClosed
 	}
 	if g.version != VersionClustered || k < 0 || k >= g.nblocks {
 		return dst, seqs, false, fmt.Errorf("%w: data block %d of %d (format version %d)", ErrArgs, k, g.nblocks, g.version)
 	}
-	dst, seqs, past, err = g.decodeData(k, window{from, hi}, dst, seqs)
+	dst, seqs, past, err = g.decodeData(k, w, dst, seqs)
 	if err != nil {
 		return dst, seqs, false, err
 	}

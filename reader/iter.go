@@ -101,9 +101,46 @@ func (r *Reader) coarse(t int64, first, vis uint64) (a, b uint64, err error) {
 
 // tsEntry is the first time index entry k with ts >= t, searching only
 // entries at or after the first live row's stride (kmax+1 if none).
+//
+// While the range is wide it probes where t falls between the range's
+// end entries (interpolation): ticks come close to evenly spaced in time,
+// so the probe lands near the answer, and a seek touches two or three
+// pages of the index where bisection touches one per halving until the
+// range fits a page (each a page fault when the index was not mapped yet:
+// ~40 µs here). A probe that does not halve the range is followed by a
+// bisection step, so uneven times cost at most twice bisection's probes.
 func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
 	kmax := (vis - 1) >> r.sshift
 	lo, hi := first>>r.sshift, kmax+1
+	for hi-lo > interpMin {
+		a, b := r.ts.At(lo), r.ts.At(hi-1)
+		if t <= a {
+			return lo
+		}
+		if t > b {
+			return hi
+		}
+		// a < t <= b: the answer is in [lo+1, hi-1].
+		n := hi - lo
+		f := (float64(t) - float64(a)) / (float64(b) - float64(a))
+		if !(f >= 0 && f <= 1) { // rounding of huge values, or NaN
+			f = 0.5
+		}
+		m := min(lo+1+uint64(f*float64(n-2)), hi-1)
+		if r.ts.At(m) < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+		if hi-lo > n/2 {
+			m = lo + (hi-lo)/2
+			if r.ts.At(m) < t {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+	}
 	for lo < hi {
 		m := lo + (hi-lo)/2
 		if r.ts.At(m) < t {
@@ -114,6 +151,10 @@ func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
 	}
 	return lo
 }
+
+// interpMin is the range of time index entries below which tsEntry
+// bisects: 512 entries are one 4 KiB page.
+const interpMin = 512
 
 func (r *Reader) badTimeEntry(k uint64, key int64) error {
 	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has time key %d",

@@ -625,3 +625,56 @@ func TestReaderClose(t *testing.T) {
 		t.Fatalf("Get after Close: %v", err)
 	}
 }
+
+// TestSeekUnevenTimes checks SeekTime and the ranges on time indexes wide
+// enough for tsEntry's interpolation (thousands of entries) over times it
+// guesses badly: bursts of equal or adjacent timestamps between gaps of
+// hours, a stretch whose gaps double, and timestamps near the ends of
+// int64, where a difference of two of them overflows.
+func TestSeekUnevenTimes(t *testing.T) {
+	cases := []struct {
+		name string
+		gap  func(i int, rng *rand.Rand) int64
+		base int64
+	}{
+		{"bursts", func(i int, rng *rand.Rand) int64 {
+			if i%1000 == 999 {
+				return 3600e9 + rng.Int64N(3600e9)
+			}
+			return int64(rng.IntN(2))
+		}, 1_700_000_000_000_000_000},
+		{"doubling", func(i int, _ *rand.Rand) int64 { return int64(1) << min(i/64, 50) }, 0},
+		{"extremes", func(i int, _ *rand.Rand) int64 {
+			if i == 3000 {
+				return math.MaxInt64/2 + math.MaxInt64/4
+			}
+			return 1
+		}, math.MinInt64 / 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store.TickSchema()
+			tb := newRtTable(t, s, func(o *writer.Options) { o.SegmentSize = 1 << 16; o.TimeStride = 1 })
+			w := tb.writer(t)
+			m := &rtModel{s: s}
+			id, err := w.SymbolString("A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(5, 6))
+			row, ts := s.NewRow(), tc.base
+			at := s.ColAt(s.SymCol)
+			for i := range 6000 {
+				ts += tc.gap(i, rng)
+				row.SetTs(ts)
+				row.SetSym(at, id)
+				if _, err := w.Append(row); err != nil {
+					t.Fatal(err)
+				}
+				m.add(row, id)
+			}
+			w.Publish()
+			rtCheckQueries(t, tb.reader(t), m, 1)
+		})
+	}
+}

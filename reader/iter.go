@@ -649,10 +649,21 @@ func (it *Iter) next() bool {
 	if !it.sym {
 		it.run, it.runSeq, it.runEnd, it.rs = it.r.finalRun(seq, it.end)
 	}
-	if it.sym {
-		// The postings and the row must agree: a mismatch is damage.
-		if id := le.Uint32(row[it.r.symOff:]); id != it.id {
+	for it.sym {
+		// The postings and the row must agree: a mismatch is damage,
+		// unless the row was read from a live slot that the writer
+		// recycled after Get checked it (the segment is durable by then):
+		// read again, from where the segment is now.
+		id := le.Uint32(row[it.r.symOff:])
+		if id == it.id {
+			break
+		}
+		if !it.r.recycled(seq) {
 			it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
+			return false
+		}
+		if row, err = it.r.Get(seq); err != nil {
+			it.err = err
 			return false
 		}
 	}

@@ -430,6 +430,18 @@ func (r *Reader) ReadRow(seq uint64, dst []byte) error {
 	}
 }
 
+// recycled reports whether row seq was last read from a live slot that
+// has been recycled since (its generation moved on): what Get returned for
+// it then may hold another segment's bytes.
+func (r *Reader) recycled(seq uint64) bool {
+	n := seq >> r.shift
+	if n >= uint64(len(r.segs)) {
+		return false
+	}
+	v := &r.segs[n]
+	return v.kind == viewLive && r.ctl.SlotGen(v.slot) != v.gen
+}
+
 func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 	if r.closed {
 		return nil, ErrClosed

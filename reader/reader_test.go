@@ -678,3 +678,94 @@ func TestSeekUnevenTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestRangeSymWhileSlotsRecycle runs symbol windows over the newest rows
+// while the writer fills two live slots of 128 rows over and over, so
+// that rows are read from slots the writer is recycling. A row read from
+// a slot recycled after Get checked it may hold another segment's bytes:
+// the iterator must read it again, not report damage, and every row it
+// yields (copied with ReadRow) must be the symbol's row it names.
+func TestRangeSymWhileSlotsRecycle(t *testing.T) {
+	s := store.TickSchema()
+	tb := newRtTable(t, s, func(o *writer.Options) { o.LiveSlots, o.HotBytes = 2, -1 })
+	w := tb.writer(t)
+	var ids [3]uint32
+	for i, n := range []string{"A", "B", "C"} {
+		id, err := w.SymbolString(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	at := s.ColAt(s.SymCol)
+	row := s.NewRow()
+	appendRows := func(from, to int) error {
+		for i := from; i < to; i++ {
+			row.SetTs(int64(i))
+			row.SetSym(at, ids[i%3])
+			if _, err := w.Append(row); err != nil {
+				return err
+			}
+		}
+		w.Publish()
+		return nil
+	}
+	if err := appendRows(0, 1024); err != nil {
+		t.Fatal(err)
+	}
+	// The writer stops after 400,000 rows (3,125 segments) or a second.
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(time.Second)
+		for i := 1024; i < 400_000 && time.Now().Before(deadline); i += 32 {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := appendRows(i, i+32); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	var werr error
+	writing := true
+	t.Cleanup(func() { // before the writer's Close: stop its goroutine first
+		close(stop)
+		if writing {
+			<-done
+		}
+	})
+	r := tb.reader(t)
+	var it reader.Iter
+	got := s.NewRow()
+	for q := 0; writing; q++ {
+		select {
+		case werr = <-done:
+			writing = false
+		default:
+		}
+		end := int64(r.Len())
+		if err := r.RangeSym(end-384, end, ids[1], &it); err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			if err := it.ReadRow(got); err != nil {
+				t.Fatalf("query %d: row %d: %v", q, it.Seq(), err)
+			}
+			if seq := it.Seq(); got.Ts() != int64(seq) || got.Sym(at) != ids[1] {
+				t.Fatalf("query %d: row %d reads ts %d, symbol %d", q, seq, got.Ts(), got.Sym(at))
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("query %d: %v", q, err)
+		}
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+}

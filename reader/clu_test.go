@@ -670,3 +670,74 @@ func TestCluSweep(t *testing.T) {
 		t.Fatalf("rows of symbol 1 across the sweep: %d, want %d", len(got), len(want))
 	}
 }
+
+// TestCluUnevenRuns: symbol windows over clustered copies whose runs are
+// far from evenly spread over their segments: symbol 0 takes most rows of
+// a segment's first tenth and few after it, symbol 1 the rest. With a time
+// index entry per row the seeks' seq bounds are exact, so the searches in
+// a run's index words decide every row at a window's edges.
+func TestCluUnevenRuns(t *testing.T) {
+	const rps = 4096
+	db, live := testutil.DB(t)
+	o := cluOptions(live, rps)
+	o.TimeStride = 1 // a seek's seq bounds exact: the run searches decide every row
+	w, err := writer.Open(db, "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for k := range 3 {
+		if _, err := w.SymbolString(fmt.Sprintf("S%02d", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := w.Schema()
+	symc, _ := s.Col("sym")
+	row := w.NewRow()
+	rng := rand.New(rand.NewPCG(11, 12))
+	ts := int64(1_700_000_000_000_000_000)
+	for i := range 3 * rps {
+		ts += int64(rng.IntN(3))
+		id := uint32(1)
+		if i%rps < rps/10 && rng.IntN(10) > 0 || rng.IntN(50) == 0 {
+			id = 0
+		}
+		row.SetTs(ts)
+		row.SetSym(symc, id)
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Publish()
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	waitClus(t, db, "t", live)
+	m := cluModel(t, db, live, 2)
+	clCheckSym(t, db, live, m, rng)
+	// A window from each of many rows' ts: the searches land on every
+	// kind of place in the runs (a guess's edges among them).
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var it reader.Iter
+	for q := 0; q < len(m.ts); q += 3 {
+		from, to, id := m.ts[q], m.ts[q]+1+rng.Int64N(400), m.sym[q]
+		if err := r.RangeSym(from, to, id, &it); err != nil {
+			t.Fatal(err)
+		}
+		for k := range m.ts {
+			if m.sym[k] != id || m.ts[k] < from || m.ts[k] >= to {
+				continue
+			}
+			if !it.Next() || it.Seq() != uint64(k) {
+				t.Fatalf("RangeSym(%d, %d, %d): row %d missing or out of place (%v)", from, to, id, k, it.Err())
+			}
+		}
+		if it.Next() || it.Err() != nil {
+			t.Fatalf("RangeSym(%d, %d, %d): a row too many (%v)", from, to, id, it.Err())
+		}
+	}
+}

@@ -41,39 +41,55 @@ func (r *Reader) seek(t int64, first, vis, nlate uint64) (uint64, error) {
 	lo := r.tsEntry(t, first, vis)
 	for a < b {
 		m := a + (b-a)/2
-		row, err := r.Get(m)
+		ts, err := r.tsOf(m)
 		if err != nil {
 			return 0, err
 		}
-		if r.keyAt(m, row.Ts(), nlate) < t {
+		if r.keyAt(m, ts, nlate) < t {
 			a = m + 1
 		} else {
 			b = m
 		}
 	}
 	// The time index is not checksummed; it only steered the search. The
-	// rows around the answer passed their checks, so they prove it: if
-	// they disagree, the index entry the search trusted last is damaged
-	// (entry lo said ts >= t, or entry lo-1 said ts < t, for its row).
+	// rows around the answer prove it: if they disagree, the index entry
+	// the search trusted last is damaged (entry lo said ts >= t, or entry
+	// lo-1 said ts < t, for its row).
 	if a > first {
-		row, err := r.Get(a - 1)
+		ts, err := r.tsOf(a - 1)
 		if err != nil {
 			return 0, err
 		}
-		if k := r.keyAt(a-1, row.Ts(), nlate); k >= t {
+		if k := r.keyAt(a-1, ts, nlate); k >= t {
 			return 0, r.badTimeEntry(lo-1, k)
 		}
 	}
 	if a < vis {
-		row, err := r.Get(a)
+		ts, err := r.tsOf(a)
 		if err != nil {
 			return 0, err
 		}
-		if k := r.keyAt(a, row.Ts(), nlate); k < t {
+		if k := r.keyAt(a, ts, nlate); k < t {
 			return 0, r.badTimeEntry(lo, k)
 		}
 	}
 	return a, nil
+}
+
+// tsOf is row seq's ts. Read from a live slot, it is taken only if the
+// slot was not recycled meanwhile (the writer moves the generation on
+// before it writes another segment's rows there); else it is read again,
+// from where the segment is now (its durable file).
+func (r *Reader) tsOf(seq uint64) (int64, error) {
+	for {
+		row, err := r.Get(seq)
+		if err != nil {
+			return 0, err
+		}
+		if ts := row.Ts(); !r.recycled(seq) {
+			return ts, nil
+		}
+	}
 }
 
 // coarse returns the bounds [a, b] of the answer of seek(t) from the time

@@ -316,6 +316,17 @@ func TestRunWhileWriting(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
+	// On a failure below, the appending goroutine and the writer stop
+	// before the temporary directory is removed.
+	t.Cleanup(func() {
+		select {
+		case <-stop: // stopped by the test's end
+		default:
+			close(stop)
+			<-done
+		}
+		w.Close() // a second Close is a no-op error
+	})
 	go func() {
 		i := 1000
 		for i < 40_000 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/tickdb/tickdb/codec"
 	"github.com/tickdb/tickdb/cseg"
@@ -77,13 +76,13 @@ type Reader struct {
 	// zscratch is the decode buffers of every compressed segment this
 	// reader opens (a Reader is used from one goroutine at a time).
 	// zready, when not nil, is closed once the goroutine Open started to
-	// prepare them is done: nothing else touches them before.
+	// prepare them is done: nothing else touches them before (the first
+	// compressed segment opened and Close wait for it).
 	zscratch cseg.Scratch
 	zready   chan struct{}
-	bg       sync.WaitGroup // Open's background set-up; Close waits for it
-	visible  uint64         // last loaded published count
-	first    uint64         // last loaded first row (retention deletes below it)
-	boot     [16]byte       // this machine's boot id
+	visible  uint64   // last loaded published count
+	first    uint64   // last loaded first row (retention deletes below it)
+	boot     [16]byte // this machine's boot id
 	closed   bool
 
 	// last is Latest.Sym's buffers and cache (latest.go).
@@ -197,11 +196,10 @@ func (r *Reader) open(opts *Options) error {
 	if c.CmpSegs() > first {
 		codec.PrepareDecoder()
 		r.zready = make(chan struct{})
-		s := c.Schema
-		r.bg.Go(func() {
+		go func(s *store.Schema, done chan struct{}) {
 			r.zscratch.Prepare(s)
-			close(r.zready)
-		})
+			close(done)
+		}(c.Schema, r.zready)
 	}
 	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
 		_ = cseg.Prefetch(store.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
@@ -237,8 +235,7 @@ func (r *Reader) Close() error {
 		return ErrClosed
 	}
 	r.closed = true
-	r.bg.Wait()
-	r.zready = nil
+	r.waitScratch()
 	var errs []error
 	for i := range r.segs {
 		r.segs[i].release()
@@ -423,8 +420,7 @@ func (r *Reader) ReadRow(seq uint64, dst []byte) error {
 		if err := r.CopyRow(seq, dst, row); err != nil {
 			return err
 		}
-		v := &r.segs[seq>>r.shift]
-		if v.kind != viewLive || r.ctl.SlotGen(v.slot) == v.gen {
+		if !r.recycled(seq) {
 			return nil
 		}
 	}

@@ -30,9 +30,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tickdb/tickdb/codec"
-	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/internal/codec"
+	"github.com/tickdb/tickdb/internal/cseg"
 	"github.com/tickdb/tickdb/internal/csegtest"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -478,7 +479,7 @@ func TestPythonReader(t *testing.T) {
 
 	// 4. A flipped bit in a durable row is damage: the reader fails and
 	// names the file and the row's offset.
-	seg := filepath.Join(db, table, store.SegName(2))
+	seg := filepath.Join(db, table, format.SegName(2))
 	rowOff := int64(4096 + 5*pySchema.RowSize) // row 133 = 2*64 + 5
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {
@@ -599,7 +600,7 @@ func appendAny(t *testing.T, w *writer.Writer, ticks []tick, from, to int) {
 func zVersions(t *testing.T, dir string, n uint64) (versions []int, late int) {
 	t.Helper()
 	for s := range n {
-		b, err := os.ReadFile(store.ZSegPath(dir, s))
+		b, err := os.ReadFile(format.ZSegPath(dir, s))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			versions = append(versions, 0)
@@ -827,7 +828,7 @@ func TestPythonReaderManySymbols(t *testing.T) {
 	if _, err := w.CloseCompacted(0); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(store.ZSegPath(filepath.Join(db, table), 0))
+	b, err := os.ReadFile(format.ZSegPath(filepath.Join(db, table), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,7 +852,7 @@ func TestPythonReaderCompressedDamage(t *testing.T) {
 	if _, err := w.CloseCompacted(0); err != nil {
 		t.Fatal(err)
 	}
-	path := store.ZSegPath(filepath.Join(db, table), 0)
+	path := format.ZSegPath(filepath.Join(db, table), 0)
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -1081,7 +1082,7 @@ func TestPythonGolden(t *testing.T) {
 	py := python(t)
 	s := store.TickSchema()
 	for _, name := range []string{"v1-tick.zdat", "v2-tick.zdat"} {
-		path, err := filepath.Abs(filepath.Join("..", "cseg", "testdata", name))
+		path, err := filepath.Abs(filepath.Join("..", "internal", "cseg", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1292,7 +1293,7 @@ func TestPythonGoldenFormats(t *testing.T) {
 	}
 	n := 0
 	for _, e := range ents {
-		if _, err := os.Stat(filepath.Join(root, e.Name(), "trades", store.CtlName)); err != nil {
+		if _, err := os.Stat(filepath.Join(root, e.Name(), "trades", format.CtlName)); err != nil {
 			continue
 		}
 		n++

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -333,7 +334,7 @@ func zNcols(t *testing.T, dir string, n uint64) []int {
 	t.Helper()
 	var out []int
 	for s := range n {
-		b, err := os.ReadFile(store.ZSegPath(dir, s))
+		b, err := os.ReadFile(format.ZSegPath(dir, s))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			out = append(out, 0)

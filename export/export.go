@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -194,7 +195,7 @@ func (e *exporter) readRow(seq uint64, dst store.Row) error {
 	if err := e.r.ReadRow(seq, dst); err != nil {
 		return err
 	}
-	if !store.Valid(seq, dst) {
+	if !format.Valid(seq, dst) {
 		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 	}
 	return nil

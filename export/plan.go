@@ -78,7 +78,7 @@ func (e *exporter) bounds() (from, to cut, err error) {
 	if err != nil {
 		return cut{}, cut{}, err
 	}
-	e.vis, e.late = snap.Visible, snap.Late > 0
+	e.vis, e.late = snap.Len, snap.Late > 0
 	from = cut{math.MinInt64, min(snap.FirstSeq, e.vis)}
 	to = cut{snap.LastTs, e.vis}
 	if e.o.HasFrom {

@@ -55,8 +55,8 @@ func TestScanAllocs(t *testing.T) {
 			if (snap.Late > 0) != late {
 				t.Fatalf("%d late rows", snap.Late)
 			}
-			sc := newScanner(r, r.Schema(), late, snap.Visible)
-			from, to := cut{math.MinInt64, 0}, cut{snap.LastTs, snap.Visible}
+			sc := newScanner(r, r.Schema(), late, snap.Len)
+			from, to := cut{math.MinInt64, 0}, cut{snap.LastTs, snap.Len}
 			rows := 0
 			scan := func() {
 				rows = 0

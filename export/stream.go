@@ -7,6 +7,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -59,7 +60,7 @@ func (p *ParquetStream) Row(row store.Row) error {
 	if len(row) == len(dst) {
 		copy(dst, row)
 	} else {
-		store.Relayout(p.s, 0, dst, row) // (the check word is not exported)
+		format.Relayout(p.s, 0, dst, row) // (the check word is not exported)
 	}
 	p.n++
 	if p.n == batchRows || p.inRG+int64(p.n) == p.per {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -84,7 +84,7 @@ func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
 		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
 			continue // also a table being created: ".<name>.tmp-*"
 		}
-		if _, err := os.Stat(filepath.Join(h.s.opts.DB, e.Name(), store.CtlName)); err != nil {
+		if _, err := os.Stat(filepath.Join(h.s.opts.DB, e.Name(), format.CtlName)); err != nil {
 			continue
 		}
 		t := apiTable{Name: e.Name(), Schema: []apiColumn{}, Symbols: []string{}}
@@ -119,13 +119,9 @@ func statAPI(db string, t *apiTable) error {
 	if st.Rows > st.First {
 		t.FirstTs, t.LastTs = &st.FirstTs, &st.LastTs
 	}
-	switch st.WriterState {
-	case index.StateClosed:
-		t.Writer = "closed"
-	case index.StateRecovering:
-		t.Writer, t.WriterPid = "recovering", st.WriterPid
-	default:
-		t.Writer, t.WriterPid = "open", st.WriterPid
+	t.Writer = st.WriterState.String()
+	if st.WriterState != reader.WriterClosed {
+		t.WriterPid = st.WriterPid
 	}
 	for id := range min(st.Symbols, apiSymbols) {
 		name, err := r.SymbolName(uint32(id))

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -464,7 +465,7 @@ func (s *sink) open(name string, l *Line) (*table, error) {
 	if s.opts.LiveRoot != "" {
 		o.LiveDir = filepath.Join(s.opts.LiveRoot, name)
 	}
-	if _, err := os.Stat(filepath.Join(s.opts.DB, name, store.CtlName)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); errors.Is(err, os.ErrNotExist) {
 		schema, lerr := schemaFor(l)
 		if lerr != nil {
 			return nil, lerr
@@ -492,7 +493,7 @@ func (s *sink) openExisting() {
 		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(s.opts.DB, e.Name(), store.CtlName)); err != nil {
+		if _, err := os.Stat(filepath.Join(s.opts.DB, e.Name(), format.CtlName)); err != nil {
 			continue
 		}
 		t, err := s.open(e.Name(), nil)
@@ -631,7 +632,7 @@ func (s *sink) layoutFor(l *Line) (*layout, int64, error) {
 	if err := store.ValidTableName(name); err != nil {
 		return nil, 0, &LineError{Reason: ReasonName, Msg: err.Error()}
 	}
-	if _, err := os.Stat(filepath.Join(s.opts.DB, name, store.CtlName)); err == nil {
+	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); err == nil {
 		t, err := s.table(l)
 		if err != nil {
 			return nil, 0, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -69,12 +70,12 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 		cols = append(cols, store.Column{Name: string(f.Key), Type: kindType(f.Kind)})
 	}
 	for _, t := range l.Tags {
-		if len(t.Value) > store.MaxSymLen {
+		if len(t.Value) > format.MaxSymLen {
 			return nil, symTooLong("tag", t.Key, len(t.Value))
 		}
 	}
 	for _, f := range l.Fields {
-		if f.Kind == KindString && len(f.S) > store.MaxSymLen {
+		if f.Kind == KindString && len(f.S) > format.MaxSymLen {
 			return nil, symTooLong("string field", f.Key, len(f.S))
 		}
 	}
@@ -200,7 +201,7 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 		if c := idx[i]; c >= 0 && lo.at[c].Type != store.TypeSym {
 			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
-		if n := len(l.Tags[i].Value); n > store.MaxSymLen {
+		if n := len(l.Tags[i].Value); n > format.MaxSymLen {
 			return symTooLong("tag", l.Tags[i].Key, n)
 		}
 	}
@@ -210,7 +211,7 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 		if c >= 0 && !kindFits(f.Kind, lo.at[c].Type) {
 			return lo.mismatch(f, c)
 		}
-		if f.Kind == KindString && len(f.S) > store.MaxSymLen {
+		if f.Kind == KindString && len(f.S) > format.MaxSymLen {
 			return symTooLong("string field", f.Key, len(f.S))
 		}
 	}
@@ -218,7 +219,7 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 }
 
 func symTooLong(what string, key []byte, n int) *LineError {
-	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, store.MaxSymLen)}
+	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, format.MaxSymLen)}
 }
 
 func (lo *layout) mismatch(f *Field, c int) *LineError {
@@ -418,7 +419,7 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 			return false, nil
 		}
 		n := int(le.Uint32(rec[p:]))
-		if n > store.MaxSymLen {
+		if n > format.MaxSymLen {
 			return false, nil // the general path says why
 		}
 		p += 4 + n
@@ -433,7 +434,7 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 		p += 9
 		if kind == KindString {
 			n := int(le.Uint64(rec[p-8:]))
-			if n > store.MaxSymLen {
+			if n > format.MaxSymLen {
 				return false, nil // the general path says why
 			}
 			p += n

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -164,7 +165,7 @@ func (x *asofRun) run(ctx context.Context) error {
 			le.PutUint64(l[8:], w1)
 			le.PutUint64(l[16:], w2)
 			le.PutUint64(l[24:], w3)
-			if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !ls.reread(seq) {
+			if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !ls.reread(seq) {
 				return ls.err
 			}
 		} else if ls.seq = seq; !ls.takeSlow() {
@@ -208,7 +209,7 @@ func (x *asofRun) run(ctx context.Context) error {
 					le.PutUint64(row[8:], w1)
 					le.PutUint64(row[16:], w2)
 					le.PutUint64(row[24:], w3)
-					if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !rs.reread(seq) {
+					if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !rs.reread(seq) {
 						return rs.err
 					}
 				} else if rs.seq = seq; !rs.takeSlow() {

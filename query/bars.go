@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -209,7 +210,7 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 			le.PutUint64(row[8:], w1)
 			le.PutUint64(row[16:], w2)
 			le.PutUint64(row[24:], w3)
-			if uint32(w3>>32) != store.Check32(seq, w0, w1, w2, uint32(w3)) && !sc.reread(seq) {
+			if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !sc.reread(seq) {
 				return sc.err
 			}
 		} else if sc.seq = seq; !sc.takeSlow() {

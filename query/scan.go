@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -93,7 +94,7 @@ func (s *scan) reread(seq uint64) bool {
 		s.err = err
 		return false
 	}
-	if !store.Valid(seq, s.row) {
+	if !format.Valid(seq, s.row) {
 		s.err = fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 		return false
 	}
@@ -123,5 +124,5 @@ func copyChecked(seq uint64, v, dst store.Row) bool {
 	le.PutUint64(dst[8:], w1)
 	le.PutUint64(dst[16:], w2)
 	le.PutUint64(dst[24:], w3)
-	return uint32(w3>>32) == store.Check32(seq, w0, w1, w2, uint32(w3))
+	return uint32(w3>>32) == format.Check32(seq, w0, w1, w2, uint32(w3))
 }

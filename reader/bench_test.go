@@ -42,10 +42,10 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/limits"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -97,13 +97,13 @@ func newQueryTable(b *testing.B, n uint64) *queryTable {
 		b.Fatalf("warm pass read %d of %d rows: %v", rows, n, it.Err())
 	}
 	for seg := uint64(0); seg<<q.shift < n; seg++ {
-		m, err := limits.MapFile(store.SegPath(filepath.Join(db, "ticks"), seg), 0)
+		m, err := limits.MapFile(format.SegPath(filepath.Join(db, "ticks"), seg), 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { limits.Unmap(m) })
 		_ = limits.PopulateRead(m)
-		area := m[store.BlockSize : store.BlockSize+32*int(rps)]
+		area := m[format.BlockSize : format.BlockSize+32*int(rps)]
 		q.areas = append(q.areas, area)
 		q.used = append(q.used, area[:32*min(rps, n-seg<<q.shift)])
 	}

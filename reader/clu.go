@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -36,7 +38,7 @@ type cluView struct {
 	state   cluState
 	at      uint64 // cluMissing: the ctl change counter when looked for
 	path    string
-	fd      store.FD
+	fd      mmap.FD
 	dir     []byte
 	nsym    int
 	rowsOff uint64
@@ -56,7 +58,7 @@ const (
 	cluIdxMax = 16384
 	// cluHeadRead is what the first read of a copy takes: the header and
 	// a directory of up to 170 symbols.
-	cluHeadRead = 2 * store.BlockSize
+	cluHeadRead = 2 * format.BlockSize
 )
 
 // cluFor returns segment n's clustered copy, open and checked, or nil when
@@ -84,8 +86,8 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 		c.state, c.at = cluMissing, at
 		return nil, nil
 	}
-	path := filepath.Join(dir, store.CluName(n))
-	fd, err := store.OpenFD(path)
+	path := filepath.Join(dir, format.CluName(n))
+	fd, err := mmap.OpenFD(path)
 	if errors.Is(err, os.ErrNotExist) {
 		c.state, c.at = cluMissing, at
 		return nil, nil
@@ -93,7 +95,7 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
 	}
-	h := store.CluHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1, Rows: r.mask + 1}
+	h := format.CluHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1, Rows: r.mask + 1}
 	d, err := readCluHead(fd, path, h, &r.cluHead)
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
 		// Made after a column was added that this reader did not know.
@@ -101,10 +103,10 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 		d, err = readCluHead(fd, path, h, &r.cluHead)
 	}
 	if err != nil {
-		store.CloseFD(fd)
+		mmap.CloseFD(fd)
 		return nil, fmt.Errorf("reader: clustered copy of segment %d: %w", n, err)
 	}
-	h.NSym = len(d) / store.CluDirEntry
+	h.NSym = len(d) / format.CluDirEntry
 	h.CluLayout()
 	r.cluSerial++
 	*c = cluView{state: cluOpen, path: path, fd: fd, dir: d, nsym: h.NSym, rowsOff: h.RowsOff, idxOff: h.IdxOff, serial: r.cluSerial, rs: uint64(h.RowSize)}
@@ -116,7 +118,7 @@ func (r *Reader) cluFor(n uint64) (*cluView, error) {
 // copies the writer has removed (past the hot budget): an open clustered
 // copy is closed (an iterator reading one finds it closed at its next
 // read and goes on through the postings), and over a mapped hot copy the
-// segment's durable file is mapped in place (store.Replace): rows handed
+// segment's durable file is mapped in place (mmap.Replace): rows handed
 // out from it read the same bytes, now from the page cache or the disk.
 // Either way the copy's shared memory is freed rather than held for as
 // long as the reader lives. A segment whose durable file is gone too
@@ -133,7 +135,7 @@ func (r *Reader) sweepCopies() {
 	}
 	for n := range r.clus {
 		if c := &r.clus[n]; c.state == cluOpen && gone(c.path) {
-			store.CloseFD(c.fd)
+			mmap.CloseFD(c.fd)
 			*c = cluView{state: cluMissing, at: g}
 		}
 	}
@@ -142,11 +144,11 @@ func (r *Reader) sweepCopies() {
 		if !v.hot || !gone(v.path) {
 			continue
 		}
-		f, err := os.Open(store.SegPath(r.dir, uint64(n)))
+		f, err := os.Open(format.SegPath(r.dir, uint64(n)))
 		if err != nil {
 			continue
 		}
-		if store.Replace(v.file, f) == nil {
+		if mmap.Replace(v.file, f) == nil {
 			v.hot, v.path = false, f.Name()
 		}
 		f.Close()
@@ -156,32 +158,32 @@ func (r *Reader) sweepCopies() {
 // readCluHead reads and checks the header and directory of the clustered
 // copy open on fd (CheckCluHead) into *buf, the reader's buffer, and
 // returns a copy of the directory.
-func readCluHead(fd store.FD, path string, want store.CluHeader, buf *[]byte) ([]byte, error) {
+func readCluHead(fd mmap.FD, path string, want format.CluHeader, buf *[]byte) ([]byte, error) {
 	if cap(*buf) < cluHeadRead {
 		*buf = make([]byte, cluHeadRead)
 	}
 	b := (*buf)[:cluHeadRead]
-	if err := store.PreadFull(fd, b, 0); err != nil {
-		return nil, store.Corruptf(path, 0, "read header: %v", err)
+	if err := mmap.PreadFull(fd, b, 0); err != nil {
+		return nil, format.Corruptf(path, 0, "read header: %v", err)
 	}
 	// Its symbol count says how much directory there is (bounded by the
 	// rows: every entry holds one); CheckCluHead checks the rest.
 	nsym := uint64(le.Uint32(b[56:]))
 	if nsym > want.Rows {
-		return nil, store.Corruptf(path, 56, "%d symbols in a segment of %d rows", nsym, want.Rows)
+		return nil, format.Corruptf(path, 56, "%d symbols in a segment of %d rows", nsym, want.Rows)
 	}
 	want.NSym = int(nsym)
 	want.CluLayout()
 	if want.IdxOff > uint64(len(b)) {
 		b = append(b, make([]byte, want.IdxOff-uint64(len(b)))...)
 		*buf = b
-		if err := store.PreadFull(fd, b[cluHeadRead:], cluHeadRead); err != nil {
-			return nil, store.Corruptf(path, cluHeadRead, "read directory: %v", err)
+		if err := mmap.PreadFull(fd, b[cluHeadRead:], cluHeadRead); err != nil {
+			return nil, format.Corruptf(path, cluHeadRead, "read directory: %v", err)
 		}
 	}
 	// The size is the header's: a truncated copy fails the read of its
 	// missing bytes (an error, never rows).
-	d, err := store.CheckCluHead(path, b, want, want.Size)
+	d, err := format.CheckCluHead(path, b, want, want.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func (c *cluView) run(id uint32) (first, end uint64, ok bool) {
 	lo, hi := 0, c.nsym
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x, _, _ := store.CluDirEntryAt(c.dir, m); x < id {
+		if x, _, _ := format.CluDirEntryAt(c.dir, m); x < id {
 			lo = m + 1
 		} else {
 			hi = m
@@ -203,13 +205,13 @@ func (c *cluView) run(id uint32) (first, end uint64, ok bool) {
 	if lo == c.nsym {
 		return 0, 0, false
 	}
-	x, f, n := store.CluDirEntryAt(c.dir, lo)
+	x, f, n := format.CluDirEntryAt(c.dir, lo)
 	return f, f + n, x == id
 }
 
 // idxAt reads the row index at clustered position p.
 func (c *cluView) idxAt(p uint64) (uint32, error) {
-	if err := store.PreadFull(c.fd, c.word[:], int64(c.idxOff+4*p)); err != nil {
+	if err := mmap.PreadFull(c.fd, c.word[:], int64(c.idxOff+4*p)); err != nil {
 		return 0, fmt.Errorf("reader: read %s: %w", c.path, err)
 	}
 	return le.Uint32(c.word[:]), nil
@@ -219,7 +221,7 @@ func (c *cluView) idxAt(p uint64) (uint32, error) {
 func (it *Iter) loadIdx(p, q uint64) error {
 	c := it.c
 	it.cidx = it.cidx[:4*(q-p)]
-	if err := store.PreadFull(c.fd, it.cidx, int64(c.idxOff+4*p)); err != nil {
+	if err := mmap.PreadFull(c.fd, it.cidx, int64(c.idxOff+4*p)); err != nil {
 		it.ilo, it.ihi = 0, 0
 		return fmt.Errorf("reader: read %s: %w", c.path, err)
 	}
@@ -307,7 +309,7 @@ func (it *Iter) fillC() error {
 		it.crows = make([]byte, cluChunk*rs)
 	}
 	it.crows = it.crows[:k*rs]
-	if err := store.PreadFull(c.fd, it.crows, int64(c.rowsOff+it.cp*rs)); err != nil {
+	if err := mmap.PreadFull(c.fd, it.crows, int64(c.rowsOff+it.cp*rs)); err != nil {
 		return fmt.Errorf("reader: read %s: %w", c.path, err)
 	}
 	it.cbuf, it.cbufEnd = it.cp, it.cp+k
@@ -344,7 +346,7 @@ func (it *Iter) nextC() bool {
 		it.cp++
 		i := le.Uint32(it.cidx[4*(p-it.ilo):])
 		if uint64(i) > r.mask || int64(i) <= it.cprev {
-			it.err = store.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d, not after row %d in a segment of %d", p, i, it.cprev, r.mask+1)
+			it.err = format.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d, not after row %d in a segment of %d", p, i, it.cprev, r.mask+1)
 			return false
 		}
 		it.cprev = int64(i)
@@ -352,8 +354,8 @@ func (it *Iter) nextC() bool {
 		j := p - it.cbuf
 		rs := it.crs
 		row := store.Row(it.crows[j*rs : (j+1)*rs])
-		if !store.Valid(seq, row) || le.Uint32(row[r.symOff:]) != it.id {
-			it.err = store.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d is not row %d of symbol %d", p, seq, it.id)
+		if !format.Valid(seq, row) || le.Uint32(row[r.symOff:]) != it.id {
+			it.err = format.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d is not row %d of symbol %d", p, seq, it.id)
 			return false
 		}
 		ts := row.Ts()

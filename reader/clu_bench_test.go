@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -78,7 +79,7 @@ func BenchmarkHotWindow(b *testing.B) {
 		b.Run("clu="+strconv.FormatBool(clu), func(b *testing.B) {
 			if !clu {
 				for _, seg := range segs {
-					os.Remove(store.CluPath(live, seg))
+					os.Remove(format.CluPath(live, seg))
 				}
 			}
 			runtime.LockOSThread() // ThreadFaults
@@ -148,7 +149,7 @@ func waitClusB(b *testing.B, db, live string) []uint64 {
 		ents, _ := os.ReadDir(live)
 		var segs []uint64
 		for _, e := range ents {
-			if n, tmp, ok := store.ParseCluName(e.Name()); ok && !tmp {
+			if n, tmp, ok := format.ParseCluName(e.Name()); ok && !tmp {
 				segs = append(segs, n)
 			}
 		}

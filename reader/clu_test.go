@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -24,7 +25,7 @@ const cluHot = 4 // hot segments of the tables below
 
 func cluOptions(live string, rps int) *writer.Options {
 	return &writer.Options{Schema: store.TickSchema(), SegmentSize: int64(rps) * 32, LiveSlots: 2, LiveDir: live,
-		HotBytes: cluHot * store.SegFileSize(32, uint64(rps))}
+		HotBytes: cluHot * format.SegFileSize(32, uint64(rps))}
 }
 
 // cluFiles lists the segments with a clustered copy in live, and the
@@ -36,7 +37,7 @@ func cluFiles(t *testing.T, live string) (segs []uint64, tmps int) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if n, tmp, ok := store.ParseCluName(e.Name()); ok && tmp {
+		if n, tmp, ok := format.ParseCluName(e.Name()); ok && tmp {
 			tmps++
 		} else if ok {
 			segs = append(segs, n)
@@ -191,7 +192,7 @@ func TestCluMatchesRaw(t *testing.T) {
 			// One hot segment without its copy (the newest: the preparer
 			// may be recycling the oldest's slot meanwhile).
 			last := segs[len(segs)-1]
-			if err := os.Remove(store.CluPath(live, last)); err != nil {
+			if err := os.Remove(format.CluPath(live, last)); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("segments %v compressed, copies of %v (not %d)", zVersions(t, db, 4), segs[:len(segs)-1], last)
@@ -256,8 +257,8 @@ func TestCluDamaged(t *testing.T) {
 		off  func(size int64) int64
 	}{
 		{"header", func(int64) int64 { return 40 }},
-		{"directory", func(int64) int64 { return store.BlockSize + 9 }},
-		{"index", func(int64) int64 { return 2*store.BlockSize + 4*100 + 1 }},
+		{"directory", func(int64) int64 { return format.BlockSize + 9 }},
+		{"index", func(int64) int64 { return 2*format.BlockSize + 4*100 + 1 }},
 		{"row", func(size int64) int64 { return size - 32*int64(rps)/2 + 3 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,7 +277,7 @@ func TestCluDamaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			segs := waitClus(t, db, "t", live)
-			path := store.CluPath(live, segs[0])
+			path := format.CluPath(live, segs[0])
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -304,7 +305,7 @@ func TestCluDamaged(t *testing.T) {
 				}
 				prev := uint64(0)
 				for it.Next() {
-					if it.Seq() < prev || !store.Valid(it.Seq(), it.Row()) {
+					if it.Seq() < prev || !format.Valid(it.Seq(), it.Row()) {
 						t.Fatalf("symbol %d: row %d handed out damaged", id, it.Seq())
 					}
 					prev = it.Seq()
@@ -340,7 +341,7 @@ func TestCluLeftovers(t *testing.T) {
 	segs := waitClus(t, db, "t", live)
 	c.Kill()
 	// What a kill mid-build leaves, and a copy of a segment long recycled.
-	for _, name := range []string{store.CluName(segs[len(segs)-1]+1) + store.CluTmpSuffix, store.CluName(1)} {
+	for _, name := range []string{format.CluName(segs[len(segs)-1]+1) + format.CluTmpSuffix, format.CluName(1)} {
 		if err := os.WriteFile(filepath.Join(live, name), []byte("partial"), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/csegtest"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -120,7 +121,7 @@ func toV1(t *testing.T, db string, n uint64, rps int) {
 func zVersions(t *testing.T, db string, segs int) []int {
 	var v []int
 	for n := range segs {
-		b, err := os.ReadFile(store.ZSegPath(filepath.Join(db, "t"), uint64(n)))
+		b, err := os.ReadFile(format.ZSegPath(filepath.Join(db, "t"), uint64(n)))
 		switch {
 		case os.IsNotExist(err):
 			v = append(v, 0)

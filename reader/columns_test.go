@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -180,8 +181,8 @@ func growReadAll(t *testing.T, r *reader.Reader, plan []growCol, rows uint64) {
 		if err := r.ReadRow(seq, buf); err != nil {
 			t.Fatalf("read row %d: %v", seq, err)
 		}
-		if len(buf) != r.Schema().RowSize || !store.Valid(seq, buf) {
-			t.Fatalf("row %d: ReadRow gave %d bytes (schema %d), valid %v", seq, len(buf), r.Schema().RowSize, store.Valid(seq, buf))
+		if len(buf) != r.Schema().RowSize || !format.Valid(seq, buf) {
+			t.Fatalf("row %d: ReadRow gave %d bytes (schema %d), valid %v", seq, len(buf), r.Schema().RowSize, format.Valid(seq, buf))
 		}
 		if err := growCheck(r, plan, seq, buf); err != nil {
 			t.Fatalf("ReadRow: %v", err)
@@ -310,7 +311,7 @@ func TestAddColumnUpgradeAtOpen(t *testing.T) {
 	}
 	// As AddColumn leaves it before the reopen: schema file and feature
 	// bit, last segment still in the old layout.
-	ctl, err := index.OpenCtl(filepath.Join(db, "grow", store.CtlName), true)
+	ctl, err := index.OpenCtl(filepath.Join(db, "grow", format.CtlName), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestIterReadRow(t *testing.T) {
 		if err := it.ReadRow(base); err != nil {
 			t.Fatal(err)
 		}
-		if !store.Valid(it.Seq(), base) || store.Row(base).Ts() != store.Row(full).Ts() || store.Row(base).F64(r.Schema().ColAt(2)) != store.Row(full).F64(r.Schema().ColAt(2)) {
+		if !format.Valid(it.Seq(), base) || store.Row(base).Ts() != store.Row(full).Ts() || store.Row(base).F64(r.Schema().ColAt(2)) != store.Row(full).F64(r.Schema().ColAt(2)) {
 			t.Fatalf("row %d in the base layout differs", it.Seq())
 		}
 	}

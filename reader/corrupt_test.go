@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -178,7 +179,7 @@ func ctSweep(t *testing.T, r *reader.Reader, m *rtModel, path string, off int64)
 }
 
 func TestCorruptTable(t *testing.T) {
-	const hdr = store.BlockSize
+	const hdr = format.BlockSize
 	row32 := func(i int64) int64 { return hdr + i*32 } // row i of a segment, 32-byte rows
 	row40 := func(i int64) int64 { return hdr + i*40 }
 	cases := []struct {
@@ -193,52 +194,52 @@ func TestCorruptTable(t *testing.T) {
 		good   []uint64 // rows that must still read
 	}{
 		// ctl: the header page is checked when a reader opens the table.
-		{name: "ctl_header_schema_byte", file: store.CtlName, damage: ctFlip(100, 0x01), off: 4092, open: true},
-		{name: "ctl_magic", file: store.CtlName, damage: ctFlip(0, 0x20), off: 0, open: true},
-		{name: "ctl_geometry_byte", file: store.CtlName, damage: ctFlip(32, 0x01), off: 4092, open: true},
-		{name: "ctl_check_word", file: store.CtlName, damage: ctFlip(4093, 0x80), off: 4092, open: true},
-		{name: "ctl_truncated", file: store.CtlName, damage: ctTruncate(5000), off: 5000, open: true},
+		{name: "ctl_header_schema_byte", file: format.CtlName, damage: ctFlip(100, 0x01), off: 4092, open: true},
+		{name: "ctl_magic", file: format.CtlName, damage: ctFlip(0, 0x20), off: 0, open: true},
+		{name: "ctl_geometry_byte", file: format.CtlName, damage: ctFlip(32, 0x01), off: 4092, open: true},
+		{name: "ctl_check_word", file: format.CtlName, damage: ctFlip(4093, 0x80), off: 4092, open: true},
+		{name: "ctl_truncated", file: format.CtlName, damage: ctTruncate(5000), off: 5000, open: true},
 		// sym.dat: header, then each entry (24 bytes for "SYMn").
-		{name: "sym_header_table_id", file: store.SymName, damage: ctFlip(20, 0x01), off: 32, open: true},
-		{name: "sym_magic", file: store.SymName, damage: ctFlip(3, 0x01), off: 0, open: true},
-		{name: "sym_truncated_header", file: store.SymName, damage: ctTruncate(100), off: 100, open: true},
-		{name: "sym_entry0_name", file: store.SymName, damage: ctFlip(hdr+16, 0x02), off: hdr, open: true},
-		{name: "sym_entry1_check", file: store.SymName, damage: ctFlip(hdr+24+4, 0x10), off: hdr + 24, open: true},
-		{name: "sym_entry2_length", file: store.SymName, damage: ctPut32(hdr+48, 0xFFFF), off: hdr + 48, open: true},
-		{name: "sym_entry2_dir", file: store.SymName, damage: ctFlip(hdr+48+8, 0x01), off: hdr + 48, open: true},
-		{name: "sym_entries_zeroed", file: store.SymName, damage: ctZero(hdr, 72), off: hdr, open: true},
+		{name: "sym_header_table_id", file: format.SymName, damage: ctFlip(20, 0x01), off: 32, open: true},
+		{name: "sym_magic", file: format.SymName, damage: ctFlip(3, 0x01), off: 0, open: true},
+		{name: "sym_truncated_header", file: format.SymName, damage: ctTruncate(100), off: 100, open: true},
+		{name: "sym_entry0_name", file: format.SymName, damage: ctFlip(hdr+16, 0x02), off: hdr, open: true},
+		{name: "sym_entry1_check", file: format.SymName, damage: ctFlip(hdr+24+4, 0x10), off: hdr + 24, open: true},
+		{name: "sym_entry2_length", file: format.SymName, damage: ctPut32(hdr+48, 0xFFFF), off: hdr + 48, open: true},
+		{name: "sym_entry2_dir", file: format.SymName, damage: ctFlip(hdr+48+8, 0x01), off: hdr + 48, open: true},
+		{name: "sym_entries_zeroed", file: format.SymName, damage: ctZero(hdr, 72), off: hdr, open: true},
 		// ts.idx and post.idx headers.
-		{name: "ts_header", file: store.TimeIdxName, damage: ctFlip(9, 0x01), off: 32, open: true},
-		{name: "ts_magic", file: store.TimeIdxName, damage: ctFlip(0, 0x01), off: 0, open: true},
-		{name: "ts_truncated", file: store.TimeIdxName, damage: ctTruncate(4095), off: 4095, open: true},
-		{name: "post_header", file: store.PostName, damage: ctFlip(25, 0x40), off: 32, open: true},
-		{name: "post_truncated", file: store.PostName, damage: ctTruncate(1000), off: 1000, open: true},
+		{name: "ts_header", file: format.TimeIdxName, damage: ctFlip(9, 0x01), off: 32, open: true},
+		{name: "ts_magic", file: format.TimeIdxName, damage: ctFlip(0, 0x01), off: 0, open: true},
+		{name: "ts_truncated", file: format.TimeIdxName, damage: ctTruncate(4095), off: 4095, open: true},
+		{name: "post_header", file: format.PostName, damage: ctFlip(25, 0x40), off: 32, open: true},
+		{name: "post_truncated", file: format.PostName, damage: ctTruncate(1000), off: 1000, open: true},
 		// Segment headers: checked when the segment is first read.
-		{name: "seg0_header", file: store.SegName(0), damage: ctFlip(20, 0x01), off: 56, bad: []uint64{0, 127}, good: []uint64{128, 299}},
-		{name: "seg1_magic", file: store.SegName(1), damage: ctFlip(0, 0x01), off: 0, bad: []uint64{130}, good: []uint64{0, 256}},
-		{name: "seg2_last_partial_header", file: store.SegName(2), damage: ctFlip(40, 0x01), off: 56, bad: []uint64{256, 299}, good: []uint64{255}},
-		{name: "seg0_truncated", file: store.SegName(0), damage: ctTruncate(6000), off: 6000, bad: []uint64{5}, good: []uint64{128}},
-		{name: "seg2_truncated", file: store.SegName(2), damage: ctTruncate(row32(10)), off: row32(10), bad: []uint64{270}, good: []uint64{0}},
+		{name: "seg0_header", file: format.SegName(0), damage: ctFlip(20, 0x01), off: 56, bad: []uint64{0, 127}, good: []uint64{128, 299}},
+		{name: "seg1_magic", file: format.SegName(1), damage: ctFlip(0, 0x01), off: 0, bad: []uint64{130}, good: []uint64{0, 256}},
+		{name: "seg2_last_partial_header", file: format.SegName(2), damage: ctFlip(40, 0x01), off: 56, bad: []uint64{256, 299}, good: []uint64{255}},
+		{name: "seg0_truncated", file: format.SegName(0), damage: ctTruncate(6000), off: 6000, bad: []uint64{5}, good: []uint64{128}},
+		{name: "seg2_truncated", file: format.SegName(2), damage: ctTruncate(row32(10)), off: row32(10), bad: []uint64{270}, good: []uint64{0}},
 		// Rows: a 4 KiB block of rows is checked on first read.
-		{name: "row_in_sealed_segment", file: store.SegName(0), damage: ctFlip(row32(5)+9, 0x08), off: row32(5), bad: []uint64{5}, good: []uint64{128, 255, 256}},
-		{name: "row_check_word_in_sealed_segment", file: store.SegName(1), damage: ctFlip(row32(7)+29, 0x01), off: row32(7), bad: []uint64{135}, good: []uint64{127, 256}},
-		{name: "row_zeroed_in_sealed_segment", file: store.SegName(1), damage: ctZero(row32(100), 32), off: row32(100), bad: []uint64{228}, good: []uint64{0, 299}},
-		{name: "row_moved_in_sealed_segment", file: store.SegName(0), damage: ctCopy(row32(10), row32(11), 32), off: row32(11), bad: []uint64{11}, good: []uint64{200}},
-		{name: "row_in_last_partial_segment", file: store.SegName(2), damage: ctFlip(row32(34)+16, 0x01), off: row32(34), bad: []uint64{290}, good: []uint64{255}},
-		{name: "last_row_zeroed", file: store.SegName(2), damage: ctZero(row32(43), 32), off: row32(43), bad: []uint64{299}, good: []uint64{0, 128}},
-		{name: "first_row_ts", file: store.SegName(0), damage: ctFlip(row32(0)+7, 0x40), off: row32(0), bad: []uint64{0}, good: []uint64{128}},
+		{name: "row_in_sealed_segment", file: format.SegName(0), damage: ctFlip(row32(5)+9, 0x08), off: row32(5), bad: []uint64{5}, good: []uint64{128, 255, 256}},
+		{name: "row_check_word_in_sealed_segment", file: format.SegName(1), damage: ctFlip(row32(7)+29, 0x01), off: row32(7), bad: []uint64{135}, good: []uint64{127, 256}},
+		{name: "row_zeroed_in_sealed_segment", file: format.SegName(1), damage: ctZero(row32(100), 32), off: row32(100), bad: []uint64{228}, good: []uint64{0, 299}},
+		{name: "row_moved_in_sealed_segment", file: format.SegName(0), damage: ctCopy(row32(10), row32(11), 32), off: row32(11), bad: []uint64{11}, good: []uint64{200}},
+		{name: "row_in_last_partial_segment", file: format.SegName(2), damage: ctFlip(row32(34)+16, 0x01), off: row32(34), bad: []uint64{290}, good: []uint64{255}},
+		{name: "last_row_zeroed", file: format.SegName(2), damage: ctZero(row32(43), 32), off: row32(43), bad: []uint64{299}, good: []uint64{0, 128}},
+		{name: "first_row_ts", file: format.SegName(0), damage: ctFlip(row32(0)+7, 0x40), off: row32(0), bad: []uint64{0}, good: []uint64{128}},
 		// 40-byte rows straddle blocks: damage stays in its block.
-		{name: "row40_second_block", schema: tickBoolSchema(), seg: 8192, file: store.SegName(1), damage: ctFlip(row40(120)+3, 0x01),
+		{name: "row40_second_block", schema: tickBoolSchema(), seg: 8192, file: format.SegName(1), damage: ctFlip(row40(120)+3, 0x01),
 			off: row40(120), bad: []uint64{248, 103 + 128}, good: []uint64{128, 102 + 128, 256}},
-		{name: "row40_straddling_row_tail", schema: tickBoolSchema(), seg: 8192, file: store.SegName(0), damage: ctFlip(row40(102)+30, 0x01),
+		{name: "row40_straddling_row_tail", schema: tickBoolSchema(), seg: 8192, file: format.SegName(0), damage: ctFlip(row40(102)+30, 0x01),
 			off: row40(102), bad: []uint64{102, 0}, good: []uint64{103, 127, 128}},
-		{name: "row40_last_partial", schema: tickBoolSchema(), seg: 8192, file: store.SegName(2), damage: ctFlip(row40(43)+35, 0x01),
+		{name: "row40_last_partial", schema: tickBoolSchema(), seg: 8192, file: format.SegName(2), damage: ctFlip(row40(43)+35, 0x01),
 			off: row40(43), bad: []uint64{299}, good: []uint64{255}},
 		// Index entries that disagree with the rows: an error naming the
 		// entry, or the right answer, never a wrong one.
-		{name: "ts_index_entry_too_high", file: store.TimeIdxName, damage: ctPut64(hdr+8*5, math.MaxInt64), off: hdr + 8*5},
-		{name: "ts_index_entry_too_low", file: store.TimeIdxName, damage: ctPut64(hdr+8*20, 1), off: hdr + 8*20},
-		{name: "ts_index_last_entry", file: store.TimeIdxName, damage: ctPut64(hdr+8*37, 1<<63), off: hdr + 8*37},
+		{name: "ts_index_entry_too_high", file: format.TimeIdxName, damage: ctPut64(hdr+8*5, math.MaxInt64), off: hdr + 8*5},
+		{name: "ts_index_entry_too_low", file: format.TimeIdxName, damage: ctPut64(hdr+8*20, 1), off: hdr + 8*20},
+		{name: "ts_index_last_entry", file: format.TimeIdxName, damage: ctPut64(hdr+8*37, 1<<63), off: hdr + 8*37},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

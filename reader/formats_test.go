@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -107,7 +108,7 @@ func goldenFormats() []goldenFormat {
 		{name: "v1-clustered", features: index.FeatClustered | index.FeatPostFloor, gen: genClustered, want: goldenWant, rows: goldenRows, ts: goldenTs},
 		{name: "v1-late", features: index.FeatLate | index.FeatClustered | index.FeatPostFloor, gen: genLate, want: goldenWant, rows: goldenRows, ts: lateTs},
 		{name: "v1-columns", features: index.FeatColumns | index.FeatClustered | index.FeatPostFloor, gen: genColumns, want: columnsWant, rows: goldenRows, ts: goldenTs},
-		{name: "v1-postings3", post: store.PostVersion2, gen: genPostings3, want: goldenWant, rows: goldenRows, ts: goldenTs},
+		{name: "v1-postings3", post: format.PostVersion2, gen: genPostings3, want: goldenWant, rows: goldenRows, ts: goldenTs},
 	}
 }
 
@@ -161,7 +162,7 @@ func goldenClose(t *testing.T, w *writer.Writer, db string) {
 	if _, err := w.CloseCompacted(300 * time.Microsecond); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(db, "trades", store.LockName))
+	os.Remove(filepath.Join(db, "trades", format.LockName))
 }
 
 // genClustered: compressed segments in format version 2 (clustered by
@@ -190,7 +191,7 @@ func genPostings3(t *testing.T, db string) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(db, "trades", store.LockName))
+	os.Remove(filepath.Join(db, "trades", format.LockName))
 }
 
 // genColumns: columns added mid-segment (an f64 and a sym, then an i64):
@@ -252,7 +253,7 @@ func TestGoldenFormats(t *testing.T) {
 	for _, f := range goldenFormats() {
 		t.Run(f.name, func(t *testing.T) {
 			db := filepath.Join(formatsDir, f.name)
-			ctlPath := filepath.Join(db, "trades", store.CtlName)
+			ctlPath := filepath.Join(db, "trades", format.CtlName)
 			if _, err := os.Stat(ctlPath); errors.Is(err, os.ErrNotExist) && *updateGolden && f.gen != nil {
 				f.gen(t, db)
 				t.Logf("wrote %s", db)
@@ -265,7 +266,7 @@ func TestGoldenFormats(t *testing.T) {
 			if got := binary.LittleEndian.Uint64(ctl[4312:]); got != f.features {
 				t.Errorf("features %#x, want %#x", got, f.features)
 			}
-			if got, want := postVersion(t, db), max(f.post, store.PostVersion1); got != want {
+			if got, want := postVersion(t, db), max(f.post, format.PostVersion1); got != want {
 				t.Errorf("post.idx version %d, want %d", got, want)
 			}
 			r := verifiedGolden(t, db)
@@ -338,7 +339,7 @@ func TestGoldenFormats(t *testing.T) {
 // postVersion is the version word of db's trades/post.idx header.
 func postVersion(t *testing.T, db string) uint32 {
 	t.Helper()
-	f, err := os.Open(filepath.Join(db, "trades", store.PostName))
+	f, err := os.Open(filepath.Join(db, "trades", format.PostName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestGoldenFormatsUnknownFeature(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			db := t.TempDir()
 			copyDir(t, filepath.Join(formatsDir, f.name, "trades"), filepath.Join(db, "trades"))
-			ctlPath := filepath.Join(db, "trades", store.CtlName)
+			ctlPath := filepath.Join(db, "trades", format.CtlName)
 			b, err := os.ReadFile(ctlPath)
 			if err != nil {
 				t.Fatal(err)

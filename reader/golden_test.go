@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -38,7 +39,7 @@ func goldenRow(i int) (ts int64, sym string, price float64, size int64, venue st
 const goldenRows = 1000
 
 func TestGoldenV1StillReads(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(goldenDB, "trades", store.CtlName)); err != nil {
+	if _, err := os.Stat(filepath.Join(goldenDB, "trades", format.CtlName)); err != nil {
 		t.Fatalf("golden table missing: %v", err)
 	}
 	if _, err := reader.Verify(goldenDB, "trades", nil); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -30,7 +31,7 @@ const (
 
 func hotOptions(live string) *writer.Options {
 	o := &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: hotSlots, LiveDir: live}
-	o.HotBytes = hotSegs * store.SegFileSize(o.Schema.RowSize, 2048)
+	o.HotBytes = hotSegs * format.SegFileSize(o.Schema.RowSize, 2048)
 	return o
 }
 
@@ -103,7 +104,7 @@ func TestHotSegmentsReadFromMemory(t *testing.T) {
 
 	// Hide the hot segments' files and the raw segment just before them.
 	hide := func(n uint64) func() {
-		p := store.SegPath(db+"/"+hotTable, n)
+		p := format.SegPath(db+"/"+hotTable, n)
 		if err := os.Rename(p, p+".hidden"); err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func TestHotCopyLeavesReader(t *testing.T) {
 	rps := uint64(2048)
 	w := hotWriter(t, db, live, 5*rps+10)
 	waitTiers(t, db, hotSegs)
-	hot := store.HotPath(live, 1)
+	hot := format.HotPath(live, 1)
 	if _, err := os.Stat(hot); err != nil {
 		t.Fatalf("segment 1 has no hot copy: %v", err)
 	}
@@ -340,7 +341,7 @@ func TestHotCopyLeavesReader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !store.Valid(q, got) {
+		if !format.Valid(q, got) {
 			t.Fatalf("row %d fails its check after the swap", q)
 		}
 	}
@@ -358,18 +359,18 @@ func sameAsDurable(t *testing.T, dir, live string) []uint64 {
 	}
 	var segs []uint64
 	for _, e := range ents {
-		n, tmp, ok := store.ParseHotName(e.Name())
+		n, tmp, ok := format.ParseHotName(e.Name())
 		if !ok || tmp {
 			continue
 		}
-		hot, err := os.ReadFile(store.HotPath(live, n))
+		hot, err := os.ReadFile(format.HotPath(live, n))
 		if errors.Is(err, os.ErrNotExist) {
 			continue // dropped meanwhile
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		dat, err := os.ReadFile(store.SegPath(dir, n))
+		dat, err := os.ReadFile(format.SegPath(dir, n))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // with ts >= t: every row before it has ts < t, and a late row after it
 // may have ts < t too (Range and RangeSym return them in ts order).
 func (r *Reader) SeekTime(t int64) (uint64, error) {
-	snap, err := r.Snapshot()
+	snap, err := r.snapshot()
 	if err != nil {
 		return 0, err
 	}
@@ -101,7 +102,7 @@ func (r *Reader) coarse(t int64, first, vis uint64) (a, b uint64, err error) {
 	// Index entries 0..kmax cover rows k<<sshift below vis.
 	kmax := (vis - 1) >> r.sshift
 	if !r.ts.Covers(kmax + 1) {
-		return 0, 0, store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+		return 0, 0, format.Corruptf(r.ts.Path(), int64(format.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
 	}
 	lo := r.tsEntry(t, first, vis)
 	// The answer lies in ((lo-1)<<sshift, lo<<sshift], within [first, vis].
@@ -173,7 +174,7 @@ func (r *Reader) tsEntry(t int64, first, vis uint64) uint64 {
 const interpMin = 512
 
 func (r *Reader) badTimeEntry(k uint64, key int64) error {
-	return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "time index entry %d is %d, its row %d has time key %d",
+	return format.Corruptf(r.ts.Path(), int64(format.BlockSize+8*k), "time index entry %d is %d, its row %d has time key %d",
 		k, r.ts.At(k), k<<r.sshift, key)
 }
 
@@ -266,7 +267,7 @@ func lastTs(to int64) int64 {
 // Range positions it over rows with from <= ts < to (all symbols), or
 // with ts >= from when to is ToEnd.
 func (r *Reader) Range(from, to int64, it *Iter) error {
-	snap, err := r.Snapshot()
+	snap, err := r.snapshot()
 	if err != nil {
 		return err
 	}
@@ -324,7 +325,7 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 			return fmt.Errorf("%w: id %d", ErrUnknownSymbol, id)
 		}
 	}
-	snap, err := r.Snapshot()
+	snap, err := r.snapshot()
 	if err != nil {
 		return err
 	}
@@ -545,7 +546,7 @@ func (it *Iter) at(p uint64) uint64 {
 // one between is too). Anything else equal is damage.
 func (it *Iter) closedEarly(p, e uint64) bool {
 	n := uint64(it.r.post.EntriesPerChunk())
-	return p%n != 0 && it.r.post.Version() != store.PostVersion1 && it.r.post.Entry(it.chunks[p/n], int(n-1)) == e
+	return p%n != 0 && it.r.post.Version() != format.PostVersion1 && it.r.post.Entry(it.chunks[p/n], int(n-1)) == e
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
@@ -638,7 +639,7 @@ func (it *Iter) next() bool {
 						it.seq = (it.seq/n + 1) * n
 						continue
 					}
-					it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, prev)
+					it.err = format.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, prev)
 					return false
 				}
 			}
@@ -675,7 +676,7 @@ func (it *Iter) next() bool {
 			break
 		}
 		if !it.r.recycled(seq) {
-			it.err = store.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
+			it.err = format.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d name row %d, which has symbol %d", it.id, seq, id)
 			return false
 		}
 		if row, err = it.r.Get(seq); err != nil {
@@ -751,7 +752,7 @@ func (r *Reader) finalRun(seq, end uint64) (run []byte, first, stop, rs uint64) 
 		return nil, 0, 0, 0
 	}
 	// The rows that start in the block: the ones its check covered.
-	last := min(((blk+1)*store.BlockSize+rs-1)/rs, r.mask+1)
+	last := min(((blk+1)*format.BlockSize+rs-1)/rs, r.mask+1)
 	first = seq + 1
 	stop = min(n<<r.shift+last, end)
 	if first >= stop {
@@ -773,14 +774,14 @@ func (it *Iter) Row() store.Row { return it.row }
 func (it *Iter) ReadRow(dst []byte) error {
 	if len(it.row) == len(dst) {
 		copy(dst, it.row)
-		if store.Valid(it.cur, dst) {
+		if format.Valid(it.cur, dst) {
 			return nil
 		}
 	}
 	if err := it.r.ReadRow(it.cur, dst); err != nil {
 		return err
 	}
-	if !store.Valid(it.cur, dst) {
+	if !format.Valid(it.cur, dst) {
 		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, it.cur)
 	}
 	return nil

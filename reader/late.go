@@ -6,7 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -31,17 +32,17 @@ func (r *Reader) lateFor(n uint64) error {
 		return nil
 	}
 	if r.late == nil {
-		l, err := index.OpenLateIndex(filepath.Join(r.dir, store.LateIdxName), r.ctl.TableID, false)
+		l, err := index.OpenLateIndex(filepath.Join(r.dir, format.LateIdxName), r.ctl.TableID, false)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return store.Corruptf(filepath.Join(r.dir, store.LateIdxName), 0, "file missing, the table has %d late rows", n)
+				return format.Corruptf(filepath.Join(r.dir, format.LateIdxName), 0, "file missing, the table has %d late rows", n)
 			}
 			return err
 		}
 		r.late = l
 	}
 	if !r.late.Covers(n) {
-		return store.Corruptf(r.late.Path(), store.BlockSize, "shorter than the %d published late rows", n)
+		return format.Corruptf(r.late.Path(), format.BlockSize, "shorter than the %d published late rows", n)
 	}
 	return nil
 }
@@ -179,8 +180,8 @@ func (it *Iter) nextLate() bool {
 			it.err = err
 			return false
 		}
-		if !store.Valid(c.seq, l.row) || store.Row(l.row).Ts() != c.ts {
-			it.err = store.Corruptf(r.late.Path(), store.BlockSize, "late entry for row %d says ts %d, the row has %d", c.seq, c.ts, store.Row(l.row).Ts())
+		if !format.Valid(c.seq, l.row) || store.Row(l.row).Ts() != c.ts {
+			it.err = format.Corruptf(r.late.Path(), format.BlockSize, "late entry for row %d says ts %d, the row has %d", c.seq, c.ts, store.Row(l.row).Ts())
 			return false
 		}
 		it.row, it.cur = l.row, c.seq

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -288,7 +289,7 @@ func TestLateRowsMatchModel(t *testing.T) {
 			}
 			lateCheck(t, db, live, m, rng)
 			// The format features the table now uses are declared.
-			c, err := index.OpenCtl(filepath.Join(db, "t", store.CtlName), false)
+			c, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -340,7 +341,7 @@ func TestLateRowsReindexed(t *testing.T) {
 	// Forget the checkpoint: the next writer re-indexes every row.
 	// (ctl's checkpoint words, docs/FORMAT.md §4: ckSeq, ckNextChunk,
 	// ckSymCount at 4240..4263, ckLate at 4296.)
-	f, err := os.OpenFile(filepath.Join(db, "t", store.CtlName), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(db, "t", format.CtlName), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -74,7 +75,7 @@ func (r *Reader) Latest(at int64, l *Latest) error {
 	if r.symOff < 0 {
 		return fmt.Errorf("reader: table has no sym column")
 	}
-	snap, err := r.Snapshot()
+	snap, err := r.snapshot()
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 		e = word(lo - 1)
 	}
 	if badAt != 0 {
-		return 0, false, store.Corruptf(r.post.Path(), int64(badAt-1)*8, "postings directory of symbol %d: data chunk %d out of range (next chunk %d)", id, badChunk, l.nextCk)
+		return 0, false, format.Corruptf(r.post.Path(), int64(badAt-1)*8, "postings directory of symbol %d: data chunk %d out of range (next chunk %d)", id, badChunk, l.nextCk)
 	}
 	if lo == 0 {
 		return 0, false, nil
@@ -287,7 +288,7 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 				return 0, false, err
 			}
 			if !ok || got != seq {
-				return 0, false, store.Corruptf(r.post.Path(), off, "postings of symbol %d: the last row at or before %d is row %d, the directory of %s says %v (row %d)",
+				return 0, false, format.Corruptf(r.post.Path(), off, "postings of symbol %d: the last row at or before %d is row %d, the directory of %s says %v (row %d)",
 					id, l.at, seq, v.path, ok, got)
 			}
 			return seq, true, nil
@@ -296,14 +297,14 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if err := r.ReadRow(seq, dst); err != nil {
 		return 0, false, l.gone(err)
 	}
-	if !store.Valid(seq, dst) {
-		return 0, false, store.Corruptf(r.post.Path(), off, "postings of symbol %d name row %d, which fails its check word", id, seq)
+	if !format.Valid(seq, dst) {
+		return 0, false, format.Corruptf(r.post.Path(), off, "postings of symbol %d name row %d, which fails its check word", id, seq)
 	}
 	if got := le.Uint32(dst[r.symOff:]); got != id {
-		return 0, false, store.Corruptf(r.post.Path(), off, "postings of symbol %d name row %d, which has symbol %d", id, seq, got)
+		return 0, false, format.Corruptf(r.post.Path(), off, "postings of symbol %d name row %d, which has symbol %d", id, seq, got)
 	}
 	if ts := store.Row(dst).Ts(); ts > l.at {
-		return 0, false, store.Corruptf(r.post.Path(), off, "postings of symbol %d: row %d below the bound of ts %d has ts %d", id, seq, l.at, ts)
+		return 0, false, format.Corruptf(r.post.Path(), off, "postings of symbol %d: row %d below the bound of ts %d has ts %d", id, seq, l.at, ts)
 	}
 	return seq, true, nil
 }
@@ -409,12 +410,12 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 		}
 	}
 	if i == 0 {
-		return 0, false, store.Corruptf(v.path, 0, "data block %d of symbol %d: no row at or before %d, its index says it starts at or before it", k, id, at)
+		return 0, false, format.Corruptf(v.path, 0, "data block %d of symbol %d: no row at or before %d, its index says it starts at or before it", k, id, at)
 	}
 	row := rows[(i-1)*rs : i*rs]
 	seq := seqs[i-1]
 	if got := le.Uint32(row[r.symOff:]); got != id {
-		return 0, false, store.Corruptf(v.path, 0, "data block %d of symbol %d holds symbol %d", k, id, got)
+		return 0, false, format.Corruptf(v.path, 0, "data block %d of symbol %d holds symbol %d", k, id, got)
 	}
 	if err := r.CopyRow(seq, dst, row); err != nil {
 		return 0, false, err
@@ -437,7 +438,7 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 // link is followed only once its directory is full).
 func (r *Reader) postDirs(dir, nextCk uint64) ([]uint64, error) {
 	if !r.post.CoversChunks(nextCk) {
-		return nil, store.Corruptf(r.post.Path(), int64(nextCk)*store.BlockSize, "published chunk count %d is past the end of the file", nextCk)
+		return nil, format.Corruptf(r.post.Path(), int64(nextCk)*format.BlockSize, "published chunk count %d is past the end of the file", nextCk)
 	}
 	dirs := append(r.last.dirs[:0], dir)
 	for {
@@ -449,7 +450,7 @@ func (r *Reader) postDirs(dir, nextCk uint64) ([]uint64, error) {
 		// damage (and would loop).
 		if nx <= dir {
 			r.last.dirs = dirs
-			return nil, store.Corruptf(r.post.Path(), int64(dir)*store.BlockSize, "directory chunk %d links back to %d", dir, nx)
+			return nil, format.Corruptf(r.post.Path(), int64(dir)*format.BlockSize, "directory chunk %d links back to %d", dir, nx)
 		}
 		dirs = append(dirs, nx)
 		dir = nx
@@ -530,11 +531,11 @@ func (l *Latest) lateSym(id uint32, dst []byte) (uint64, bool, error) {
 			return 0, false, l.gone(err)
 		}
 		if found {
-			if !store.Valid(seq, dst) {
+			if !format.Valid(seq, dst) {
 				if err := r.ReadRow(seq, dst); err != nil {
 					return 0, false, l.gone(err)
 				}
-				if !store.Valid(seq, dst) {
+				if !format.Valid(seq, dst) {
 					return 0, false, fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -187,7 +188,7 @@ func readerAnswers(r *reader.Reader, ats []int64, nsym int) ([]string, error) {
 			if !ok {
 				b.WriteString(answer(id, 0, nil))
 			} else {
-				if !store.Valid(seq, dst) {
+				if !format.Valid(seq, dst) {
 					return nil, fmt.Errorf("at %d symbol %d: row %d fails its check word", at, id, seq)
 				}
 				b.WriteString(answer(id, seq, dst[:len(dst)-store.CheckSize]))
@@ -230,7 +231,7 @@ func latOptions(live string, hotSegs int64) *writer.Options {
 	o := &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveSlots: 2, LiveDir: live, TimeStride: 16}
 	o.HotBytes = -1
 	if hotSegs > 0 {
-		o.HotBytes = hotSegs * store.SegFileSize(32, 2048)
+		o.HotBytes = hotSegs * format.SegFileSize(32, 2048)
 	}
 	return o
 }
@@ -637,7 +638,7 @@ func TestLatestWhileWriting(t *testing.T) {
 			if ok {
 				got[id] = int64(seq)
 			}
-			if ok && !store.Valid(seq, dst) {
+			if ok && !format.Valid(seq, dst) {
 				t.Fatalf("row %d fails its check", seq)
 			}
 			if ok {
@@ -692,7 +693,7 @@ func TestLatestRetention(t *testing.T) {
 	g.write(t, w, 8*rps+5)
 	r := openLat(t, db)
 	checkLatest(t, "before retention", r, g.m, rng)
-	if _, err := w.Retain(0, 5*store.SegFileSize(32, rps)); err != nil {
+	if _, err := w.Retain(0, 5*format.SegFileSize(32, rps)); err != nil {
 		t.Fatal(err)
 	}
 	first := w.FirstSeq()

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -44,7 +45,7 @@ func symAnswers(t *testing.T, r *reader.Reader) [][]uint64 {
 func postBytes(t *testing.T, db string) int64 {
 	t.Helper()
 	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(db, hotTable, store.PostName), &st); err != nil {
+	if err := syscall.Stat(filepath.Join(db, hotTable, format.PostName), &st); err != nil {
 		t.Fatal(err)
 	}
 	return st.Blocks * 512
@@ -133,7 +134,7 @@ func TestPostingsDroppedAfterCompaction(t *testing.T) {
 	}
 	checkRows(t, r, 0, more)
 	tablecheck.Verify(t, db, hotTable, more)
-	if _, err := os.Stat(filepath.Join(db, hotTable, store.ZSegName(0))); err != nil {
+	if _, err := os.Stat(filepath.Join(db, hotTable, format.ZSegName(0))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tickdb/tickdb/codec"
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/codec"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -133,9 +135,9 @@ const partialRows = 16
 
 // release unmaps what the view holds.
 func (v *segView) release() {
-	store.Unmap(v.file)
+	mmap.Unmap(v.file)
 	if v.low != nil {
-		store.Unmap(v.low.file)
+		mmap.Unmap(v.low.file)
 	}
 	if v.z != nil {
 		v.z.Close()
@@ -154,7 +156,7 @@ func Open(db, name string, opts *Options) (*Reader, error) {
 		return nil, err
 	}
 	dir := filepath.Join(db, name)
-	ctl, err := index.OpenCtl(filepath.Join(dir, store.CtlName), false)
+	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", store.ErrNoTable, dir)
 	}
@@ -172,13 +174,13 @@ func Open(db, name string, opts *Options) (*Reader, error) {
 func (r *Reader) open(opts *Options) error {
 	c := r.ctl
 	var err error
-	if r.syms, err = index.OpenSymbols(filepath.Join(r.dir, store.SymName), c.TableID, false); err != nil {
+	if r.syms, err = index.OpenSymbols(filepath.Join(r.dir, format.SymName), c.TableID, false); err != nil {
 		return err
 	}
-	if r.ts, err = index.OpenTimeIndex(filepath.Join(r.dir, store.TimeIdxName), c.TableID, false); err != nil {
+	if r.ts, err = index.OpenTimeIndex(filepath.Join(r.dir, format.TimeIdxName), c.TableID, false); err != nil {
 		return err
 	}
-	if r.post, err = index.OpenPostings(filepath.Join(r.dir, store.PostName), c.TableID, false); err != nil {
+	if r.post, err = index.OpenPostings(filepath.Join(r.dir, format.PostName), c.TableID, false); err != nil {
 		return err
 	}
 	// Every query's seek reads the time index: start reading it now (on a
@@ -202,7 +204,7 @@ func (r *Reader) open(opts *Options) error {
 		}(c.Schema, r.zready)
 	}
 	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
-		_ = cseg.Prefetch(store.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
+		_ = cseg.Prefetch(format.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
 	}
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
@@ -211,12 +213,12 @@ func (r *Reader) open(opts *Options) error {
 	r.mask = c.RowsPerSeg() - 1
 	r.rowSize = uint64(c.Schema.RowSize)
 	r.sshift = c.StrideShift
-	r.segSize = store.SegFileSize(c.Schema.RowSize, c.RowsPerSeg())
+	r.segSize = format.SegFileSize(c.Schema.RowSize, c.RowsPerSeg())
 	if c.Schema.SymCol >= 0 {
 		r.symOff = c.Schema.ColAt(c.Schema.SymCol).Off
 	}
 	r.slots = make([]slotMap, c.LiveSlots)
-	r.boot = store.BootID()
+	r.boot = mmap.BootID()
 	r.visible, r.first = c.Visible(), c.FirstSeq()
 	return r.refreshSymbols()
 }
@@ -242,7 +244,7 @@ func (r *Reader) Close() error {
 	}
 	r.segs = nil
 	for _, b := range r.retired {
-		errs = append(errs, store.Unmap(b))
+		errs = append(errs, mmap.Unmap(b))
 	}
 	r.retired = nil
 	for _, z := range r.retiredZ {
@@ -251,12 +253,12 @@ func (r *Reader) Close() error {
 	r.retiredZ = nil
 	for i := range r.clus {
 		if c := &r.clus[i]; c.state == cluOpen {
-			errs = append(errs, store.CloseFD(c.fd))
+			errs = append(errs, mmap.CloseFD(c.fd))
 		}
 	}
 	r.clus = nil
 	for i := range r.slots {
-		errs = append(errs, store.Unmap(r.slots[i].b))
+		errs = append(errs, mmap.Unmap(r.slots[i].b))
 	}
 	if r.post != nil {
 		errs = append(errs, r.post.Close())
@@ -300,15 +302,33 @@ func (r *Reader) Durable() uint64 {
 
 // FirstSeq is the first row not deleted by retention.
 func (r *Reader) FirstSeq() uint64 {
-	s, err := r.Snapshot()
+	s, err := r.snapshot()
 	if err != nil {
 		return 0
 	}
 	return s.FirstSeq
 }
 
-// Snapshot is the seqlock-published state: count, last ts, first seq.
-func (r *Reader) Snapshot() (index.Snap, error) {
+// Snapshot is the table's published state read at one instant (the
+// writer publishes it under a seqlock, so its fields agree with each
+// other): rows [FirstSeq, Len) can be read, LastTs is the newest ts among
+// them (late rows are older), and Late rows of them were stored late
+// (inside the late window).
+type Snapshot struct {
+	Len      uint64
+	FirstSeq uint64
+	LastTs   int64
+	Late     uint64
+}
+
+// Snapshot reads the table's published state at one instant.
+func (r *Reader) Snapshot() (Snapshot, error) {
+	s, err := r.snapshot()
+	return Snapshot{Len: s.Visible, FirstSeq: s.FirstSeq, LastTs: s.LastTs, Late: s.Late}, err
+}
+
+// snapshot is the seqlock-published state as the control file holds it.
+func (r *Reader) snapshot() (index.Snap, error) {
 	if r.closed {
 		return index.Snap{}, ErrClosed
 	}
@@ -408,7 +428,7 @@ func (r *Reader) Get(seq uint64) (store.Row, error) {
 // dst is Schema().RowSize bytes (or the size of the row, Get's len); a
 // row of another layout (written before columns were added to the table,
 // or after, by a reader whose schema is older) is copied into it in dst's
-// layout (store.Relayout).
+// layout, the missing value in each column the row lacks.
 func (r *Reader) ReadRow(seq uint64, dst []byte) error {
 	for {
 		row, err := r.Get(seq)
@@ -489,7 +509,7 @@ func (r *Reader) getSlow(seq uint64) (store.Row, error) {
 				}
 				if l.rs != v.rs {
 					l.release()
-					return nil, store.Corruptf(l.path, 12, "%d-byte rows, its live slot has %d", l.rs, v.rs)
+					return nil, format.Corruptf(l.path, 12, "%d-byte rows, its live slot has %d", l.rs, v.rs)
 				}
 				v.low = l
 			}
@@ -538,8 +558,8 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	if gen, seg := r.ctl.Slot(i); gen != 0 && seg == n {
 		if b, rs, err := r.attachSlot(i, gen, n); err == nil {
 			v.release()
-			from := min(store.LoadAcquire64(b, store.LiveFromOff), r.mask+1)
-			*v = segView{kind: viewLive, rs: rs, rows: b[store.BlockSize:], slot: i, gen: gen, from: from}
+			from := min(mmap.LoadAcquire64(b, format.LiveFromOff), r.mask+1)
+			*v = segView{kind: viewLive, rs: rs, rows: b[format.BlockSize:], slot: i, gen: gen, from: from}
 			r.mapRows(v, n)
 			return v, nil
 		}
@@ -567,26 +587,26 @@ func (r *Reader) mapRows(v *segView, n uint64) {
 		hi = min(hi, vis-min(vis, n<<r.shift))
 	}
 	if lo < hi {
-		_ = store.PopulateRead(v.rows[lo*v.rs : hi*v.rs]) // advice: a failure costs only faults
+		_ = mmap.PopulateRead(v.rows[lo*v.rs : hi*v.rs]) // advice: a failure costs only faults
 	}
 }
 
 func (r *Reader) attachSlot(i int, gen, n uint64) ([]byte, uint64, error) {
 	m := &r.slots[i]
-	if m.b != nil && store.LoadAcquire64(m.b, store.LiveGenOff) == gen {
+	if m.b != nil && mmap.LoadAcquire64(m.b, format.LiveGenOff) == gen {
 		m.gen = gen
 		return m.b, m.rs, nil
 	}
-	path := filepath.Join(r.liveDirPath(), store.SlotName(i))
-	b, rs, err := store.MapSegmentOf(path, store.SegHeader{Live: true, TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}, r.knownLayout)
+	path := filepath.Join(r.liveDirPath(), format.SlotName(i))
+	b, rs, err := format.MapSegmentOf(path, format.SegHeader{Live: true, TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}, r.knownLayout)
 	if err != nil {
 		return nil, 0, err
 	}
-	if store.LoadAcquire64(b, store.LiveGenOff) != gen {
-		store.Unmap(b)
+	if mmap.LoadAcquire64(b, format.LiveGenOff) != gen {
+		mmap.Unmap(b)
 		return nil, 0, fmt.Errorf("live slot %s is not segment %d generation %d", path, n, gen)
 	}
-	store.Unmap(m.b)
+	mmap.Unmap(m.b)
 	m.b, m.gen, m.rs = b, gen, uint64(rs)
 	return b, uint64(rs), nil
 }
@@ -610,14 +630,15 @@ func (r *Reader) reloadSchema() bool {
 	}
 	r.schema = r.ctl.Schema
 	r.rowSize = uint64(r.schema.RowSize)
-	r.segSize = store.SegFileSize(r.schema.RowSize, r.mask+1)
+	r.segSize = format.SegFileSize(r.schema.RowSize, r.mask+1)
 	return true
 }
 
 // CopyRow copies row seq, src (a view Get or an iterator gave, of any of
 // the table's layouts: docs/FORMAT.md §15), into dst in the layout of
 // dst's size (Schema().RowSize, or the size a schema the caller took
-// earlier had): a plain copy when the sizes agree, else store.Relayout.
+// earlier had): a plain copy when the sizes agree, else column by column,
+// the missing value in each column the row lacks.
 // A src that fails its check (a live slot recycled under the view) is
 // not relaid: dst is cleared and fails its check too; ReadRow then reads
 // the row again.
@@ -625,7 +646,7 @@ func (r *Reader) CopyRow(seq uint64, dst []byte, src store.Row) error {
 	switch {
 	case len(src) == len(dst):
 		copy(dst, src)
-	case !store.Valid(seq, src):
+	case !format.Valid(seq, src):
 		clear(dst)
 	default:
 		return r.relayout(seq, dst, src)
@@ -634,13 +655,13 @@ func (r *Reader) CopyRow(seq uint64, dst []byte, src store.Row) error {
 }
 
 // relayout copies row seq (src, of another of the table's layouts) into
-// dst in the layout of dst's size: store.Relayout.
+// dst in the layout of dst's size: format.Relayout.
 func (r *Reader) relayout(seq uint64, dst, src []byte) error {
 	n := r.schema.Layout(len(dst))
 	if n < 0 {
 		return fmt.Errorf("reader: row buffer of %d bytes for a row of %d (the schema's rows are %d)", len(dst), len(src), r.schema.RowSize)
 	}
-	store.Relayout(r.schema.Prefix(n), seq, dst, src)
+	format.Relayout(r.schema.Prefix(n), seq, dst, src)
 	return nil
 }
 
@@ -661,18 +682,18 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	}
 	// A sealed segment's hot copy, where the writer keeps one, is its
 	// durable file byte for byte, in shared memory.
-	want := store.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}
-	path, hot := store.SegPath(r.dir, n), false
+	want := format.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}
+	path, hot := format.SegPath(r.dir, n), false
 	var b []byte
 	var rs int
 	var err error
 	if dir := r.liveDirPath(); kind == viewDurable && dir != "" && r.ctl.State() != index.StateClosed {
-		if b, rs, err = store.MapSegmentOf(store.HotPath(dir, n), want, r.knownLayout); err == nil {
-			path, hot = store.HotPath(dir, n), true
+		if b, rs, err = format.MapSegmentOf(format.HotPath(dir, n), want, r.knownLayout); err == nil {
+			path, hot = format.HotPath(dir, n), true
 		}
 	}
 	if !hot {
-		b, rs, err = store.MapSegmentOf(path, want, r.knownLayout)
+		b, rs, err = format.MapSegmentOf(path, want, r.knownLayout)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
@@ -681,8 +702,8 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		return r.segMissing(n, err)
 	}
 	v.release()
-	blocks := (uint64(len(b)) - store.BlockSize) / store.BlockSize
-	*v = segView{kind: kind, rs: uint64(rs), rows: b[store.BlockSize:], path: path, file: b, hot: hot}
+	blocks := (uint64(len(b)) - format.BlockSize) / format.BlockSize
+	*v = segView{kind: kind, rs: uint64(rs), rows: b[format.BlockSize:], path: path, file: b, hot: hot}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
 }
@@ -699,7 +720,7 @@ func (r *Reader) remapCompressed(n uint64) (*segView, error) {
 
 // mapCompressed opens segment n's compressed file into v.
 func (r *Reader) mapCompressed(v *segView, n uint64) error {
-	path := store.ZSegPath(r.dir, n)
+	path := format.ZSegPath(r.dir, n)
 	// Rows 0: any count (a table's last segment, compressed after its
 	// writer closed, holds fewer than a segment's rows).
 	// RowSize 0: the segment's own layout (columns may have been added
@@ -757,7 +778,7 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 		}
 		b := int(i / cseg.BlockRows)
 		if b >= v.z.Blocks() {
-			return nil, store.Corruptf(v.path, 0, "holds %d rows, not row %d of the segment", v.z.Rows(), i)
+			return nil, format.Corruptf(v.path, 0, "holds %d rows, not row %d of the segment", v.z.Rows(), i)
 		}
 		if v.z.Version() == cseg.VersionClustered {
 			// Decoding a whole block of a clustered segment decodes a
@@ -799,7 +820,7 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 		v.bfirst = uint64(b) * cseg.BlockRows
 		v.bend = v.bfirst + uint64(len(rows))/v.rs
 		if i >= v.bend {
-			return nil, store.Corruptf(v.path, 0, "block %d holds rows up to %d, not row %d", b, v.bend, i)
+			return nil, format.Corruptf(v.path, 0, "block %d holds rows up to %d, not row %d", b, v.bend, i)
 		}
 	}
 	o := (i - v.bfirst) * v.rs
@@ -814,13 +835,13 @@ func (r *Reader) validate(v *segView, n, blk, limit uint64) error {
 		return nil
 	}
 	rs := v.rs
-	first := (blk*store.BlockSize + rs - 1) / rs
-	last := min(((blk+1)*store.BlockSize+rs-1)/rs, r.mask+1)
+	first := (blk*format.BlockSize + rs - 1) / rs
+	last := min(((blk+1)*format.BlockSize+rs-1)/rs, r.mask+1)
 	base := n << r.shift
 	for i := first; i < min(last, limit); i++ {
 		off := i * rs
-		if !store.Valid(base+i, v.rows[off:off+rs]) {
-			return store.Corruptf(v.path, int64(store.BlockSize+off), "row %d fails its check", base+i)
+		if !format.Valid(base+i, v.rows[off:off+rs]) {
+			return format.Corruptf(v.path, int64(format.BlockSize+off), "row %d fails its check", base+i)
 		}
 	}
 	if last <= limit {

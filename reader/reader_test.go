@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -31,7 +32,7 @@ type rtModel struct {
 
 func (m *rtModel) add(row store.Row, sym uint32) {
 	r := append(store.Row(nil), row...)
-	store.Seal(uint64(len(m.rows)), r)
+	format.Seal(uint64(len(m.rows)), r)
 	m.rows = append(m.rows, r)
 	m.syms = append(m.syms, sym)
 	m.ts = append(m.ts, row.Ts())
@@ -396,7 +397,7 @@ func TestTail(t *testing.T) {
 					if err == nil && filter && row.Sym(symCol) != 2 {
 						err = fmt.Errorf("filtered tail returned row %d of symbol %d", seq, row.Sym(symCol))
 					}
-					if err == nil && !store.Valid(seq, row) {
+					if err == nil && !format.Valid(seq, row) {
 						err = fmt.Errorf("tail returned a row that fails its check at %d", seq)
 					}
 					if err != nil {

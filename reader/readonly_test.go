@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io"
 	"io/fs"
 	"os"
@@ -16,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/tablecheck"
+
 	"golang.org/x/sys/unix"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -121,7 +123,7 @@ func TestChildReadOnly(t *testing.T) {
 	// Prove the tree is really closed to this process (not root).
 	probe := filepath.Join(db, roTable, "probe")
 	if os.Geteuid() != 0 {
-		if f, err := os.OpenFile(filepath.Join(db, roTable, store.CtlName), os.O_RDWR, 0); err == nil {
+		if f, err := os.OpenFile(filepath.Join(db, roTable, format.CtlName), os.O_RDWR, 0); err == nil {
 			f.Close()
 			testutil.Report("error ctl opened read-write as uid %d", os.Geteuid())
 			t.Fatal("ctl writable")

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -88,8 +90,8 @@ func TestReopenMidSegmentReadsLowRowsFromDurable(t *testing.T) {
 
 	// Row 2100 is below the slot's first row (the reopen copied in only
 	// the block holding row 3000): damage it in the durable file.
-	path := store.SegPath(filepath.Join(db, "t"), 1)
-	off := int64(store.BlockSize + (2100-2048)*32)
+	path := format.SegPath(filepath.Join(db, "t"), 1)
+	off := int64(format.BlockSize + (2100-2048)*32)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +214,7 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 	}
 	// The index checkpoint follows Sync in the background: wait for it to
 	// cover the synced rows, or the cap below is 0 on a busy machine.
-	ctl, err := index.OpenCtl(filepath.Join(db, "t", store.CtlName), false)
+	ctl, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +224,7 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 		}
 	}
 	ctl.Close()
-	f, err := os.OpenFile(filepath.Join(db, "t", store.CtlName), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(db, "t", format.CtlName), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,15 +240,15 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 		t.Fatalf("count %d after the restart, want 600 (synced and checkpointed) up to durable %d", got, d)
 	}
 	snap, err := r.Snapshot()
-	if err != nil || snap.Visible != got {
+	if err != nil || snap.Len != got {
 		t.Fatalf("snapshot %+v %v, want visible %d", snap, err, got)
 	}
 	if _, err := r.Get(got); !errors.Is(err, reader.ErrNotVisible) {
 		t.Fatalf("Get(%d): %v", got, err)
 	}
 	// Put this boot back so the writer's Close sees its own table.
-	boot := store.BootID()
-	f, _ = os.OpenFile(filepath.Join(db, "t", store.CtlName), os.O_RDWR, 0)
+	boot := mmap.BootID()
+	f, _ = os.OpenFile(filepath.Join(db, "t", format.CtlName), os.O_RDWR, 0)
 	f.WriteAt(boot[:], 4208)
 	f.Close()
 }
@@ -264,8 +266,8 @@ func TestRangeSymDetectsPostingsOutOfOrder(t *testing.T) {
 	// (allocated in that order at creation); its entry i is row 3i. In a
 	// version 2 post.idx (docs/FORMAT.md §7) entry k of a chunk is 3
 	// bytes at 64(v/21) + 3(v%21), v = k+3, and holds seq_k - seq_0 + 1.
-	path := filepath.Join(db, "t", store.PostName)
-	entryOff := func(k int64) int64 { v := k + 3; return 2*store.BlockSize + v/21*64 + v%21*3 }
+	path := filepath.Join(db, "t", format.PostName)
+	entryOff := func(k int64) int64 { v := k + 3; return 2*format.BlockSize + v/21*64 + v%21*3 }
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

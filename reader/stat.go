@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -30,11 +31,11 @@ type Stat struct {
 	Late         uint64 // rows stored late (inside the late window), since creation
 	LateWindow   int64  // the widest late window (ns) the table was written with (0: none)
 	// WriterPid and WriterState are what the last writer recorded: a
-	// writer that died leaves StateOpen and its pid behind (the next
+	// writer that died leaves WriterOpen and its pid behind (the next
 	// writer recovers), so whether the pid still runs is the caller's
 	// question.
 	WriterPid   int
-	WriterState uint64 // index.StateClosed, StateOpen or StateRecovering
+	WriterState WriterState
 	// LiveDir is where readers look for the live segment slots, and
 	// LiveSlots how many there are: the table's shared memory is bounded
 	// by LiveSlots × SegmentBytes (the slots are sparse until written).
@@ -77,7 +78,7 @@ type Compressed struct {
 // differ by what it published in between; Rows and the range come from
 // one seqlock snapshot.
 func (r *Reader) Stat() (Stat, error) {
-	snap, err := r.Snapshot()
+	snap, err := r.snapshot()
 	if err != nil {
 		return Stat{}, err
 	}
@@ -94,12 +95,12 @@ func (r *Reader) Stat() (Stat, error) {
 		Late:         snap.Late,
 		LateWindow:   c.LateWindow(),
 		WriterPid:    c.WriterPid(),
-		WriterState:  c.State(),
+		WriterState:  writerState(c.State()),
 		LiveDir:      r.liveDirPath(),
 		LiveSlots:    len(r.slots),
 		Created:      c.Created(),
 	}
-	if st.WriterState == index.StateClosed {
+	if st.WriterState == WriterClosed {
 		st.WriterPid = 0
 	}
 	r.statTiers(&st)
@@ -136,9 +137,9 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 	if err := r.ReadRow(seq, buf); err != nil {
 		return 0, err
 	}
-	if !store.Valid(seq, buf) {
+	if !format.Valid(seq, buf) {
 		path, off := r.rowPlace(seq)
-		return 0, store.Corruptf(path, off, "row %d fails its check", seq)
+		return 0, format.Corruptf(path, off, "row %d fails its check", seq)
 	}
 	return store.Row(buf).Ts(), nil
 }
@@ -147,7 +148,7 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 // from segment first up to the compaction mark.
 func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 	for n := first; n < r.ctl.CmpSegs(); n++ {
-		z, err := cseg.Open(store.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1})
+		z, err := cseg.Open(format.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1})
 		if errors.Is(err, os.ErrNotExist) && n < r.FirstSeq()>>r.shift {
 			continue // deleted by retention meanwhile
 		}
@@ -186,7 +187,7 @@ func (r *Reader) statTiers(st *Stat) {
 	if live != "" && r.ctl.State() != index.StateClosed {
 		ents, _ := os.ReadDir(live)
 		for _, e := range ents {
-			if n, tmp, ok := store.ParseHotName(e.Name()); ok && !tmp {
+			if n, tmp, ok := format.ParseHotName(e.Name()); ok && !tmp {
 				copies[n] = true
 			}
 		}
@@ -199,7 +200,7 @@ func (r *Reader) statTiers(st *Stat) {
 		} else if n < sealed && copies[n] {
 			t = &st.Hot
 		} else if gen, seg := r.ctl.Slot(int(n % uint64(len(r.slots)))); gen != 0 && seg == n && live != "" {
-			if _, err := os.Stat(filepath.Join(live, store.SlotName(int(n%uint64(len(r.slots)))))); err == nil {
+			if _, err := os.Stat(filepath.Join(live, format.SlotName(int(n%uint64(len(r.slots)))))); err == nil {
 				t = &st.Live
 				if n < sealed {
 					t = &st.Hot
@@ -209,4 +210,37 @@ func (r *Reader) statTiers(st *Stat) {
 		t.Segments++
 		t.Rows += rows
 	}
+}
+
+// WriterState is what the last writer of a table recorded about itself.
+type WriterState uint8
+
+const (
+	WriterClosed     WriterState = iota // no writer, or the last one closed cleanly
+	WriterOpen                          // a writer has the table open, or died with it open
+	WriterRecovering                    // a writer is recovering from the durable files (or died doing so)
+)
+
+// writerState reads the control file's state word; a value this build
+// does not know reads as WriterOpen (a writer may hold the table).
+func writerState(w uint64) WriterState {
+	switch w {
+	case index.StateClosed:
+		return WriterClosed
+	case index.StateRecovering:
+		return WriterRecovering
+	}
+	return WriterOpen
+}
+
+// String is "closed", "open" or "recovering": how tickdb stat and the
+// web console name it.
+func (s WriterState) String() string {
+	switch s {
+	case WriterClosed:
+		return "closed"
+	case WriterRecovering:
+		return "recovering"
+	}
+	return "open"
 }

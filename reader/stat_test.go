@@ -5,10 +5,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -55,8 +54,8 @@ func TestStat(t *testing.T) {
 	want := reader.Stat{
 		Rows: n, Durable: n, FirstTs: g.Ts(0), LastTs: g.Ts(n - 1),
 		Segments: 3, SealedSegs: 2, SegmentRows: 128,
-		SegmentBytes: store.SegFileSize(g.Schema.RowSize, 128),
-		Symbols:      w.Stats().Symbols, WriterState: index.StateOpen,
+		SegmentBytes: format.SegFileSize(g.Schema.RowSize, 128),
+		Symbols:      w.Stats().Symbols, WriterState: reader.WriterOpen,
 		LiveDir: w.LiveDir(), LiveSlots: 4, // the default LiveSlots: hot segments are copies, not slots
 		Hot:  reader.Tier{Segments: 2, Rows: 256},
 		Live: reader.Tier{Segments: 1, Rows: n - 256},
@@ -83,7 +82,7 @@ func TestStat(t *testing.T) {
 	}
 	// A clean close removes the live slots: every row is read from the
 	// segment files now.
-	want.WriterPid, want.WriterState = 0, index.StateClosed
+	want.WriterPid, want.WriterState = 0, reader.WriterClosed
 	want.Hot, want.Live, want.Raw = reader.Tier{}, reader.Tier{}, reader.Tier{Segments: 3, Rows: n}
 	check("writer closed", want)
 }

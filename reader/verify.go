@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -100,7 +102,7 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 		want = make([]byte, rs)
 		clear(seen)
 		for k := range c.nsym {
-			id, pos, count := store.CluDirEntryAt(c.dir, k)
+			id, pos, count := format.CluDirEntryAt(c.dir, k)
 			it.id, it.c, it.ilo, it.ihi, it.symSeg, it.cserial = id, c, 0, 0, n, c.serial
 			if cap(it.cidx) < 4*cluIdxMax {
 				it.cidx = make([]byte, 4*cluIdxMax)
@@ -115,7 +117,7 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 				}
 				i := le.Uint32(it.cidx[4*(p-it.ilo):])
 				if uint64(i) >= R || int64(i) <= it.cprev || seen[i/64]&(1<<(i%64)) != 0 {
-					return store.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d (after row %d; named before: %v)", p, i, it.cprev, uint64(i) < R && seen[i/64]&(1<<(i%64)) != 0)
+					return format.Corruptf(c.path, int64(c.idxOff+4*p), "clustered position %d names row %d (after row %d; named before: %v)", p, i, it.cprev, uint64(i) < R && seen[i/64]&(1<<(i%64)) != 0)
 				}
 				seen[i/64] |= 1 << (i % 64)
 				it.cprev = int64(i)
@@ -128,7 +130,7 @@ func (r *Reader) verifyClus(first, vis uint64, rep *VerifyReport) error {
 					return err
 				}
 				if string(row) != string(want) || le.Uint32(row[r.symOff:]) != id {
-					return store.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d differs from row %d of the table (symbol %d)", p, seq, id)
+					return format.Corruptf(c.path, int64(c.rowsOff+p*rs), "row at clustered position %d differs from row %d of the table (symbol %d)", p, seq, id)
 				}
 			}
 		}
@@ -141,13 +143,13 @@ func (r *Reader) checkCtl(s index.Snap) error {
 	d, ds := r.ctl.Durable(), r.ctl.DurableSegs()
 	switch {
 	case s.FirstSeq > s.Visible:
-		return store.Corruptf(r.ctl.Path, 4120, "first row %d is past the published count %d", s.FirstSeq, s.Visible)
+		return format.Corruptf(r.ctl.Path, 4120, "first row %d is past the published count %d", s.FirstSeq, s.Visible)
 	case d > s.Visible:
-		return store.Corruptf(r.ctl.Path, 4224, "durable count %d is past the published count %d", d, s.Visible)
+		return format.Corruptf(r.ctl.Path, 4224, "durable count %d is past the published count %d", d, s.Visible)
 	case ds<<r.shift > d:
-		return store.Corruptf(r.ctl.Path, 4232, "%d durable segments hold more rows than the durable count %d", ds, d)
+		return format.Corruptf(r.ctl.Path, 4232, "%d durable segments hold more rows than the durable count %d", ds, d)
 	case !r.post.CoversChunks(s.NextChunk):
-		return store.Corruptf(r.post.Path(), int64(s.NextChunk)*store.BlockSize, "published chunk count %d is past the end of the file", s.NextChunk)
+		return format.Corruptf(r.post.Path(), int64(s.NextChunk)*format.BlockSize, "published chunk count %d is past the end of the file", s.NextChunk)
 	}
 	return nil
 }
@@ -176,14 +178,14 @@ func (r *Reader) rowPlace(seq uint64) (string, int64) {
 	if n < uint64(len(r.segs)) && r.segs[n].rs != 0 {
 		rs = r.segs[n].rs
 	}
-	off := int64(store.BlockSize + (seq&r.mask)*rs)
+	off := int64(format.BlockSize + (seq&r.mask)*rs)
 	if n < uint64(len(r.segs)) && r.segs[n].kind == viewLive && seq&r.mask >= r.segs[n].from {
-		return filepath.Join(r.liveDirPath(), store.SlotName(r.segs[n].slot)), off
+		return filepath.Join(r.liveDirPath(), format.SlotName(r.segs[n].slot)), off
 	}
 	if n < uint64(len(r.segs)) && r.segs[n].kind == viewCompressed {
-		return store.ZSegPath(r.dir, n), 0 // a decoded row has no byte offset of its own
+		return format.ZSegPath(r.dir, n), 0 // a decoded row has no byte offset of its own
 	}
-	return store.SegPath(r.dir, n), off
+	return format.SegPath(r.dir, n), off
 }
 
 func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(done, total uint64)) error {
@@ -216,20 +218,20 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			rs := r.segs[n].rs
 			if rs < lastRS {
 				path, _ := r.rowPlace(seq)
-				return store.Corruptf(path, 12, "segment %d has %d-byte rows, an earlier one %d: a table's rows never shrink", n, rs, lastRS)
+				return format.Corruptf(path, 12, "segment %d has %d-byte rows, an earlier one %d: a table's rows never shrink", n, rs, lastRS)
 			}
 			lastRS = rs
 			if err := r.verifyDurableCopy(n, vis); err != nil {
 				return err
 			}
 		}
-		if !store.Valid(seq, row) {
+		if !format.Valid(seq, row) {
 			// A live slot recycled under the view (a writer ahead of a slow
 			// verify by its hot slots): the row is in its durable file now.
 			// ReadRow copies and re-checks the generation.
-			if err := r.ReadRow(seq, buf); err != nil || !store.Valid(seq, buf) {
+			if err := r.ReadRow(seq, buf); err != nil || !format.Valid(seq, buf) {
 				path, off := r.rowPlace(seq)
-				return store.Corruptf(path, off, "row %d fails its check", seq)
+				return format.Corruptf(path, off, "row %d fails its check", seq)
 			}
 			row = buf
 		}
@@ -245,7 +247,7 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 				sym = le.Uint32(row[r.symOff:])
 			}
 			if e.Ts != ts || e.Sym != sym || ts >= e.Prev || e.Prev < prev || (known && e.Prev != prev) || uint64(e.Prev)-uint64(ts) > uint64(win) {
-				return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize,
+				return format.Corruptf(r.late.Path(), format.BlockSize+int64(j)*index.LateEntrySize,
 					"late entry %d (row %d, ts %d, newest before %d, symbol %d) does not match the row (ts %d, symbol %d, newest before %d, window %d)",
 					j, seq, e.Ts, e.Prev, e.Sym, ts, sym, prev, win)
 			}
@@ -254,10 +256,10 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			rep.Late++
 		} else if ts < prev {
 			path, off := r.rowPlace(seq)
-			return store.Corruptf(path, off, "row %d has ts %d, before the previous row's %d, and is not a late row", seq, ts, prev)
+			return format.Corruptf(path, off, "row %d has ts %d, before the previous row's %d, and is not a late row", seq, ts, prev)
 		} else {
 			if j < nlate && r.late.Seq(j) < seq {
-				return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, out of order", j, r.late.Seq(j))
+				return format.Corruptf(r.late.Path(), format.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, out of order", j, r.late.Seq(j))
 			}
 			prev = ts
 		}
@@ -265,7 +267,7 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 			if id := le.Uint32(row[r.symOff:]); id >= nsym {
 				if r.refreshSymbols(); id >= uint32(r.syms.Len()) {
 					path, off := r.rowPlace(seq)
-					return store.Corruptf(path, off+int64(r.symOff), "row %d names symbol %d, the dictionary has %d", seq, id, r.syms.Len())
+					return format.Corruptf(path, off+int64(r.symOff), "row %d names symbol %d, the dictionary has %d", seq, id, r.syms.Len())
 				}
 				nsym = uint32(r.syms.Len())
 			}
@@ -276,7 +278,7 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 		}
 	}
 	if j < nlate && r.late.Seq(j) < vis {
-		return store.Corruptf(r.late.Path(), store.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, which is not late", j, r.late.Seq(j))
+		return format.Corruptf(r.late.Path(), format.BlockSize+int64(j)*index.LateEntrySize, "late entry %d names row %d, which is not late", j, r.late.Seq(j))
 	}
 	if progress != nil {
 		progress(rep.Rows, vis-first)
@@ -301,11 +303,11 @@ func (r *Reader) verifyDurableCopy(n, vis uint64) error {
 	if err := r.mapDurable(&dv, n, viewPartial); err != nil {
 		return err
 	}
-	defer store.Unmap(dv.file)
+	defer mmap.Unmap(dv.file)
 	for seq := base; seq < d; seq++ {
 		off := (seq - base) * dv.rs
-		if !store.Valid(seq, dv.rows[off:off+dv.rs]) {
-			return store.Corruptf(dv.path, int64(store.BlockSize+off), "row %d fails its check", seq)
+		if !format.Valid(seq, dv.rows[off:off+dv.rs]) {
+			return format.Corruptf(dv.path, int64(format.BlockSize+off), "row %d fails its check", seq)
 		}
 	}
 	return nil
@@ -317,7 +319,7 @@ func (r *Reader) verifyTimeIndex(first, vis, nlate uint64, rep *VerifyReport) er
 	}
 	kmax := (vis - 1) >> r.sshift
 	if !r.ts.Covers(kmax + 1) {
-		return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
+		return format.Corruptf(r.ts.Path(), int64(format.BlockSize+8*(kmax+1)), "time index shorter than the %d published rows", vis)
 	}
 	row := store.Row(make([]byte, r.rowSize))
 	for k := (first + 1<<r.sshift - 1) >> r.sshift; k <= kmax; k++ {
@@ -327,7 +329,7 @@ func (r *Reader) verifyTimeIndex(first, vis, nlate uint64, rep *VerifyReport) er
 			return fmt.Errorf("row %d: %w", seq, err)
 		}
 		if got, want := r.ts.At(k), r.keyAt(seq, row.Ts(), nlate); got != want {
-			return store.Corruptf(r.ts.Path(), int64(store.BlockSize+8*k), "entry %d is %d, row %d has time key %d", k, got, seq, want)
+			return format.Corruptf(r.ts.Path(), int64(format.BlockSize+8*k), "entry %d is %d, row %d has time key %d", k, got, seq, want)
 		}
 		rep.TimeEntries++
 	}
@@ -403,7 +405,7 @@ func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport)
 						c.advance(r.post)
 						continue
 					}
-					return store.Corruptf(r.post.Path(), off, "symbol %d: entry for row %d after row %d", id, e-1, c.prev-1)
+					return format.Corruptf(r.post.Path(), off, "symbol %d: entry for row %d after row %d", id, e-1, c.prev-1)
 				}
 				c.prev = e
 				c.advance(r.post)
@@ -411,7 +413,7 @@ func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport)
 					continue // deleted by retention, or below the postings floor
 				}
 				if got := syms[e-1-first]; got != uint32(id) {
-					return store.Corruptf(r.post.Path(), off, "symbol %d lists row %d, which has symbol %d", id, e-1, got)
+					return format.Corruptf(r.post.Path(), off, "symbol %d lists row %d, which has symbol %d", id, e-1, got)
 				}
 				total++
 			}
@@ -419,7 +421,7 @@ func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport)
 	}
 	rep.Postings, rep.Compacted = total, floor-s.FirstSeq
 	if want := vis - floor; total != want {
-		return store.Corruptf(r.post.Path(), 0, "postings list %d rows, %d are published", total, want)
+		return format.Corruptf(r.post.Path(), 0, "postings list %d rows, %d are published", total, want)
 	}
 	return nil
 }
@@ -451,5 +453,5 @@ func (c *postCursor) advance(p *index.Postings) {
 // and equal to its chunk's last (entries never decrease, so every one
 // between is too).
 func (c *postCursor) closedEarly(p *index.Postings, e uint64) bool {
-	return c.k != 0 && p.Version() != store.PostVersion1 && p.Entry(c.chunks[c.ci], p.EntriesPerChunk()-1) == e
+	return c.k != 0 && p.Version() != format.PostVersion1 && p.Entry(c.chunks[c.ci], p.EntriesPerChunk()-1) == e
 }

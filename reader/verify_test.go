@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -70,8 +71,8 @@ func TestVerifyFindsFlippedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Row 300 is row 44 of segment 2 (128 rows per segment).
-	path := store.SegPath(db+"/t", 2)
-	off := int64(store.BlockSize + 44*32 + 9)
+	path := format.SegPath(db+"/t", 2)
+	off := int64(format.BlockSize + 44*32 + 9)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

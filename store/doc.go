@@ -1,26 +1,28 @@
-// Package store owns tickdb's files: the table schema, the fixed-width row
-// encoding and its check word, segment file headers, the symbol dictionary
-// records, file names and magics, and the memory-mapping gateway.
+// Package store is what a program needs to describe a table and its rows:
+// the schema (Schema, Column, ColType), the fixed-width row (Row, read and
+// written through a column's Col), the limits of a schema, a table name's
+// rules, and the errors every package returns for damaged data
+// (CorruptError, ErrCorrupt), a bad schema (ErrSchema), a missing table
+// (ErrNoTable) and a write off Linux (ErrUnsupported).
 //
-// Every byte written here is part of the on-disk contract described in
-// docs/FORMAT.md; a change to any constant marked "on-disk contract" needs a
-// format version bump.
+// How these bytes sit in files (headers, names, check words, the
+// mappings) is the format's business, in tickdb's internal packages and
+// docs/FORMAT.md; a schema and a row's layout are part of that contract.
 //
 // # Concurrency
 //
-// The types here are plain values (Schema, Row, Col) or helpers over mapped
-// bytes. Row is a view into someone else's memory: it is valid for as long as
-// the mapping or buffer it points into, and the owner of that memory decides
-// how long that is (see reader.Reader and writer.Writer).
+// The types here are plain values. A Schema is immutable once built and
+// safe for concurrent use. Row is a view into someone else's memory: it is
+// valid for as long as the mapping or buffer it points into, and the owner
+// of that memory decides how long that is (see reader.Reader and
+// writer.Writer).
 //
 // # Durability
 //
-// store itself does no I/O scheduling: it creates, maps and checks files. The
-// writer package decides when bytes become durable.
+// store does no I/O. The writer package decides when rows become durable.
 //
 // # Caveats
 //
-// Only linux/amd64 and linux/arm64 are supported: the published words rely on
-// aligned 8-byte loads and stores being single-copy atomic, and the mmap
-// helpers use Linux madvise flags.
+// A Row handed out by a reader points into a read-only mapping: writing
+// through it faults.
 package store

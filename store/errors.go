@@ -12,8 +12,6 @@ var (
 	ErrSchema = errors.New("store: bad schema")
 	// ErrNoTable reports a table directory that does not exist.
 	ErrNoTable = errors.New("store: no such table")
-	// ErrNoAllocate reports a file system without fallocate (Allocate).
-	ErrNoAllocate = errors.New("store: fallocate not supported")
 	// ErrUnsupported reports a write-side call (a writable mapping,
 	// fallocate, msync) off Linux, where only reading is supported. It
 	// matches errors.ErrUnsupported too.
@@ -34,8 +32,3 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
-
-// Corruptf builds a *CorruptError.
-func Corruptf(path string, off int64, format string, args ...any) error {
-	return &CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
-}

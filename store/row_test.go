@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -115,7 +116,7 @@ func TestCheckGolden(t *testing.T) {
 		{123456789, 0x3be26d21},
 	}
 	for _, tc := range cases {
-		if got := store.Check(tc.seq, r); got != tc.want {
+		if got := format.Check(tc.seq, r); got != tc.want {
 			t.Errorf("Check(%d) = %08x, want %08x", tc.seq, got, tc.want)
 		}
 	}
@@ -146,7 +147,7 @@ func TestCheckMatchesFormatDoc(t *testing.T) {
 			for range 2000 {
 				r := randomRow(rng, size)
 				seq := rng.Uint64() >> rng.IntN(64)
-				if got, want := store.Check(seq, r), refCheck(seq, r); got != want {
+				if got, want := format.Check(seq, r), refCheck(seq, r); got != want {
 					t.Fatalf("Check(%d) = %08x, the documented formula gives %08x", seq, got, want)
 				}
 			}
@@ -157,19 +158,19 @@ func TestCheckMatchesFormatDoc(t *testing.T) {
 func TestCheckIgnoresCheckWord(t *testing.T) {
 	r := make([]byte, 24)
 	r[3] = 9
-	c := store.Check(5, r)
+	c := format.Check(5, r)
 	for i := 20; i < 24; i++ {
 		r[i] ^= 0xFF
 	}
-	if store.Check(5, r) != c {
+	if format.Check(5, r) != c {
 		t.Error("Check reads the check word bytes")
 	}
-	store.Seal(5, r)
+	format.Seal(5, r)
 	if got := binary.LittleEndian.Uint32(r[20:]); got != c {
 		t.Errorf("Seal stored %08x, Check gives %08x", got, c)
 	}
-	store.Seal(5, r) // idempotent
-	if !store.Valid(5, r) {
+	format.Seal(5, r) // idempotent
+	if !format.Valid(5, r) {
 		t.Error("sealed row is not valid")
 	}
 }
@@ -197,7 +198,7 @@ func TestValidZeroRowFails(t *testing.T) {
 		t.Run("size"+itoa(size), func(t *testing.T) {
 			zero := make([]byte, size)
 			for _, seq := range seqs {
-				if store.Valid(seq, zero) {
+				if format.Valid(seq, zero) {
 					t.Fatalf("an all-zero row of %d bytes is valid at seq %d", size, seq)
 				}
 			}
@@ -211,20 +212,20 @@ func TestValidBitFlipFails(t *testing.T) {
 		for _, seq := range []uint64{0, 1, 127, 128, 1 << 33, math.MaxUint64} {
 			t.Run("size"+itoa(size)+"/seq"+utoa(seq), func(t *testing.T) {
 				r := randomRow(rng, size)
-				store.Seal(seq, r)
-				if !store.Valid(seq, r) {
+				format.Seal(seq, r)
+				if !format.Valid(seq, r) {
 					t.Fatal("sealed row is not valid")
 				}
 				for i := range r {
 					for bit := range 8 {
 						r[i] ^= 1 << bit
-						if store.Valid(seq, r) {
+						if format.Valid(seq, r) {
 							t.Errorf("row still valid with bit %d of byte %d flipped", bit, i)
 						}
 						r[i] ^= 1 << bit
 					}
 				}
-				if !store.Valid(seq, r) {
+				if !format.Valid(seq, r) {
 					t.Fatal("row not restored")
 				}
 			})
@@ -238,7 +239,7 @@ func TestValidMovedRowFails(t *testing.T) {
 		t.Run("size"+itoa(size), func(t *testing.T) {
 			for _, seq := range []uint64{0, 1, 100, 128, 1 << 20, 1<<40 + 3} {
 				r := randomRow(rng, size)
-				store.Seal(seq, r)
+				format.Seal(seq, r)
 				others := []uint64{seq + 1, seq + 128, seq + 1<<20, ^seq}
 				if seq > 0 {
 					others = append(others, seq-1)
@@ -247,7 +248,7 @@ func TestValidMovedRowFails(t *testing.T) {
 					others = append(others, seq^1<<k)
 				}
 				for _, o := range others {
-					if store.Valid(o, r) {
+					if format.Valid(o, r) {
 						t.Errorf("row sealed for seq %d is valid at seq %d", seq, o)
 					}
 				}
@@ -260,9 +261,9 @@ func TestValidRowSwapFails(t *testing.T) {
 	// Two rows swapped in place (a misdirected write) both fail.
 	rng := rand.New(rand.NewPCG(7, 8))
 	a, b := randomRow(rng, 32), randomRow(rng, 32)
-	store.Seal(10, a)
-	store.Seal(11, b)
-	if store.Valid(10, b) || store.Valid(11, a) {
+	format.Seal(10, a)
+	format.Seal(11, b)
+	if format.Valid(10, b) || format.Valid(11, a) {
 		t.Error("swapped rows pass their checks")
 	}
 }

@@ -217,22 +217,6 @@ func (s *Schema) Layout(rowSize int) int {
 // a row laid out before c was added does not.
 func Has(row Row, c Col) bool { return c.Off+c.Type.width() <= len(row)-CheckSize }
 
-// Relayout copies row src (seq's, of any layout of the table) into dst,
-// a row of layout s (s.RowSize bytes): the columns of s that src holds,
-// the missing value of those it lacks (written before they were added),
-// and dst's check word. A column src has and s lacks is left out.
-func Relayout(s *Schema, seq uint64, dst, src []byte) {
-	n := copy(dst[:len(dst)-CheckSize], src[:len(src)-CheckSize])
-	clear(dst[n:])
-	row := Row(dst)
-	for i := range s.Cols {
-		if c := s.ColAt(i); !Has(Row(src), c) {
-			row.SetMissing(c)
-		}
-	}
-	Seal(seq, dst)
-}
-
 // MustSchema is NewSchema for tests and fixed schemas; it panics on error.
 func MustSchema(cols ...Column) *Schema {
 	s, err := NewSchema(cols...)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -102,11 +103,11 @@ func TestAppendFastPathMatches(t *testing.T) {
 		// Past the header (it holds the table id), and without the zeros
 		// at the end: the index files' size depends on when the preparer
 		// grew them.
-		return bytes.TrimRight(b[store.BlockSize:], "\x00")
+		return bytes.TrimRight(b[format.BlockSize:], "\x00")
 	}
-	files := []string{store.SymName, store.TimeIdxName, store.PostName}
+	files := []string{format.SymName, format.TimeIdxName, format.PostName}
 	for seg := uint64(0); seg <= counts[0]/128; seg++ {
-		files = append(files, filepath.Base(store.SegPath("", seg)))
+		files = append(files, filepath.Base(format.SegPath("", seg)))
 	}
 	for _, f := range files {
 		want := read(names[0], f)

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/limits"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -440,7 +441,7 @@ func BenchmarkSync(b *testing.B) {
 	for _, rows := range []int{1, 100} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			db := b.TempDir()
-			perBlock := max(1, store.BlockSize/(rows*32))
+			perBlock := max(1, format.BlockSize/(rows*32))
 			lat, err := limits.DSyncWrites(db, 300, perBlock, nil)
 			if err != nil {
 				b.Skip(err)

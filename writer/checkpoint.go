@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/index"
 )
 
 // checkpointer runs the index checkpoint (Writer.checkpoint: msync of

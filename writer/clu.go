@@ -10,7 +10,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // Hot copies (docs/FORMAT.md §16, DESIGN.md "Lifecycle"): the flusher
@@ -64,11 +65,11 @@ type cluBuilder struct {
 func (b *cluBuilder) grow(idx, rows int) error {
 	if len(b.mem) < idx+rows {
 		b.release()
-		m, err := store.MapAnon(idx + rows)
+		m, err := mmap.MapAnon(idx + rows)
 		if err != nil {
 			return err
 		}
-		_ = store.AdviseHuge(m) // advice: without it, 4 KiB pages
+		_ = mmap.AdviseHuge(m) // advice: without it, 4 KiB pages
 		b.mem = m
 	}
 	b.idx, b.rows = b.mem[:idx:idx], b.mem[idx:idx+rows]
@@ -77,7 +78,7 @@ func (b *cluBuilder) grow(idx, rows int) error {
 
 // release unmaps the buffers (the writer's Close).
 func (b *cluBuilder) release() {
-	store.Unmap(b.mem)
+	mmap.Unmap(b.mem)
 	b.mem, b.idx, b.rows = nil, nil, nil
 }
 
@@ -212,7 +213,7 @@ func (w *Writer) copySlot(s *liveSlot, gen, seg uint64) error {
 	if seg < w.ctl.CmpSegs() || (seg+1)<<w.shift <= w.ctl.FirstSeq() {
 		return nil
 	}
-	if store.LoadAcquire64(s.b, store.LiveFromOff) != 0 {
+	if mmap.LoadAcquire64(s.b, format.LiveFromOff) != 0 {
 		return nil // the slot lacks the segment's first rows (a reopened writer's)
 	}
 	if !w.hot.has(seg) {
@@ -247,7 +248,7 @@ func (w *Writer) copyHot(s *liveSlot, gen, seg uint64) (bool, error) {
 	rows := s.rows[:w.rps*w.rowSize]
 	for off := 0; err == nil && off < len(rows); off += hotChunk {
 		n := copy(w.hotChunk[:hotChunk], rows[off:])
-		_, err = f.WriteAt(w.hotChunk[:n], int64(store.BlockSize+off))
+		_, err = f.WriteAt(w.hotChunk[:n], int64(format.BlockSize+off))
 	}
 	if err == nil && w.ctl.SlotGen(s.i) != gen {
 		dropHot(f)
@@ -270,12 +271,12 @@ const hotChunk = 1 << 20
 // createHot begins segment seg's hot copy: seg-N.hot.tmp, holding the
 // durable file's header; the rows are written at their durable offsets.
 func (w *Writer) createHot(seg uint64) (*os.File, error) {
-	f, err := os.OpenFile(store.HotPath(w.liveDir, seg)+store.CluTmpSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(format.HotPath(w.liveDir, seg)+format.CluTmpSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	var hdr [store.BlockSize]byte
-	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr[:])
+	var hdr [format.BlockSize]byte
+	format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr[:])
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		dropHot(f)
 		return nil, err
@@ -293,7 +294,7 @@ func (w *Writer) sealHot(f *os.File, seg uint64) error {
 		err = e
 	}
 	if err == nil {
-		err = os.Rename(tmp, store.HotPath(w.liveDir, seg))
+		err = os.Rename(tmp, format.HotPath(w.liveDir, seg))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -354,7 +355,7 @@ func (w *Writer) buildClu(seg uint64, slot []byte) error {
 		if cap(b.chunk) < hotChunk {
 			b.chunk = make([]byte, hotChunk)
 		}
-		f, err := os.Open(store.HotPath(w.liveDir, seg))
+		f, err := os.Open(format.HotPath(w.liveDir, seg))
 		if err != nil {
 			return fmt.Errorf("writer: clustered copy of segment %d: %w", seg, err)
 		}
@@ -363,11 +364,11 @@ func (w *Writer) buildClu(seg uint64, slot []byte) error {
 		each = func(fn func(i uint64, rows []byte) bool) error {
 			for i := uint64(0); i < w.rps; i += per {
 				n := min(per, w.rps-i) * rs
-				if _, err := f.ReadAt(b.chunk[:n], int64(store.BlockSize+i*rs)); err != nil {
+				if _, err := f.ReadAt(b.chunk[:n], int64(format.BlockSize+i*rs)); err != nil {
 					return err
 				}
 				if !fn(i, b.chunk[:n]) {
-					return store.Corruptf(f.Name(), int64(store.BlockSize+i*rs), "rows changed while read")
+					return format.Corruptf(f.Name(), int64(format.BlockSize+i*rs), "rows changed while read")
 				}
 			}
 			return nil
@@ -396,19 +397,19 @@ func (w *Writer) buildClu(seg uint64, slot []byte) error {
 			nsym++
 		}
 	}
-	h := store.CluHeader{TableID: w.ctl.TableID, RowSize: int(rs), SegNo: seg, RowsPerSeg: w.rps, Rows: w.rps, NSym: nsym}
+	h := format.CluHeader{TableID: w.ctl.TableID, RowSize: int(rs), SegNo: seg, RowsPerSeg: w.rps, Rows: w.rps, NSym: nsym}
 	h.CluLayout()
 	if n := int(h.IdxOff); cap(b.hdr) < n {
 		b.hdr = make([]byte, n)
 	}
 	b.hdr = b.hdr[:h.IdxOff]
 	clear(b.hdr)
-	dir := b.hdr[h.DirOff : h.DirOff+uint64(nsym)*store.CluDirEntry]
+	dir := b.hdr[h.DirOff : h.DirOff+uint64(nsym)*format.CluDirEntry]
 	k, next := 0, uint64(0)
 	for id, c := range b.count {
 		b.pos[id] = next
 		if c > 0 {
-			store.PutCluDirEntry(dir, k, uint32(id), next, c)
+			format.PutCluDirEntry(dir, k, uint32(id), next, c)
 			k++
 			next += c
 		}
@@ -433,8 +434,8 @@ func (w *Writer) buildClu(seg uint64, slot []byte) error {
 		}
 		return true
 	})
-	final := store.CluPath(w.liveDir, seg)
-	tmp := final + store.CluTmpSuffix
+	final := format.CluPath(w.liveDir, seg)
+	tmp := final + format.CluTmpSuffix
 	if err == nil {
 		err = writeFile(tmp, b.hdr, b.idx, b.rows)
 	}
@@ -473,7 +474,7 @@ func writeFile(path string, parts ...[]byte) error {
 // and bumps the change counter when there was one.
 func (w *Writer) removeCopies(seg uint64) {
 	removed := false
-	for _, p := range []string{store.HotPath(w.liveDir, seg), store.CluPath(w.liveDir, seg)} {
+	for _, p := range []string{format.HotPath(w.liveDir, seg), format.CluPath(w.liveDir, seg)} {
 		if os.Remove(p) == nil {
 			removed = true
 		}
@@ -503,18 +504,18 @@ func (w *Writer) cleanCopies(keep bool) error {
 	// the checkpointer makes it from the hot copy).
 	hot, clu := map[uint64]bool{}, map[uint64]bool{}
 	for _, e := range ents {
-		if n, tmp, ok := store.ParseHotName(e.Name()); ok && keeps(n, tmp) {
+		if n, tmp, ok := format.ParseHotName(e.Name()); ok && keeps(n, tmp) {
 			hot[n] = true
-		} else if n, tmp, ok := store.ParseCluName(e.Name()); ok && keeps(n, tmp) {
+		} else if n, tmp, ok := format.ParseCluName(e.Name()); ok && keeps(n, tmp) {
 			clu[n] = true
 		}
 	}
 	removed := false
 	for _, e := range ents {
-		n, tmp, ok := store.ParseHotName(e.Name())
+		n, tmp, ok := format.ParseHotName(e.Name())
 		if !ok {
 			// A clustered copy stays with its segment's hot copy.
-			if n, tmp, ok = store.ParseCluName(e.Name()); !ok {
+			if n, tmp, ok = format.ParseCluName(e.Name()); !ok {
 				continue
 			}
 		}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -69,7 +71,7 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 		return fail("write the schema", err)
 	}
 	w.columnStep(2)
-	ctl, err := index.OpenCtl(filepath.Join(dir, store.CtlName), true)
+	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), true)
 	if err != nil {
 		return fail("open ctl", err)
 	}
@@ -122,27 +124,27 @@ func (w *Writer) upgradeTail() error {
 	}
 	for _, e := range ents {
 		var n uint64
-		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err != nil || e.Name() != store.SegName(n) || n < cur {
+		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err != nil || e.Name() != format.SegName(n) || n < cur {
 			continue
 		}
 		b, rs, err := w.mapDurable(n) // (checks the header)
 		if err != nil {
 			return err
 		}
-		store.Unmap(b)
+		mmap.Unmap(b)
 		if b == nil || rs == w.rowSize {
 			continue
 		}
 		if n == cur && visible > cur<<w.shift {
 			err = w.rewriteLayout(n, rs, visible)
 		} else {
-			err = os.Remove(store.SegPath(w.dir, n))
+			err = os.Remove(format.SegPath(w.dir, n))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return store.SyncPath(w.dir)
+	return mmap.SyncPath(w.dir)
 }
 
 // rewriteLayout writes rows [n's first, end) of segment n, rows of rs
@@ -153,7 +155,7 @@ func (w *Writer) upgradeTail() error {
 // would fault them in a page at a time).
 func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	base := n << w.shift
-	path := store.SegPath(w.dir, n)
+	path := format.SegPath(w.dir, n)
 	src, err := os.Open(path)
 	if err != nil {
 		return err
@@ -173,31 +175,31 @@ func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	}
 	const chunk = 64 << 10 // rows at a time
 	in := make([]byte, min(chunk, end-base)*rs)
-	out, err := store.MapAnon(int(chunk*w.rowSize + store.BlockSize))
+	out, err := mmap.MapAnon(int(chunk*w.rowSize + format.BlockSize))
 	if err != nil {
 		f.Close()
 		return err
 	}
-	defer store.Unmap(out)
-	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(out[:store.BlockSize])
-	_, err = f.WriteAt(out[:store.BlockSize], 0)
+	defer mmap.Unmap(out)
+	format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}.Marshal(out[:format.BlockSize])
+	_, err = f.WriteAt(out[:format.BlockSize], 0)
 	for i := base; err == nil && i < end; i += chunk {
 		k := min(chunk, end-i)
-		if _, err = src.ReadAt(in[:k*rs], int64(store.BlockSize+(i-base)*rs)); err != nil {
+		if _, err = src.ReadAt(in[:k*rs], int64(format.BlockSize+(i-base)*rs)); err != nil {
 			break
 		}
 		clear(out[:k*w.rowSize])
 		for j := range k { // (in does not alias out)
 			seq := i + j
 			row := in[j*rs : (j+1)*rs]
-			if !store.Valid(seq, row) {
+			if !format.Valid(seq, row) {
 				continue // below the first row, or never written: stays zero
 			}
-			store.Relayout(w.schema, seq, out[j*w.rowSize:(j+1)*w.rowSize], row)
+			format.Relayout(w.schema, seq, out[j*w.rowSize:(j+1)*w.rowSize], row)
 		}
-		m := (k*w.rowSize + store.BlockSize - 1) &^ (store.BlockSize - 1)
+		m := (k*w.rowSize + format.BlockSize - 1) &^ (format.BlockSize - 1)
 		clear(out[k*w.rowSize : m])
-		_, err = f.WriteAt(out[:m], int64(store.BlockSize+(i-base)*w.rowSize))
+		_, err = f.WriteAt(out[:m], int64(format.BlockSize+(i-base)*w.rowSize))
 	}
 	if err == nil {
 		err = f.Truncate(w.segSize)

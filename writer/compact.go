@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // Compaction rewrites old sealed segments into compressed files (package
@@ -110,16 +111,16 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 // compactSegment runs the four steps for segment n, holding its first
 // rows rows, and returns the raw and compressed file sizes.
 func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err error) {
-	rawPath, zPath := store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)
+	rawPath, zPath := format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)
 	b, rs, err := w.mapDurable(n)
 	if err != nil {
 		return 0, 0, err
 	}
 	if b == nil {
-		return 0, 0, store.Corruptf(rawPath, 0, "segment file missing below the durable count")
+		return 0, 0, format.Corruptf(rawPath, 0, "segment file missing below the durable count")
 	}
-	defer store.Unmap(b)
-	data := b[store.BlockSize : store.BlockSize+rows*rs]
+	defer mmap.Unmap(b)
+	data := b[format.BlockSize : format.BlockSize+rows*rs]
 	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
 	var st cseg.Stats
 	if w.schema.SymCol >= 0 {
@@ -180,11 +181,11 @@ func (w *Writer) cleanCompaction() error {
 		switch {
 		case strings.HasSuffix(name, ".zdat.tmp"), strings.HasSuffix(name, ".dat.tmp"):
 			path = name
-		case segNumber(name, store.ZSegName, &n) && n >= mark:
+		case segNumber(name, format.ZSegName, &n) && n >= mark:
 			path = name
-		case segNumber(name, store.SegName, &n) && n < mark:
-			if _, err := os.Stat(store.ZSegPath(w.dir, n)); err != nil {
-				return store.Corruptf(store.ZSegPath(w.dir, n), 0, "compressed segment missing below the compaction mark %d", mark)
+		case segNumber(name, format.SegName, &n) && n < mark:
+			if _, err := os.Stat(format.ZSegPath(w.dir, n)); err != nil {
+				return format.Corruptf(format.ZSegPath(w.dir, n), 0, "compressed segment missing below the compaction mark %d", mark)
 			}
 			path = name
 		default:
@@ -196,7 +197,7 @@ func (w *Writer) cleanCompaction() error {
 		removed = true
 	}
 	if removed {
-		return store.SyncPath(w.dir)
+		return mmap.SyncPath(w.dir)
 	}
 	return nil
 }
@@ -284,7 +285,7 @@ func (w *Writer) unfloor(n uint64) error {
 	ck := c.Checkpoint()
 	if ck.Seq > base {
 		if !w.late.Covers(ck.Late) {
-			return store.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
+			return format.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
 		}
 		ck.Late = w.late.SearchSeq(ck.Late, base)
 		ck.Seq = base
@@ -295,7 +296,7 @@ func (w *Writer) unfloor(n uint64) error {
 }
 
 func (w *Writer) restoreSegment(n uint64) error {
-	zPath, rawPath := store.ZSegPath(w.dir, n), store.SegPath(w.dir, n)
+	zPath, rawPath := format.ZSegPath(w.dir, n), format.SegPath(w.dir, n)
 	z, err := cseg.Open(zPath, w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowsPerSeg: w.rps})
 	if err != nil {
 		return err
@@ -305,11 +306,11 @@ func (w *Writer) restoreSegment(n uint64) error {
 	return w.swap(n, zPath, rawPath, n, 10, func(f *os.File) error {
 		// Full size, sparse: the rows are written below, the rest reads
 		// as zeros and the flusher allocates ahead of its writes.
-		if err := f.Truncate(store.SegFileSize(rs, w.rps)); err != nil {
+		if err := f.Truncate(format.SegFileSize(rs, w.rps)); err != nil {
 			return err
 		}
-		hdr := make([]byte, store.BlockSize)
-		store.SegHeader{TableID: w.ctl.TableID, RowSize: rs, SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
+		hdr := make([]byte, format.BlockSize)
+		format.SegHeader{TableID: w.ctl.TableID, RowSize: rs, SegNo: n, RowsPerSeg: w.rps}.Marshal(hdr)
 		if _, err := f.WriteAt(hdr, 0); err != nil {
 			return err
 		}
@@ -319,7 +320,7 @@ func (w *Writer) restoreSegment(n uint64) error {
 			if rows, err = z.Block(b, rows); err != nil {
 				return err
 			}
-			if _, err := f.WriteAt(rows, store.BlockSize+int64(b)*cseg.BlockRows*int64(rs)); err != nil {
+			if _, err := f.WriteAt(rows, format.BlockSize+int64(b)*cseg.BlockRows*int64(rs)); err != nil {
 				return err
 			}
 		}
@@ -355,7 +356,7 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 	if err := os.Rename(tmp, to); err != nil {
 		return err
 	}
-	if err := store.SyncPath(w.dir); err != nil {
+	if err := mmap.SyncPath(w.dir); err != nil {
 		return err
 	}
 	w.compactStep(n, step0+2)
@@ -367,7 +368,7 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 	if err := os.Remove(from); err != nil {
 		return err
 	}
-	if err := store.SyncPath(w.dir); err != nil {
+	if err := mmap.SyncPath(w.dir); err != nil {
 		return err
 	}
 	w.compactStep(n, step0+4)
@@ -400,7 +401,7 @@ func (w *Writer) dropPostings(mark uint64, all bool) error {
 	old := w.ctl.PostFloor()
 	n := max(old>>w.shift, w.ctl.FirstSeq()>>w.shift)
 	for ; n < limit; n++ {
-		v, err := cseg.FileVersion(store.ZSegPath(w.dir, n))
+		v, err := cseg.FileVersion(format.ZSegPath(w.dir, n))
 		if err != nil || v != cseg.VersionClustered {
 			break // a version 1 segment still needs its postings
 		}
@@ -421,7 +422,7 @@ func (w *Writer) dropPostings(mark uint64, all bool) error {
 	// The published dictionary, through a read-only view of its own: the
 	// writer goroutine may be adding symbols meanwhile.
 	if w.ckSyms == nil {
-		if w.ckSyms, err = index.OpenSymbols(filepath.Join(w.dir, store.SymName), w.ctl.TableID, false); err != nil {
+		if w.ckSyms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), w.ctl.TableID, false); err != nil {
 			return err
 		}
 	}

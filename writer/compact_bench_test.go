@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tickdb/tickdb/cseg"
 	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -287,7 +288,7 @@ func BenchmarkCompressed(b *testing.B) {
 func rewriteV1(b *testing.B, db, name string, seg uint64, segRows int) int64 {
 	b.Helper()
 	s, _, _, _ := benchutil.TickSchema()
-	path := store.ZSegPath(filepath.Join(db, name), seg)
+	path := format.ZSegPath(filepath.Join(db, name), seg)
 	head, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -158,10 +159,10 @@ func TestCompactReadsTheSame(t *testing.T) {
 		t.Fatalf("compact: %+v", res)
 	}
 	for s := uint64(0); s < 5; s++ {
-		if _, err := os.Stat(store.SegPath(dir, s)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(format.SegPath(dir, s)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("raw segment %d still there: %v", s, err)
 		}
-		if _, err := os.Stat(store.ZSegPath(dir, s)); err != nil {
+		if _, err := os.Stat(format.ZSegPath(dir, s)); err != nil {
 			t.Fatalf("compressed segment %d: %v", s, err)
 		}
 	}
@@ -189,14 +190,14 @@ func TestCompactReadsTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := w.Retain(0, 3*store.SegFileSize(32, compactSegRows))
+	rr, err := w.Retain(0, 3*format.SegFileSize(32, compactSegRows))
 	if err != nil || rr.FirstSeq != 4*compactSegRows || rr.Segments != 4 {
 		t.Fatalf("retain: %+v %v", rr, err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(store.ZSegPath(dir, 3)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(format.ZSegPath(dir, 3)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("compressed segment 3 after retention: %v", err)
 	}
 	checkTable(t, db, live, want[4*compactSegRows*32:])
@@ -314,7 +315,7 @@ func TestChildCompactReader(t *testing.T) {
 	// compressed file (opened now), must check out.
 	for s := uint64(0); s < r.Len(); s++ {
 		row, err := r.Get(s)
-		if err != nil || !store.Valid(s, row) {
+		if err != nil || !format.Valid(s, row) {
 			testutil.ChildFatalf(t, "row %d after compaction: %v", s, err)
 		}
 	}
@@ -354,7 +355,7 @@ func TestCompactAutomatic(t *testing.T) {
 	dir := filepath.Join(db, "t")
 	var z int
 	for seg := uint64(0); seg < 8; seg++ {
-		if _, err := os.Stat(store.ZSegPath(dir, seg)); err == nil {
+		if _, err := os.Stat(format.ZSegPath(dir, seg)); err == nil {
 			z++
 		}
 	}
@@ -402,7 +403,7 @@ func TestCompactVerifyFindsDamage(t *testing.T) {
 	if _, err := reader.Verify(db, "t", nil); err != nil {
 		t.Fatalf("verify before damage: %v", err)
 	}
-	path := store.ZSegPath(filepath.Join(db, "t"), 1)
+	path := format.ZSegPath(filepath.Join(db, "t"), 1)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +414,7 @@ func TestCompactVerifyFindsDamage(t *testing.T) {
 	}
 	_, err = reader.Verify(db, "t", nil)
 	var ce *store.CorruptError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), store.ZSegName(1)) {
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), format.ZSegName(1)) {
 		t.Fatalf("verify after damage: %v", err)
 	}
 }
@@ -439,7 +440,7 @@ func TestCompactClosedTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		for s := uint64(0); s <= 3; s++ {
-			if _, err := os.Stat(store.ZSegPath(dir, s)); err != nil {
+			if _, err := os.Stat(format.ZSegPath(dir, s)); err != nil {
 				t.Fatalf("segment %d not compressed: %v", s, err)
 			}
 		}
@@ -465,7 +466,7 @@ func TestCompactClosedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(store.SegPath(dir, 3)); err != nil {
+	if _, err := os.Stat(format.SegPath(dir, 3)); err != nil {
 		t.Fatalf("the last segment was not decompressed for the writer: %v", err)
 	}
 	row := w.NewRow()

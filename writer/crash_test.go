@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/tickdb/tickdb/internal/tablecheck"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -17,7 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/tablecheck"
+
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -386,12 +388,12 @@ func (h *crashHarness) finish() {
 	// one the preparer made ready ahead of the writer.
 	segs := (n + 2047) / 2048
 	for i := uint64(0); i <= segs; i++ {
-		_, err := os.Stat(store.SegPath(filepath.Join(h.db, crashTable), i))
+		_, err := os.Stat(format.SegPath(filepath.Join(h.db, crashTable), i))
 		if i < segs && err != nil {
 			t.Fatalf("segment %d of %d rows: %v", i, n, err)
 		}
 	}
-	if _, err := os.Stat(store.SegPath(filepath.Join(h.db, crashTable), segs+1)); err == nil {
+	if _, err := os.Stat(format.SegPath(filepath.Join(h.db, crashTable), segs+1)); err == nil {
 		t.Fatalf("segment file %d exists, past the %d rows", segs+1, n)
 	}
 	h.checkTailer(h.rounds)

@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // flusher makes published rows durable. It copies rows out of the live
@@ -73,7 +74,7 @@ func newFlusher(w *Writer) *flusher {
 	f.allocStep = allocFirst
 	f.durable = w.ctl.Durable()
 	f.symSync = w.ctl.SymBytes()
-	buf, err := store.MapAnon(w.opts.FlushBytes)
+	buf, err := mmap.MapAnon(w.opts.FlushBytes)
 	if err != nil {
 		w.fail.set(err)
 	}
@@ -95,7 +96,7 @@ func (f *flusher) stop() {
 
 func (f *flusher) run() {
 	defer close(f.donec)
-	defer store.Unmap(f.buf)
+	defer mmap.Unmap(f.buf)
 	defer f.closeFd()
 	// The flusher owns an OS thread while it runs so its syscalls never
 	// share one with the writer.
@@ -180,19 +181,19 @@ func (f *flusher) flushTo(limit uint64) error {
 		if err != nil {
 			return err
 		}
-		start := ((d - base) * w.rowSize) &^ (store.BlockSize - 1)
+		start := ((d - base) * w.rowSize) &^ (format.BlockSize - 1)
 		stop := (end - base) * w.rowSize
 		for off := start; off < stop; {
 			m := min(uint64(len(f.buf)), stop-off)
 			copy(f.buf, s.rows[off:off+m])
-			padded := (m + store.BlockSize - 1) &^ (store.BlockSize - 1)
+			padded := (m + format.BlockSize - 1) &^ (format.BlockSize - 1)
 			clear(f.buf[m:padded])
-			if err := f.allocate(fd, int64(store.BlockSize+off), int64(padded)); err != nil {
+			if err := f.allocate(fd, int64(format.BlockSize+off), int64(padded)); err != nil {
 				return err
 			}
 			t0 := time.Now()
-			if _, err := fd.WriteAt(f.buf[:padded], int64(store.BlockSize+off)); err != nil {
-				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), store.BlockSize+off, err)
+			if _, err := fd.WriteAt(f.buf[:padded], int64(format.BlockSize+off)); err != nil {
+				return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), format.BlockSize+off, err)
 			}
 			f.writeHot(n, start, off, padded)
 			if w.opts.OnFlush != nil {
@@ -256,8 +257,8 @@ func (f *flusher) allocate(fd *os.File, off, n int64) error {
 	}
 	from := max(off, f.allocEnd)
 	end := min(off+n+f.allocStep, f.w.segSize)
-	if err := store.Allocate(fd, from, end-from); err != nil {
-		if errors.Is(err, store.ErrNoAllocate) {
+	if err := mmap.Allocate(fd, from, end-from); err != nil {
+		if errors.Is(err, mmap.ErrNoAllocate) {
 			f.noAlloc = true
 			return nil
 		}
@@ -313,7 +314,7 @@ func (f *flusher) writeHot(seg, start, off, n uint64) {
 		}
 		f.hot = hf
 	}
-	if _, err := f.hot.WriteAt(f.buf[:n], int64(store.BlockSize+off)); err != nil {
+	if _, err := f.hot.WriteAt(f.buf[:n], int64(format.BlockSize+off)); err != nil {
 		w.log.Warn("writer: hot copy failed", "table", w.name, "segment", seg, "err", err)
 		f.dropHot()
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -248,7 +249,7 @@ func TestFootprintRolls(t *testing.T) {
 	const segBytes = 64 << 10
 	const segRows = segBytes / 32
 	tb := newWtTable(t)
-	segFile := store.SegFileSize(32, segRows)
+	segFile := format.SegFileSize(32, segRows)
 	// 3 live slots and a hot budget of 2 segments: shared memory is
 	// bounded by 3 slots, 2 hot copies with their clustered copies (rows,
 	// a u32 each, header and directory), and the hot copy of the segment
@@ -260,7 +261,7 @@ func TestFootprintRolls(t *testing.T) {
 	n := uint64(7*segRows + 300)
 	tb.appendN(t, w, 0, n, ids)
 	settle(t, w)
-	cluFile := int64(segBytes + 4*segRows + 2*store.BlockSize)
+	cluFile := int64(segBytes + 4*segRows + 2*format.BlockSize)
 	bound := 3*segFile + 2*(segFile+cluFile) + segFile
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		shm := allocated(t, tb.live)
@@ -290,7 +291,7 @@ func TestFootprintRolls(t *testing.T) {
 	tablecheck.Verify(t, tb.db, tb.name, n)
 	for seg := range n / segRows {
 		var st syscall.Stat_t
-		if err := syscall.Stat(store.SegPath(tb.dir(), seg), &st); err != nil {
+		if err := syscall.Stat(format.SegPath(tb.dir(), seg), &st); err != nil {
 			t.Fatal(err)
 		}
 		if st.Size != segFile || st.Blocks*512 > segFile {
@@ -395,7 +396,7 @@ func rawBytes(t *testing.T, dir string, show bool) int64 {
 	for _, e := range ents {
 		name := e.Name()
 		seg, _ := filepath.Match("seg-*.dat", name)
-		if !seg && name != store.TimeIdxName && name != store.PostName && name != store.SymName {
+		if !seg && name != format.TimeIdxName && name != format.PostName && name != format.SymName {
 			continue
 		}
 		var st syscall.Stat_t

@@ -10,14 +10,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
 )
 
 // lockTable takes the table's exclusive writer lock (flock on LOCK) without
 // waiting and writes this process's pid into the file. The lock goes away
 // with the process, so a crashed writer never leaves a stale lock.
 func lockTable(dir string) (*os.File, error) {
-	path := filepath.Join(dir, store.LockName)
+	path := filepath.Join(dir, format.LockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("writer: open lock %s: %w", path, err)
@@ -51,7 +51,7 @@ func lockTable(dir string) (*os.File, error) {
 // its pid. It opens the lock file read-only, so it works on a tree the
 // caller cannot write (and reports false where there is no lock file).
 func IsLocked(dir string) (bool, int) {
-	f, err := os.Open(filepath.Join(dir, store.LockName))
+	f, err := os.Open(filepath.Join(dir, format.LockName))
 	if err != nil {
 		return false, 0
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -178,7 +179,7 @@ func (o *Options) withDefaults() Options {
 	if r.FlushBytes <= 0 {
 		r.FlushBytes = 8 << 20
 	}
-	r.FlushBytes = (r.FlushBytes + store.BlockSize - 1) &^ (store.BlockSize - 1)
+	r.FlushBytes = (r.FlushBytes + format.BlockSize - 1) &^ (format.BlockSize - 1)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // preparer keeps the writer's way clear, a growing distance ahead of it.
@@ -207,12 +208,12 @@ func (p *preparer) populate(s *liveSlot, seg, target uint64) {
 	w := p.w
 	base := seg << w.shift
 	to := min(target-base, w.rps) * w.rowSize
-	to = min((to+store.BlockSize-1)&^(store.BlockSize-1), uint64(len(s.rows)))
+	to = min((to+format.BlockSize-1)&^(format.BlockSize-1), uint64(len(s.rows)))
 	const chunk = 4 << 20
 	for {
 		from := uint64(0)
 		if pos := max(w.sh.pos.Load(), w.ctl.Visible()); pos > base {
-			from = min((pos-base)*w.rowSize&^(store.BlockSize-1), uint64(len(s.rows)))
+			from = min((pos-base)*w.rowSize&^(format.BlockSize-1), uint64(len(s.rows)))
 		}
 		if from < s.popLo || from > s.popHi {
 			// Not contiguous with what is populated (a slot attached or
@@ -224,7 +225,7 @@ func (p *preparer) populate(s *liveSlot, seg, target uint64) {
 			return
 		}
 		end := min(s.popHi+chunk, to)
-		if err := store.PopulateWrite(s.rows[s.popHi:end]); err != nil {
+		if err := mmap.PopulateWrite(s.rows[s.popHi:end]); err != nil {
 			return
 		}
 		s.popHi = end

@@ -6,8 +6,10 @@ import (
 	"math"
 	"os"
 
-	"github.com/tickdb/tickdb/cseg"
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -28,7 +30,7 @@ func (w *Writer) recover() error {
 	c := w.ctl
 	snap := c.RawSnap()
 	c.ResetSeqlock()
-	boot := store.BootID()
+	boot := mmap.BootID()
 	ok, err := w.tryWarm(snap, boot)
 	if err != nil {
 		return err
@@ -103,7 +105,7 @@ func (w *Writer) position() {
 func (w *Writer) unmapSlots() {
 	for _, s := range w.slots {
 		if s.b != nil {
-			store.Unmap(s.b)
+			mmap.Unmap(s.b)
 		}
 		s.b, s.rows = nil, nil
 		s.ready.Store(0)
@@ -154,14 +156,14 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// that put them there may have been cut short before its O_DSYNC flush:
 	// flush them now, before they are declared durable.
 	for n := d >> w.shift; seq > d && n <= (seq-1)>>w.shift; n++ {
-		if err := store.SyncPath(store.SegPath(w.dir, n)); err != nil {
+		if err := mmap.SyncPath(format.SegPath(w.dir, n)); err != nil {
 			return err
 		}
 	}
 	ck := c.Checkpoint()
 	from := min(ck.Seq, seq)
 	if !w.late.Covers(ck.Late) {
-		return store.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
+		return format.Corruptf(w.late.Path(), 0, "shorter than the %d late rows checkpointed", ck.Late)
 	}
 	// The late rows below from, and the newest ts before it (from the
 	// checkpointed entries: those past them are rebuilt below).
@@ -191,11 +193,11 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 		return err
 	}
 	used := (seq - cur<<w.shift) * w.rowSize
-	blk := used &^ (store.BlockSize - 1)
+	blk := used &^ (format.BlockSize - 1)
 	// Pre-fault what the preparer would keep ahead of the writer at
 	// first: enough for the first appends; it does the rest.
 	s.popLo, s.popHi = blk, min(blk+popStart, uint64(len(s.rows)))
-	if err := store.PopulateWrite(s.rows[s.popLo:s.popHi]); err != nil {
+	if err := mmap.PopulateWrite(s.rows[s.popLo:s.popHi]); err != nil {
 		return fmt.Errorf("writer: pre-fault live slot %s: %w", s.path, err)
 	}
 	if used > blk {
@@ -204,14 +206,14 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 			return err
 		}
 		if b != nil && rs != w.rowSize {
-			store.Unmap(b)
-			return store.Corruptf(store.SegPath(w.dir, cur), 12, "%d-byte rows of an earlier layout in the segment rows are appended to (%d-byte rows)", rs, w.rowSize)
+			mmap.Unmap(b)
+			return format.Corruptf(format.SegPath(w.dir, cur), 12, "%d-byte rows of an earlier layout in the segment rows are appended to (%d-byte rows)", rs, w.rowSize)
 		}
 		if b == nil {
-			return store.Corruptf(store.SegPath(w.dir, cur), 0, "segment file missing, rows up to %d expected in it", seq)
+			return format.Corruptf(format.SegPath(w.dir, cur), 0, "segment file missing, rows up to %d expected in it", seq)
 		}
-		copy(s.rows[blk:used], b[store.BlockSize+blk:store.BlockSize+used])
-		store.Unmap(b)
+		copy(s.rows[blk:used], b[format.BlockSize+blk:format.BlockSize+used])
+		mmap.Unmap(b)
 	}
 	w.assignSlot(s, cur, (blk+w.rowSize-1)/w.rowSize)
 	// After a clean close nothing was ever written past the durable count
@@ -264,9 +266,9 @@ func (w *Writer) publishCheckpoint(from uint64, ck index.Checkpoint, lastTs int6
 	for nsym < len(dirs) && nsym < int(c.SymCount()) && dirs[nsym] < ck.NextChunk {
 		nsym++
 	}
-	end := uint64(store.BlockSize)
+	end := uint64(format.BlockSize)
 	for id := 0; id < nsym; id++ {
-		end += uint64(store.SymEntrySize(len(w.syms.Name(uint32(id)))))
+		end += uint64(format.SymEntrySize(len(w.syms.Name(uint32(id)))))
 	}
 	c.SetDurableSegs(min(c.DurableSegs(), from>>w.shift))
 	c.SetDurable(min(c.Durable(), from))
@@ -298,17 +300,17 @@ func (w *Writer) maxTsBefore(from uint64) (int64, error) {
 		if n < w.ctl.CmpSegs() {
 			return w.compressedTs(n, from-1)
 		}
-		return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
+		return 0, format.Corruptf(format.SegPath(w.dir, n), 0, "segment file missing, %d rows are checkpointed", from)
 	}
-	off := store.BlockSize + ((from-1)-n<<w.shift)*rs
+	off := format.BlockSize + ((from-1)-n<<w.shift)*rs
 	ts := int64(le64(b[off:]))
-	store.Unmap(b)
+	mmap.Unmap(b)
 	return ts, nil
 }
 
 // compressedTs is the ts of row seq of compressed segment n.
 func (w *Writer) compressedTs(n, seq uint64) (int64, error) {
-	z, err := cseg.Open(store.ZSegPath(w.dir, n), w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowsPerSeg: w.rps})
+	z, err := cseg.Open(format.ZSegPath(w.dir, n), w.schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowsPerSeg: w.rps})
 	if err != nil {
 		return 0, err
 	}
@@ -335,16 +337,16 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 			return 0, err
 		}
 		if b == nil {
-			return 0, store.Corruptf(store.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
+			return 0, format.Corruptf(format.SegPath(w.dir, n), 0, "segment file missing, %d rows are durable", d)
 		}
-		off := store.BlockSize + ((d-1)-n<<w.shift)*rs
+		off := format.BlockSize + ((d-1)-n<<w.shift)*rs
 		row := b[off : off+rs]
-		if !store.Valid(d-1, row) {
-			store.Unmap(b)
-			return 0, store.Corruptf(store.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
+		if !format.Valid(d-1, row) {
+			mmap.Unmap(b)
+			return 0, format.Corruptf(format.SegPath(w.dir, n), int64(off), "row %d (last durable) fails its check", d-1)
 		}
 		lastTs = int64(le64(row))
-		store.Unmap(b)
+		mmap.Unmap(b)
 	}
 	seq := d
 	for {
@@ -361,19 +363,19 @@ func (w *Writer) scanDurable(d uint64, nsym uint32) (uint64, error) {
 		}
 		end := (n + 1) << w.shift
 		for seq < end {
-			off := store.BlockSize + (seq-n<<w.shift)*rs
+			off := format.BlockSize + (seq-n<<w.shift)*rs
 			row := b[off : off+rs]
 			ts := int64(le64(row))
 			// A row older than the newest before it by more than any late
 			// window the table was written with is not a row this table
 			// could hold.
-			if !store.Valid(seq, row) || (ts < lastTs && uint64(lastTs)-uint64(ts) > uint64(win)) || (w.symOff >= 0 && le32(row[w.symOff:]) >= nsym) {
+			if !format.Valid(seq, row) || (ts < lastTs && uint64(lastTs)-uint64(ts) > uint64(win)) || (w.symOff >= 0 && le32(row[w.symOff:]) >= nsym) {
 				break
 			}
 			lastTs = max(lastTs, ts)
 			seq++
 		}
-		store.Unmap(b)
+		mmap.Unmap(b)
 		if seq < end {
 			break
 		}
@@ -396,7 +398,7 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 		}
 		end := min(to, (n+1)<<w.shift)
 		for ; seq < end; seq++ {
-			off := store.BlockSize + (seq-n<<w.shift)*rs
+			off := format.BlockSize + (seq-n<<w.shift)*rs
 			row := b[off : off+rs]
 			ts := int64(le64(row))
 			var sym uint32
@@ -405,7 +407,7 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 			}
 			if ts < maxTs {
 				if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: maxTs, Sym: sym}); err != nil {
-					store.Unmap(b)
+					mmap.Unmap(b)
 					return 0, err
 				}
 			}
@@ -414,7 +416,7 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 				k := seq >> w.strideShft
 				if k >= w.ts.Capacity() {
 					if err := w.ts.Grow(k + k/4 + 4096); err != nil {
-						store.Unmap(b)
+						mmap.Unmap(b)
 						return 0, err
 					}
 				}
@@ -422,12 +424,12 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 			}
 			if w.symOff >= 0 {
 				if err := w.pw.Add(sym, seq); err != nil {
-					store.Unmap(b)
+					mmap.Unmap(b)
 					return 0, err
 				}
 			}
 		}
-		store.Unmap(b)
+		mmap.Unmap(b)
 	}
 	return maxTs, nil
 }

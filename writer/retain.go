@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // Retention deletes a table's oldest rows, a whole segment file at a time.
@@ -111,7 +112,7 @@ func (w *Writer) dropSegments() (segs int, bytes int64, err error) {
 	}
 	for n := w.dropped; n < to; n++ {
 		found := false
-		for _, path := range []string{store.SegPath(w.dir, n), store.ZSegPath(w.dir, n)} {
+		for _, path := range []string{format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)} {
 			st, err := os.Stat(path)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
@@ -130,7 +131,7 @@ func (w *Writer) dropSegments() (segs int, bytes int64, err error) {
 		}
 	}
 	w.dropped = to
-	if err := store.SyncPath(w.dir); err != nil {
+	if err := mmap.SyncPath(w.dir); err != nil {
 		return segs, bytes, err
 	}
 	if segs > 0 {
@@ -162,7 +163,7 @@ func (w *Writer) removeBelowFirst() error {
 	}
 	for _, e := range ents {
 		var n uint64
-		if !segNumber(e.Name(), store.SegName, &n) && !segNumber(e.Name(), store.ZSegName, &n) || n >= first {
+		if !segNumber(e.Name(), format.SegName, &n) && !segNumber(e.Name(), format.ZSegName, &n) || n >= first {
 			continue
 		}
 		if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -171,5 +172,5 @@ func (w *Writer) removeBelowFirst() error {
 	}
 	w.sh.dropTo.Store(first)
 	w.dropped = first
-	return store.SyncPath(w.dir)
+	return mmap.SyncPath(w.dir)
 }

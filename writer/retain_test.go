@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -61,7 +62,7 @@ func segFiles(t *testing.T, dir string, last uint64) []uint64 {
 	t.Helper()
 	var ns []uint64
 	for n := uint64(0); n <= last; n++ {
-		if _, err := os.Stat(store.SegPath(dir, n)); err == nil {
+		if _, err := os.Stat(format.SegPath(dir, n)); err == nil {
 			ns = append(ns, n)
 		}
 	}
@@ -116,7 +117,7 @@ func TestRetainBytesThenAge(t *testing.T) {
 	const n = 10*128 + 10
 	w := retainTable(t, db, live, n, writer.Options{})
 	dir := filepath.Join(db, "t")
-	segSize := store.SegFileSize(32, 128)
+	segSize := format.SegFileSize(32, 128)
 
 	// Keep four segment files: 7, 8, 9 and 10 (the one being written).
 	res, err := w.Retain(0, 4*segSize)
@@ -191,18 +192,18 @@ func TestRetainOpenRemovesLeftovers(t *testing.T) {
 	db, live := testutil.DB(t)
 	w := retainTable(t, db, live, 5*128+3, writer.Options{})
 	dir := filepath.Join(db, "t")
-	if _, err := w.Retain(0, 2*store.SegFileSize(32, 128)); err != nil {
+	if _, err := w.Retain(0, 2*format.SegFileSize(32, 128)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(store.SegPath(dir, 4))
+	b, err := os.ReadFile(format.SegPath(dir, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []uint64{0, 2} { // as a crash would leave them
-		if err := os.WriteFile(store.SegPath(dir, n), b, 0o644); err != nil {
+		if err := os.WriteFile(format.SegPath(dir, n), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,7 +220,7 @@ func TestRetainOpenRemovesLeftovers(t *testing.T) {
 // Options.RetainBytes applies retention at every roll while appending.
 func TestRetainAutomatic(t *testing.T) {
 	db, live := testutil.DB(t)
-	segSize := store.SegFileSize(32, 128)
+	segSize := format.SegFileSize(32, 128)
 	const n = 40*128 + 5
 	w := retainTable(t, db, live, n, writer.Options{RetainBytes: 3 * segSize})
 	if err := w.Close(); err != nil {
@@ -252,7 +253,7 @@ func TestRetainReaderInOtherProcess(t *testing.T) {
 	c := testutil.StartChild(t, "TestChildRetainReader", "retain-reader",
 		&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live}})
 	c.Expect(t, "READY", time.Minute, nil)
-	res, err := w.Retain(0, 2*store.SegFileSize(32, 128))
+	res, err := w.Retain(0, 2*format.SegFileSize(32, 128))
 	if err != nil || res.FirstSeq != 5*128 {
 		t.Fatalf("retain: %+v %v", res, err)
 	}

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // createSlotFile makes slot s's tmpfs file, sparse, and maps it
@@ -35,11 +36,11 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 	if err := f.Truncate(w.segSize); err != nil {
 		return err
 	}
-	b, err := store.MapShared(f, int(w.segSize), true)
+	b, err := mmap.MapShared(f, int(w.segSize), true)
 	if err != nil {
 		return err
 	}
-	s.b, s.rows = b, b[store.BlockSize:]
+	s.b, s.rows = b, b[format.BlockSize:]
 	s.popLo, s.popHi = 0, 0
 	return nil
 }
@@ -59,26 +60,26 @@ func (w *Writer) attachSlotFile(s *liveSlot, gen, segNo uint64) error {
 	if st.Size() != w.segSize {
 		return fmt.Errorf("live slot %s is %d bytes, want %d", s.path, st.Size(), w.segSize)
 	}
-	b, err := store.MapShared(f, int(w.segSize), true)
+	b, err := mmap.MapShared(f, int(w.segSize), true)
 	if err != nil {
 		return err
 	}
-	h, err := store.UnmarshalSegHeader(s.path, b)
+	h, err := format.UnmarshalSegHeader(s.path, b)
 	if err == nil && (!h.Live || h.TableID != w.ctl.TableID || h.SegNo != segNo || h.RowSize != int(w.rowSize) ||
-		h.RowsPerSeg != w.rps || store.LoadAcquire64(b, store.LiveGenOff) != gen) {
+		h.RowsPerSeg != w.rps || mmap.LoadAcquire64(b, format.LiveGenOff) != gen) {
 		err = fmt.Errorf("live slot %s holds another segment or generation", s.path)
 	}
 	if err != nil {
-		store.Unmap(b)
+		mmap.Unmap(b)
 		return err
 	}
-	s.b, s.rows = b, b[store.BlockSize:]
+	s.b, s.rows = b, b[format.BlockSize:]
 	// What an earlier writer populated is not known: the preparer
 	// populates from the writer's position on (resident pages cost it a
 	// page-table walk, not a page).
 	s.popLo, s.popHi = 0, 0
-	if lf := store.LoadAcquire64(b, store.LiveFromOff); lf > 0 {
-		s.popLo = min(lf*w.rowSize&^(store.BlockSize-1), uint64(len(s.rows)))
+	if lf := mmap.LoadAcquire64(b, format.LiveFromOff); lf > 0 {
+		s.popLo = min(lf*w.rowSize&^(format.BlockSize-1), uint64(len(s.rows)))
 		s.popHi = s.popLo
 	}
 	s.ready.Store(segNo + 1)
@@ -94,9 +95,9 @@ func (w *Writer) attachSlotFile(s *liveSlot, gen, segNo uint64) error {
 // before it are read from the durable file).
 func (w *Writer) assignSlot(s *liveSlot, seg, liveFrom uint64) {
 	gen := w.ctl.NextLiveGen()
-	store.SegHeader{Live: true, TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(s.b)
-	store.StoreRelease64(s.b, store.LiveFromOff, liveFrom)
-	store.StoreRelease64(s.b, store.LiveGenOff, gen)
+	format.SegHeader{Live: true, TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(s.b)
+	mmap.StoreRelease64(s.b, format.LiveFromOff, liveFrom)
+	mmap.StoreRelease64(s.b, format.LiveGenOff, gen)
 	w.ctl.SetSlot(s.i, gen, seg)
 }
 
@@ -105,14 +106,14 @@ func (w *Writer) assignSlot(s *liveSlot, seg, liveFrom uint64) {
 // (sparse: the flusher allocates ahead of its writes, flusher.allocate),
 // file and directory fsynced before any row is written into it.
 func (w *Writer) ensureDurableFile(seg uint64) error {
-	path := store.SegPath(w.dir, seg)
+	path := format.SegPath(w.dir, seg)
 	if f, err := os.Open(path); err == nil {
-		hdr := make([]byte, store.BlockSize)
+		hdr := make([]byte, format.BlockSize)
 		_, rerr := f.ReadAt(hdr, 0)
 		st, serr := f.Stat()
 		f.Close()
 		if rerr == nil && serr == nil && st.Size() == w.segSize {
-			if h, err := store.UnmarshalSegHeader(path, hdr); err == nil && !h.Live && h.SegNo == seg && h.TableID == w.ctl.TableID && h.RowSize == int(w.rowSize) {
+			if h, err := format.UnmarshalSegHeader(path, hdr); err == nil && !h.Live && h.SegNo == seg && h.TableID == w.ctl.TableID && h.RowSize == int(w.rowSize) {
 				return nil
 			}
 		}
@@ -122,8 +123,8 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 		return fmt.Errorf("writer: create segment: %w", err)
 	}
 	defer f.Close()
-	hdr := make([]byte, store.BlockSize)
-	store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
+	hdr := make([]byte, format.BlockSize)
+	format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}.Marshal(hdr)
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return fmt.Errorf("writer: write segment header %s: %w", path, err)
 	}
@@ -133,13 +134,13 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("writer: fsync %s: %w", path, err)
 	}
-	return store.SyncPath(w.dir)
+	return mmap.SyncPath(w.dir)
 }
 
 // openDirect opens a durable segment for the flusher: O_DIRECT|O_DSYNC, or
 // O_DSYNC alone on a file system without O_DIRECT (logged once).
 func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
-	path := store.SegPath(w.dir, seg)
+	path := format.SegPath(w.dir, seg)
 	f, err := os.OpenFile(path, os.O_WRONLY|oDirect|oDSync, 0)
 	if errors.Is(err, syscall.EINVAL) {
 		if !*warned {
@@ -159,8 +160,8 @@ func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
 // segment written before columns were added. It returns nil, 0, nil when
 // the file does not exist.
 func (w *Writer) mapDurable(seg uint64) ([]byte, uint64, error) {
-	b, rs, err := store.MapSegmentOf(store.SegPath(w.dir, seg),
-		store.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}, w.knownLayout)
+	b, rs, err := format.MapSegmentOf(format.SegPath(w.dir, seg),
+		format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: seg, RowsPerSeg: w.rps}, w.knownLayout)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -178,20 +179,20 @@ func (w *Writer) knownLayout(rowSize int) bool { return w.schema.Layout(rowSize)
 // removed. A later recovery can then never scan into rows of an older run.
 func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 	seg := seq >> w.shift
-	path := store.SegPath(w.dir, seg)
+	path := format.SegPath(w.dir, seg)
 	if _, err := os.Stat(path); err == nil {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return err
 		}
 		used := int64(seq-seg<<w.shift) * int64(w.rowSize)
-		blk := used &^ (store.BlockSize - 1)
-		buf := make([]byte, store.BlockSize)
+		blk := used &^ (format.BlockSize - 1)
+		buf := make([]byte, format.BlockSize)
 		copy(buf, live[blk:used])
-		_, werr := f.WriteAt(buf, store.BlockSize+blk)
-		from := store.BlockSize + blk + store.BlockSize
+		_, werr := f.WriteAt(buf, format.BlockSize+blk)
+		from := format.BlockSize + blk + format.BlockSize
 		if werr == nil && from < w.segSize {
-			werr = store.PunchHole(f, from, w.segSize-from)
+			werr = mmap.PunchHole(f, from, w.segSize-from)
 		}
 		if werr == nil {
 			werr = f.Sync()
@@ -208,7 +209,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 	removed := false
 	for _, e := range ents {
 		var n uint64
-		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err == nil && n > seg && e.Name() == store.SegName(n) {
+		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err == nil && n > seg && e.Name() == format.SegName(n) {
 			if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 		}
 	}
 	if removed {
-		return store.SyncPath(w.dir)
+		return mmap.SyncPath(w.dir)
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -100,7 +102,7 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 		return nil, err
 	}
 	dir := filepath.Join(db, name)
-	if _, err := os.Stat(filepath.Join(dir, store.CtlName)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, format.CtlName)); errors.Is(err, os.ErrNotExist) {
 		if o.Schema == nil {
 			return nil, fmt.Errorf("%w: %s (give a schema to create it)", store.ErrNoTable, dir)
 		}
@@ -172,29 +174,29 @@ func createTable(db, name string, o *Options) error {
 		return err
 	}
 	for _, step := range []func() error{
-		func() error { return index.CreateCtl(filepath.Join(tmp, store.CtlName), s, g, id) },
-		func() error { return index.CreateSymbols(filepath.Join(tmp, store.SymName), id) },
-		func() error { return index.CreateTimeIndex(filepath.Join(tmp, store.TimeIdxName), id) },
-		func() error { return index.CreatePostings(filepath.Join(tmp, store.PostName), id) },
-		func() error { return index.CreateLateIndex(filepath.Join(tmp, store.LateIdxName), id) },
-		func() error { return store.SyncPath(tmp) },
+		func() error { return index.CreateCtl(filepath.Join(tmp, format.CtlName), s, g, id) },
+		func() error { return index.CreateSymbols(filepath.Join(tmp, format.SymName), id) },
+		func() error { return index.CreateTimeIndex(filepath.Join(tmp, format.TimeIdxName), id) },
+		func() error { return index.CreatePostings(filepath.Join(tmp, format.PostName), id) },
+		func() error { return index.CreateLateIndex(filepath.Join(tmp, format.LateIdxName), id) },
+		func() error { return mmap.SyncPath(tmp) },
 	} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
 	if err := os.Rename(tmp, filepath.Join(db, name)); err != nil {
-		if _, statErr := os.Stat(filepath.Join(db, name, store.CtlName)); statErr == nil {
+		if _, statErr := os.Stat(filepath.Join(db, name, format.CtlName)); statErr == nil {
 			return nil // created concurrently by another process
 		}
 		return err
 	}
-	return store.SyncPath(db)
+	return mmap.SyncPath(db)
 }
 
 func (w *Writer) open() error {
 	var err error
-	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, store.CtlName), true); err != nil {
+	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, format.CtlName), true); err != nil {
 		return err
 	}
 	c := w.ctl
@@ -212,16 +214,16 @@ func (w *Writer) open() error {
 	if w.opts.MaxLag == 0 {
 		w.opts.MaxLag = w.rps // the documented default: one segment
 	}
-	w.segSize = store.SegFileSize(c.Schema.RowSize, w.rps)
+	w.segSize = format.SegFileSize(c.Schema.RowSize, w.rps)
 	w.strideShft = c.StrideShift
 	w.strideMask = 1<<c.StrideShift - 1
-	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, store.SymName), c.TableID, true); err != nil {
+	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), c.TableID, true); err != nil {
 		return err
 	}
-	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, store.TimeIdxName), c.TableID, true); err != nil {
+	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, format.TimeIdxName), c.TableID, true); err != nil {
 		return err
 	}
-	if w.post, err = index.OpenPostings(filepath.Join(w.dir, store.PostName), c.TableID, true); err != nil {
+	if w.post, err = index.OpenPostings(filepath.Join(w.dir, format.PostName), c.TableID, true); err != nil {
 		return err
 	}
 	if err := w.openLate(); err != nil {
@@ -235,7 +237,7 @@ func (w *Writer) open() error {
 	w.liveDir = liveDirFor(&w.opts, w.dir, c.TableID)
 	w.slots = make([]*liveSlot, c.LiveSlots)
 	for i := range w.slots {
-		w.slots[i] = &liveSlot{i: i, path: filepath.Join(w.liveDir, store.SlotName(i))}
+		w.slots[i] = &liveSlot{i: i, path: filepath.Join(w.liveDir, format.SlotName(i))}
 	}
 	if err := w.cleanCompaction(); err != nil {
 		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
@@ -341,7 +343,7 @@ func put32(d *[32]byte, seq, w0, w1, w2 uint64, lo uint32) {
 	binary.LittleEndian.PutUint64(d[0:], w0)
 	binary.LittleEndian.PutUint64(d[8:], w1)
 	binary.LittleEndian.PutUint64(d[16:], w2)
-	binary.LittleEndian.PutUint64(d[24:], uint64(lo)|uint64(store.Check32(seq, w0, w1, w2, lo))<<32)
+	binary.LittleEndian.PutUint64(d[24:], uint64(lo)|uint64(format.Check32(seq, w0, w1, w2, lo))<<32)
 }
 
 func (w *Writer) append(row []byte) (uint64, error) {
@@ -378,7 +380,7 @@ func (w *Writer) append(row []byte) (uint64, error) {
 	if stamped {
 		putLe64(dst, uint64(ts))
 	}
-	store.Seal(seq, dst)
+	format.Seal(seq, dst)
 	if late {
 		if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: w.lastTs, Sym: sym}); err != nil {
 			return 0, err
@@ -409,10 +411,10 @@ func (w *Writer) append(row []byte) (uint64, error) {
 // existed, and records the writer's window in ctl.
 func (w *Writer) openLate() error {
 	c := w.ctl
-	path := filepath.Join(w.dir, store.LateIdxName)
+	path := filepath.Join(w.dir, format.LateIdxName)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if c.RawSnap().Late != 0 {
-			return store.Corruptf(path, 0, "file missing, the table has %d late rows", c.RawSnap().Late)
+			return format.Corruptf(path, 0, "file missing, the table has %d late rows", c.RawSnap().Late)
 		}
 		tmp := path + ".tmp"
 		os.Remove(tmp)
@@ -422,7 +424,7 @@ func (w *Writer) openLate() error {
 		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
-		if err := store.SyncPath(w.dir); err != nil {
+		if err := mmap.SyncPath(w.dir); err != nil {
 			return err
 		}
 	}
@@ -909,7 +911,7 @@ func (w *Writer) removeLive() error {
 	}
 	for _, s := range w.slots {
 		if s.b != nil {
-			store.Unmap(s.b)
+			mmap.Unmap(s.b)
 			s.b, s.rows = nil, nil
 		}
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -932,7 +934,7 @@ func (w *Writer) closeFiles() error {
 	var errs []error
 	for _, s := range w.slots {
 		if s != nil && s.b != nil {
-			errs = append(errs, store.Unmap(s.b))
+			errs = append(errs, mmap.Unmap(s.b))
 			s.b, s.rows = nil, nil
 		}
 	}

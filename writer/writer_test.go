@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -103,8 +104,8 @@ func polName(p writer.FlushPolicy) string {
 // checkRow asserts that got is row seq as fill wrote it, with symbol sym.
 func (tb *wtTable) checkRow(t *testing.T, got store.Row, seq uint64, sym uint32) {
 	t.Helper()
-	if len(got) != tb.s.RowSize || !store.Valid(seq, got) {
-		t.Fatalf("row %d: %d bytes, valid %v", seq, len(got), len(got) == tb.s.RowSize && store.Valid(seq, got))
+	if len(got) != tb.s.RowSize || !format.Valid(seq, got) {
+		t.Fatalf("row %d: %d bytes, valid %v", seq, len(got), len(got) == tb.s.RowSize && format.Valid(seq, got))
 	}
 	if got.Ts() != wtTs(seq) || got.Sym(tb.sym) != sym || got.F64(tb.px) != float64(seq)+0.5 || got.I64(tb.sz) != int64(seq*3) {
 		t.Fatalf("row %d = ts %d sym %d px %v sz %d", seq, got.Ts(), got.Sym(tb.sym), got.F64(tb.px), got.I64(tb.sz))
@@ -183,7 +184,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestOpenCreates(t *testing.T) {
 	tb := newWtTable(t)
 	w := tb.open(t, nil)
-	for _, name := range []string{store.CtlName, store.SymName, store.TimeIdxName, store.PostName, store.LockName, store.SegName(0)} {
+	for _, name := range []string{format.CtlName, format.SymName, format.TimeIdxName, format.PostName, format.LockName, format.SegName(0)} {
 		if _, err := os.Stat(filepath.Join(tb.dir(), name)); err != nil {
 			t.Errorf("table file %s: %v", name, err)
 		}
@@ -191,7 +192,7 @@ func TestOpenCreates(t *testing.T) {
 	if w.LiveDir() != tb.live || w.Dir() != tb.dir() || !w.Schema().Equal(tb.s) {
 		t.Errorf("LiveDir %q Dir %q Schema %s", w.LiveDir(), w.Dir(), w.Schema())
 	}
-	if _, err := os.Stat(filepath.Join(tb.live, store.SlotName(0))); err != nil {
+	if _, err := os.Stat(filepath.Join(tb.live, format.SlotName(0))); err != nil {
 		t.Errorf("live slot 0: %v", err)
 	}
 	if w.Len() != 0 || w.LastTs() != math.MinInt64 || len(w.NewRow()) != 32 {
@@ -237,7 +238,7 @@ func TestOpenErrors(t *testing.T) {
 			if tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("Open error %v, want %v", err, tc.want)
 			}
-			if _, err := os.Stat(filepath.Join(tb.db, tc.table, store.CtlName)); err == nil && tc.table != "" {
+			if _, err := os.Stat(filepath.Join(tb.db, tc.table, format.CtlName)); err == nil && tc.table != "" {
 				t.Error("a failed Open left a table behind")
 			}
 		})
@@ -311,7 +312,7 @@ func TestAppendPublishVisibility(t *testing.T) {
 		t.Fatalf("reader sees %d rows after Publish", c)
 	}
 	snap, err := r.Snapshot()
-	if err != nil || snap.Visible != 10 || snap.LastTs != wtTs(9) {
+	if err != nil || snap.Len != 10 || snap.LastTs != wtTs(9) {
 		t.Fatalf("snapshot %+v, %v", snap, err)
 	}
 	for seq := range uint64(10) {
@@ -545,7 +546,7 @@ func TestOutOfOrderStamp(t *testing.T) {
 			if tc.wantLast && ts != tc.lastTs || !tc.wantLast && (ts < before || ts > after) {
 				t.Fatalf("stamped ts %d, arrival window [%d, %d], last %d", ts, before, after, tc.lastTs)
 			}
-			if stored.F64(tb.px) != late.F64(tb.px) || stored.I64(tb.sz) != late.I64(tb.sz) || !store.Valid(got, stored) {
+			if stored.F64(tb.px) != late.F64(tb.px) || stored.I64(tb.sz) != late.I64(tb.sz) || !format.Valid(got, stored) {
 				t.Error("stamping changed other columns or the check word is stale")
 			}
 			if w.LastTs() != ts {
@@ -568,7 +569,7 @@ func TestSyncDurable(t *testing.T) {
 			tb := newWtTable(t)
 			w := tb.open(t, func(o *writer.Options) { o.Flush = pol })
 			ids := tb.symbols(t, w, "A", "B")
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), store.CtlName), false)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -691,8 +692,8 @@ func TestSegmentRolls(t *testing.T) {
 	}
 	tb.checkAll(t, n, ids)
 	for seg := range uint64(n/tinyRows + 1) {
-		st, err := os.Stat(store.SegPath(tb.dir(), seg))
-		if err != nil || st.Size() != store.SegFileSize(32, tinyRows) {
+		st, err := os.Stat(format.SegPath(tb.dir(), seg))
+		if err != nil || st.Size() != format.SegFileSize(32, tinyRows) {
 			t.Fatalf("segment %d: %v, size %d", seg, err, st.Size())
 		}
 	}
@@ -828,7 +829,7 @@ func TestSymbols(t *testing.T) {
 	tb := newWtTable(t)
 	w := tb.open(t, nil)
 	r := tb.reader(t)
-	names := []string{"AAPL", "with space, comma=eq", "", "é€", strings.Repeat("L", store.MaxSymLen)}
+	names := []string{"AAPL", "with space, comma=eq", "", "é€", strings.Repeat("L", format.MaxSymLen)}
 	for i, n := range names {
 		id, err := w.Symbol([]byte(n))
 		if err != nil || id != uint32(i) {
@@ -848,7 +849,7 @@ func TestSymbols(t *testing.T) {
 			t.Errorf("SymbolString(%d) again = %d", i, id)
 		}
 	}
-	if _, err := w.Symbol(make([]byte, store.MaxSymLen+1)); err == nil {
+	if _, err := w.Symbol(make([]byte, format.MaxSymLen+1)); err == nil {
 		t.Error("an over-long symbol was accepted")
 	}
 	if s := w.Stats(); s.Symbols != len(names) || r.Symbols() != len(names) {
@@ -1008,14 +1009,14 @@ func TestPin(t *testing.T) {
 // below the durable count is an error naming the file and offset.
 func TestTornTailCutOnReopen(t *testing.T) {
 	const n = 2*tinyRows + 44 // segments 0 and 1 full, 44 rows in segment 2
-	rowOff := func(seq uint64) int64 { return store.BlockSize + int64(seq%tinyRows)*32 }
+	rowOff := func(seq uint64) int64 { return format.BlockSize + int64(seq%tinyRows)*32 }
 	segOf := func(seq uint64) uint64 { return seq / tinyRows }
 	type env struct {
 		t  *testing.T
 		tb *wtTable
 	}
 	patch := func(e env, seq uint64, f func(store.Row)) {
-		path := store.SegPath(e.tb.dir(), segOf(seq))
+		path := format.SegPath(e.tb.dir(), segOf(seq))
 		fh, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			e.t.Fatal(err)
@@ -1055,25 +1056,25 @@ func TestTornTailCutOnReopen(t *testing.T) {
 			patch(e, 280, func(r store.Row) { copy(r, prev) })
 		}, 280, 0, 0},
 		{"ts_goes_back", 260, func(e env) {
-			patch(e, 285, func(r store.Row) { r.SetTs(wtTs(284) - 1); store.Seal(285, r) })
+			patch(e, 285, func(r store.Row) { r.SetTs(wtTs(284) - 1); format.Seal(285, r) })
 		}, 285, 0, 0},
 		{"unknown_symbol", 260, func(e env) {
-			patch(e, 288, func(r store.Row) { r.SetSym(e.tb.sym, 99); store.Seal(288, r) })
+			patch(e, 288, func(r store.Row) { r.SetSym(e.tb.sym, 99); format.Seal(288, r) })
 		}, 288, 0, 0},
 		{"durable_at_boundary_next_file_truncated", 2 * tinyRows, func(e env) {
-			os.Truncate(store.SegPath(e.tb.dir(), 2), 100)
+			os.Truncate(format.SegPath(e.tb.dir(), 2), 100)
 		}, 2 * tinyRows, 0, 0},
 		{"durable_at_boundary_next_file_missing", 2 * tinyRows, func(e env) {
-			os.Remove(store.SegPath(e.tb.dir(), 2))
+			os.Remove(format.SegPath(e.tb.dir(), 2))
 		}, 2 * tinyRows, 0, 0},
 		{"torn_in_earlier_segment", 200, func(e env) { zero(e, 250, 252) }, 250, 0, 0},
 		{"durable_zero", 0, func(e env) { zero(e, 5, 6) }, 5, 0, 0},
 		{"last_durable_row_damaged", 260, func(e env) { patch(e, 259, func(r store.Row) { r[0] ^= 1 }) }, 0, 2, rowOff(259)},
 		{"durable_file_truncated", 260, func(e env) {
-			os.Truncate(store.SegPath(e.tb.dir(), 2), rowOff(270))
+			os.Truncate(format.SegPath(e.tb.dir(), 2), rowOff(270))
 		}, 0, 2, rowOff(270)},
 		{"durable_segment_header_damaged", 260, func(e env) {
-			fh, _ := os.OpenFile(store.SegPath(e.tb.dir(), 2), os.O_RDWR, 0)
+			fh, _ := os.OpenFile(format.SegPath(e.tb.dir(), 2), os.O_RDWR, 0)
 			fh.WriteAt([]byte{0xFF}, 20)
 			fh.Close()
 		}, 0, 2, 56},
@@ -1089,7 +1090,7 @@ func TestTornTailCutOnReopen(t *testing.T) {
 			}
 			// The crash: the durable count published before it was lower
 			// than the rows that reached the files.
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), store.CtlName), true)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1106,8 +1107,8 @@ func TestTornTailCutOnReopen(t *testing.T) {
 					t.Fatal("Open over damaged durable rows succeeded")
 				}
 				var ce *store.CorruptError
-				if !errors.As(err, &ce) || ce.Path != store.SegPath(tb.dir(), tc.errSeg) || ce.Offset != tc.errOff {
-					t.Fatalf("Open: %v, want corruption of %s at %d", err, store.SegPath(tb.dir(), tc.errSeg), tc.errOff)
+				if !errors.As(err, &ce) || ce.Path != format.SegPath(tb.dir(), tc.errSeg) || ce.Offset != tc.errOff {
+					t.Fatalf("Open: %v, want corruption of %s at %d", err, format.SegPath(tb.dir(), tc.errSeg), tc.errOff)
 				}
 				return
 			}
@@ -1126,14 +1127,14 @@ func TestTornTailCutOnReopen(t *testing.T) {
 			// later segments were removed, and the preparer may already
 			// have made the next one afresh.
 			for seq := tc.cut; seq < n; seq++ {
-				b, err := os.ReadFile(store.SegPath(tb.dir(), segOf(seq)))
+				b, err := os.ReadFile(format.SegPath(tb.dir(), segOf(seq)))
 				if errors.Is(err, os.ErrNotExist) {
 					continue
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				if off := rowOff(seq); off+32 <= int64(len(b)) && store.Valid(seq, b[off:off+32]) {
+				if off := rowOff(seq); off+32 <= int64(len(b)) && format.Valid(seq, b[off:off+32]) {
 					t.Fatalf("row %d of the old run survives past the cut at %d", seq, tc.cut)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/store"
@@ -108,10 +109,10 @@ func TestCompactQueriesUnchanged(t *testing.T) {
 		t.Fatalf("compact: exit %d\n%s\n%s", code, out, errs)
 	}
 	for seg := uint64(0); seg < 5; seg++ {
-		if _, err := os.Stat(store.ZSegPath(filepath.Join(db, "t"), seg)); err != nil {
+		if _, err := os.Stat(format.ZSegPath(filepath.Join(db, "t"), seg)); err != nil {
 			t.Fatalf("segment %d not compressed: %v", seg, err)
 		}
-		if _, err := os.Stat(store.SegPath(filepath.Join(db, "t"), seg)); !os.IsNotExist(err) {
+		if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), seg)); !os.IsNotExist(err) {
 			t.Fatalf("raw segment %d still there: %v", seg, err)
 		}
 	}

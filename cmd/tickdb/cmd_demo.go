@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -302,7 +303,7 @@ func demoLiveDir(o *demoOpts, db string, s *store.Schema) (dir, note string) {
 		return "", ""
 	}
 	const slots = 4 // writer.Options.LiveSlots default
-	need := slots * (int64(o.segSize) + int64(s.RowSize) + 2*store.BlockSize)
+	need := slots * (int64(o.segSize) + int64(s.RowSize) + 2*format.BlockSize)
 	if avail := int64(fs.Bavail) * fs.Bsize; avail < need+need/8 {
 		return filepath.Join(db, demoTable, "live"), fmt.Sprintf(" (/dev/shm has %s free, %s needed)", fmtBytes(avail), fmtBytes(need))
 	}

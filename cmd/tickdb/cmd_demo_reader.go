@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -143,19 +144,19 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 			demoEncode(want[:min(chunk, o.rows-i)*rs], s, g, ids)
 		}
 		exp := want[j*rs : j*rs+rs-store.CheckSize]
-		if !bytes.Equal(row[:rs-store.CheckSize], exp) || !store.Valid(seq, row) {
+		if !bytes.Equal(row[:rs-store.CheckSize], exp) || !format.Valid(seq, row) {
 			// The view may have been recycled under a reader that fell
 			// LiveSlots-1 segments behind: confirm with a checked copy.
 			got := store.Row(check)
 			if err := r.ReadRow(seq, check); err != nil {
 				got = row
-			} else if bytes.Equal(check[:rs-store.CheckSize], exp) && store.Valid(seq, check) {
+			} else if bytes.Equal(check[:rs-store.CheckSize], exp) && format.Valid(seq, check) {
 				rereads++
 				continue
 			}
 			w := store.Row(append([]byte(nil), want[j*rs:j*rs+rs]...))
 			return fmt.Errorf("demo reader: row %d: got ts=%d sym=%d price=%v size=%d check-ok=%v, want ts=%d sym=%d price=%v size=%d",
-				seq, got.Ts(), got.Sym(symC), got.F64(priceC), got.I64(sizeC), store.Valid(seq, got),
+				seq, got.Ts(), got.Sym(symC), got.F64(priceC), got.I64(sizeC), format.Valid(seq, got),
 				w.Ts(), w.Sym(symC), w.F64(priceC), w.I64(sizeC))
 		}
 	}

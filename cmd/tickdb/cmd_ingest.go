@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickdb/tickdb/ingest"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -328,7 +329,7 @@ func (in *ingester) prepareCSV(f *os.File, s ingestSrc) (*csvPrep, error) {
 		}
 	}
 	prep := &csvPrep{header: bytes.Clone(buf[:h])}
-	if _, err := os.Stat(filepath.Join(in.db, in.o.table, store.CtlName)); err == nil {
+	if _, err := os.Stat(filepath.Join(in.db, in.o.table, format.CtlName)); err == nil {
 		r, err := reader.Open(in.db, in.o.table, nil)
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -52,7 +53,7 @@ func TestRetainCommand(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	seg := store.SegFileSize(32, 128)
+	seg := format.SegFileSize(32, 128)
 	code, out, errs := execCLI(t, "retain", "--db", db, "--table", "t", "--max-bytes", strconv.FormatInt(3*seg, 10))
 	if code != 0 || !strings.Contains(out, "t: deleted 8 segments (1,024 rows") || !strings.Contains(out, "first row now 1,024") {
 		t.Fatalf("retain --max-bytes: exit %d\n%s\n%s", code, out, errs)
@@ -72,7 +73,7 @@ func TestRetainCommand(t *testing.T) {
 	if r.FirstSeq() != 9*128 || r.Len() != 10*128+5 {
 		t.Fatalf("first %d, count %d", r.FirstSeq(), r.Len())
 	}
-	if _, err := os.Stat(store.SegPath(filepath.Join(db, "t"), 8)); !os.IsNotExist(err) {
+	if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), 8)); !os.IsNotExist(err) {
 		t.Fatalf("segment 8 still there: %v", err)
 	}
 	// stat and verify see the deleted rows as such.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/index"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -241,25 +241,21 @@ func statTable(db, name string) (tableStat, error) {
 		ts.FirstTime = time.Unix(0, first).UTC().Format(statTimeLayout)
 		ts.LastTime = time.Unix(0, last).UTC().Format(statTimeLayout)
 	}
-	if st.WriterState != index.StateClosed {
-		w := &statWriter{Pid: st.WriterPid, State: "open", Running: pidRunning(st.WriterPid)}
-		if st.WriterState == index.StateRecovering {
-			w.State = "recovering"
-		}
-		ts.Writer = w
+	if st.WriterState != reader.WriterClosed {
+		ts.Writer = &statWriter{Pid: st.WriterPid, State: st.WriterState.String(), Running: pidRunning(st.WriterPid)}
 	}
 	if st.LiveDir != "" {
 		// Only the slot files: a live directory inside the table's own
 		// directory holds nothing else either, but say what is counted.
 		for i := range st.LiveSlots {
-			if fi, err := os.Stat(filepath.Join(st.LiveDir, store.SlotName(i))); err == nil {
+			if fi, err := os.Stat(filepath.Join(st.LiveDir, format.SlotName(i))); err == nil {
 				ts.LiveBytes += allocated(fi)
 			}
 		}
 		ents, _ := os.ReadDir(st.LiveDir)
 		for _, e := range ents {
-			_, _, hot := store.ParseHotName(e.Name())
-			_, _, clu := store.ParseCluName(e.Name())
+			_, _, hot := format.ParseHotName(e.Name())
+			_, _, clu := format.ParseCluName(e.Name())
 			if fi, err := e.Info(); err == nil && (hot || clu) {
 				ts.HotBytes += allocated(fi)
 			}

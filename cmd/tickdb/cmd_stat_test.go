@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
-	"github.com/tickdb/tickdb/store"
 )
 
 // statJSON is what a script reads of stat --format json.
@@ -111,7 +111,7 @@ func TestStatJSON(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(db, ".new.tmp-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(db, ".new.tmp-1", store.CtlName), nil, 0o644)
+	os.WriteFile(filepath.Join(db, ".new.tmp-1", format.CtlName), nil, 0o644)
 
 	code, out, errs := runCLI("stat", "--db", db, "--format", "json")
 	if code != 0 || errs != "" {
@@ -121,7 +121,7 @@ func TestStatJSON(t *testing.T) {
 	if len(s.Tables) != 3 || s.Tables[0].Name != "empty" || s.Tables[1].Name != "ticks" || s.Tables[2].Name != "trades" {
 		t.Fatalf("tables: %+v", s.Tables)
 	}
-	segBytes := store.SegFileSize(32, 128)
+	segBytes := format.SegFileSize(32, 128)
 
 	e := s.Tables[0]
 	if e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil || e.Bytes != filesSize(t, filepath.Join(db, "empty")) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -190,12 +191,12 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 			if err := r.CopyRow(seq, row, view); err != nil {
 				return err
 			}
-			if !store.Valid(seq, row) {
+			if !format.Valid(seq, row) {
 				// The live slot was recycled under the view: read it again.
 				if err := r.ReadRow(seq, row); err != nil {
 					return err
 				}
-				if !store.Valid(seq, row) {
+				if !format.Valid(seq, row) {
 					return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 				}
 			}

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
-	"github.com/tickdb/tickdb/store"
 )
 
 // TestVerifyClean: good tables verify with one OK line each, nothing on
@@ -90,8 +90,8 @@ func TestVerifyFlippedByte(t *testing.T) {
 	}
 	sw.w = nil
 	// Row 133 is row 5 of segment 1; flip a bit of its price (byte 9).
-	seg := store.SegPath(filepath.Join(db, "ticks"), 1)
-	rowOff := int64(store.BlockSize + 5*32)
+	seg := format.SegPath(filepath.Join(db, "ticks"), 1)
+	rowOff := int64(format.BlockSize + 5*32)
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

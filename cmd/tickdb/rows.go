@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -88,7 +89,7 @@ func listTables(db string) []string {
 		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
 			continue // also a table being created: ".<name>.tmp-*"
 		}
-		if _, err := os.Stat(filepath.Join(db, e.Name(), store.CtlName)); err == nil {
+		if _, err := os.Stat(filepath.Join(db, e.Name(), format.CtlName)); err == nil {
 			names = append(names, e.Name())
 		}
 	}

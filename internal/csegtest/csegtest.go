@@ -9,7 +9,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tickdb/tickdb/cseg"
+	"github.com/tickdb/tickdb/internal/cseg"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // older tickdb holds it.
 func RewriteV1(t testing.TB, dir string, s *store.Schema, n, rps uint64) {
 	t.Helper()
-	path := store.ZSegPath(dir, n)
+	path := format.ZSegPath(dir, n)
 	head, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -108,7 +109,7 @@ func (g *SeqRows) Check(row store.Row, seq uint64, name func(uint32) (string, er
 	if len(row) != g.Schema.RowSize {
 		return fmt.Errorf("row %d: %d bytes, want %d", seq, len(row), g.Schema.RowSize)
 	}
-	if !store.Valid(seq, row) {
+	if !format.Valid(seq, row) {
 		return fmt.Errorf("row %d fails its check word (ts %d size %d)", seq, row.Ts(), row.I64(g.size))
 	}
 	if ts := row.Ts(); ts != g.Ts(seq) {

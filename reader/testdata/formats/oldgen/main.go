@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -78,5 +79,5 @@ func run(db string) error {
 	if _, err := w.CloseCompacted(300_000); err != nil {
 		return err
 	}
-	return os.Remove(filepath.Join(db, "trades", store.LockName))
+	return os.Remove(filepath.Join(db, "trades", format.LockName))
 }

@@ -1,0 +1,179 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
+)
+
+// mappedFile is an index file mapped with a large fixed virtual size that
+// grows underneath the mapping (fallocate), so nobody ever remaps it.
+type mappedFile struct {
+	Path string
+	f    *os.File
+	b    []byte
+	// size is the bytes known to exist (writer: allocated; reader: last
+	// fstat). Atomic because the writer's preparer grows the file while the
+	// writer goroutine allocates from it. This file is the package's only
+	// user of sync/atomic; mapped words go through store's helpers.
+	size    atomic.Int64
+	rw      bool
+	version uint32     // the header's version word
+	growMu  sync.Mutex // serialises growth (writer goroutine and preparer)
+}
+
+func createIndexFile(path, magic string, version uint32, tableID [16]byte, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hdr := make([]byte, format.BlockSize)
+	format.MarshalFileHeaderVersion(hdr, magic, version, tableID)
+	if _, err := f.Write(hdr); err != nil {
+		return err
+	}
+	if err := mmap.Fallocate(f, size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// openIndexFile maps an index file whose header version is 1 to
+// maxVersion (m.version).
+func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() < format.BlockSize {
+		f.Close()
+		return nil, format.Corruptf(path, st.Size(), "file is %d bytes, shorter than its header", st.Size())
+	}
+	b, err := mmap.MapShared(f, reserve, writable)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// No read-around: for the writer, small folios, so writeback writes the
+	// 4 KiB pages that changed; for a reader, a page fault reads its page
+	// only (a device's read-ahead can be megabytes: 8 MiB on this project's
+	// machines), and what a query needs is read ahead explicitly
+	// (WillNeed) instead.
+	_ = mmap.AdviseRandom(b)
+	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
+	m.size.Store(st.Size())
+	if m.version, err = format.CheckFileHeaderVersion(path, b, magic, maxVersion, tableID); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *mappedFile) Close() error {
+	err := mmap.Unmap(m.b)
+	m.b = nil
+	if e := m.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// willNeed starts reading bytes [off, off+n) of the file into the page
+// cache in the background (within what is known to exist).
+func (m *mappedFile) willNeed(off, n int64) {
+	end := min(off+n, m.size.Load(), int64(len(m.b)))
+	if off < end {
+		_ = mmap.WillNeed(m.b[off&^(format.BlockSize-1) : end])
+	}
+}
+
+// covers reports whether [0, end) lies inside the file, refreshing the
+// known size with fstat when needed. A reader calls it before touching
+// bytes past what it has seen, so a damaged counter gives an error, not a
+// SIGBUS.
+func (m *mappedFile) covers(end int64) bool {
+	if end <= m.size.Load() {
+		return true
+	}
+	if end > int64(len(m.b)) {
+		return false
+	}
+	st, err := m.f.Stat()
+	if err != nil {
+		return false
+	}
+	m.size.Store(st.Size())
+	return end <= st.Size()
+}
+
+// grow makes the file at least size bytes and pre-faults the new range
+// writable. Writer side (called from the preparer, or synchronously when
+// the writer outruns it).
+func (m *mappedFile) grow(size int64) error {
+	m.growMu.Lock()
+	defer m.growMu.Unlock()
+	old := m.size.Load()
+	if size <= old {
+		return nil
+	}
+	if size > int64(len(m.b)) {
+		return fmt.Errorf("index: %s would grow to %d bytes, past its %d-byte reservation", m.Path, size, len(m.b))
+	}
+	if err := mmap.Fallocate(m.f, size); err != nil {
+		return err
+	}
+	// Pre-faulting is an optimisation: a kernel without
+	// MADV_POPULATE_WRITE (before 5.14) faults the pages in on first use.
+	_ = mmap.PopulateWrite(m.b[old:size])
+	m.size.Store(size)
+	return nil
+}
+
+// sync writes [0, end) back to disk.
+func (m *mappedFile) sync(end int64) error {
+	if n := m.size.Load(); end > n {
+		end = n
+	}
+	b := m.b[:(end+format.BlockSize-1)&^(format.BlockSize-1)]
+	if m.rw {
+		// Drop this process's page table entries first: writeback would
+		// otherwise write-protect each mapped dirty page with its own TLB
+		// shootdown, interrupting the writer thousands of times a segment.
+		// The pages stay dirty in the page cache (a shared file mapping
+		// loses nothing), msync writes them, and the writer re-faults the
+		// few it still uses.
+		if err := mmap.DropMapping(b); err != nil {
+			return err
+		}
+	}
+	return mmap.MsyncSync(b)
+}
+
+// trim frees the disk blocks of the file from byte from (rounded up to a
+// page) to its end, keeping its size: the room grown ahead that a closed
+// table will not use. Reads there give zeros, as in a grown file; a writer
+// that reopens the table takes page faults there instead of pre-faulted
+// pages.
+func (m *mappedFile) trim(from int64) error {
+	from = (from + format.BlockSize - 1) &^ (format.BlockSize - 1)
+	if size := m.size.Load(); from < size {
+		if err := mmap.PunchHole(m.f, from, size-from); err != nil {
+			return fmt.Errorf("index: trim %s from %d: %w", m.Path, from, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package mmap
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// This file is the package's only user of unsafe and sync/atomic: every
+// access to a shared word of a mapping goes through the helpers below, so the
+// ordering rules can be reviewed in one place.
+//
+// Mapped words are 8-byte aligned (mappings are page-aligned and every word
+// offset in docs/FORMAT.md is a multiple of 8). On amd64 and arm64 an aligned
+// 8-byte plain load or store is single-copy atomic; LoadAcquire64 and
+// StoreRelease64 add the ordering.
+
+func word(b []byte, off int) *uint64 {
+	_ = b[off+7]
+	return (*uint64)(unsafe.Pointer(&b[off]))
+}
+
+// LoadAcquire64 loads the little-endian word at b[off:]: later loads are not
+// reordered before it. Readers use it for published counters.
+func LoadAcquire64(b []byte, off int) uint64 { return atomic.LoadUint64(word(b, off)) }
+
+// StoreRelease64 stores v at b[off:]: earlier stores (row bytes, entries) are
+// visible to any reader that observes v through LoadAcquire64.
+func StoreRelease64(b []byte, off int, v uint64) { atomic.StoreUint64(word(b, off), v) }
+
+// Words views a mapped region as uint64 words (len(b)/8 of them). The region
+// must be 8-byte aligned. Plain stores through it are published later by a
+// StoreRelease64; plain loads through it are only made after a LoadAcquire64.
+func Words(b []byte) []uint64 {
+	if len(b) < 8 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+// AddRelease64 adds d to the word at b[off:] atomically and returns the new
+// value: for a counter more than one goroutine of the writer bumps.
+func AddRelease64(b []byte, off int, d uint64) uint64 { return atomic.AddUint64(word(b, off), d) }

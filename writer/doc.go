@@ -25,7 +25,7 @@
 //     segment and then does the background maintenance: it unlinks the
 //     segments automatic retention (Options.RetainAge, RetainBytes) moved
 //     below the first row, and compresses old segments (Options.CompactAge;
-//     package cseg).
+//     internal/cseg).
 //
 // Retain and Compact do the same on demand, from the writer's goroutine;
 // CloseCompacted also compresses the segments a running writer must keep
@@ -37,7 +37,7 @@
 // table's LOCK file and fails at once with a *LockedError naming the
 // holder's pid. The methods that append must be called from one goroutine at
 // a time, and so must Stats; other goroutines and processes watch a table
-// through a reader (Count, Durable, OutOfOrder).
+// through a reader (Len, Durable, OutOfOrder).
 //
 // # Durability
 //

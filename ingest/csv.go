@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 )
@@ -95,7 +96,7 @@ func (p *CSVParser) Header(data []byte, atEOF bool) (int, error) {
 		n, blank, err := p.split(data[off:], atEOF)
 		if n == 0 {
 			if atEOF {
-				return 0, &LineError{Line: p.line, Reason: ReasonSyntax, Msg: "no header row: the file is empty (want a header like ts,sym,price)"}
+				return 0, &lineproto.LineError{Line: p.line, Reason: lineproto.ReasonSyntax, Msg: "no header row: the file is empty (want a header like ts,sym,price)"}
 			}
 			p.line = line0 // called again with more data, from the start
 			return 0, nil
@@ -128,9 +129,9 @@ func (p *CSVParser) setHeader(rec []byte) error {
 		name := string(cell)
 		switch {
 		case name == "":
-			return p.cellErr(sp, ReasonName, fmt.Sprintf("header column %d has no name", k+1))
+			return p.cellErr(sp, lineproto.ReasonName, fmt.Sprintf("header column %d has no name", k+1))
 		case seen[name]:
-			return p.cellErr(sp, ReasonDuplicate, fmt.Sprintf("header names column %q twice", name))
+			return p.cellErr(sp, lineproto.ReasonDuplicate, fmt.Sprintf("header names column %q twice", name))
 		}
 		seen[name] = true
 		p.names[k], p.keys[k] = name, cell
@@ -139,7 +140,7 @@ func (p *CSVParser) setHeader(rec []byte) error {
 		}
 	}
 	if p.tsCol < 0 {
-		return &LineError{Line: p.rec, Reason: ReasonName, Msg: fmt.Sprintf("header %s has no ts column (want ts plus columns, like ts,sym,price)", snippet(bytes.TrimRight(rec, "\r\n")))}
+		return &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonName, Msg: fmt.Sprintf("header %s has no ts column (want ts plus columns, like ts,sym,price)", snippet(bytes.TrimRight(rec, "\r\n")))}
 	}
 	return nil
 }
@@ -174,7 +175,7 @@ func (p *CSVParser) UseSchema(s *store.Schema) error {
 	if len(unknown) > 1 {
 		what = "columns " + strings.Join(unknown, ", ")
 	}
-	return &LineError{Line: p.rec, Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("header %s: table %s has no such column (its columns: %s)", what, p.table, strings.Join(cols, ", "))}
+	return &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonUnknownColumn, Msg: fmt.Sprintf("header %s: table %s has no such column (its columns: %s)", what, p.table, strings.Join(cols, ", "))}
 }
 
 // Infer types the header's columns for a table the file creates, from
@@ -234,13 +235,10 @@ func inferType(cell []byte, esc bool) store.ColType {
 	if esc { // doubled quotes or a line end: text
 		return store.TypeSym
 	}
-	if _, r := parseInt(cell); r == intOK {
+	if _, err := lineproto.ParseInt(cell); err == nil {
 		return store.TypeI64
 	}
-	if _, r := parseFloat(cell); r == intOK {
-		return store.TypeF64
-	}
-	if _, ok := parseSpecialFloat(cell); ok {
+	if _, err := lineproto.ParseFloat(cell); err == nil {
 		return store.TypeF64
 	}
 	if asciiEqualFold(cell, "true") || asciiEqualFold(cell, "false") {
@@ -261,7 +259,7 @@ func (p *CSVParser) Schema() (*store.Schema, error) {
 	}
 	s, err := store.NewSchema(cols...)
 	if err != nil {
-		return nil, &LineError{Line: p.rec, Reason: ReasonName, Msg: fmt.Sprintf("cannot create table %s from the header: %v", p.table, err)}
+		return nil, &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonName, Msg: fmt.Sprintf("cannot create table %s from the header: %v", p.table, err)}
 	}
 	return s, nil
 }
@@ -281,7 +279,7 @@ func (p *CSVParser) Line() int { return p.rec }
 // l's slices point into data (Parse rewrites quoted cells that hold
 // doubled quotes in place) and into the parser's column names, so they
 // stay valid as long as data is; l.Tags and l.Fields are reused.
-func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err error) {
+func (p *CSVParser) Parse(data []byte, atEOF bool, l *lineproto.Line) (n int, ok bool, err error) {
 	n, blank, lerr := p.split(data, atEOF)
 	if n == 0 {
 		return 0, false, nil
@@ -295,7 +293,7 @@ func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err
 	case blank:
 		return n, false, nil
 	case len(p.spans) != len(p.types):
-		return n, false, &LineError{Line: p.rec, Reason: ReasonSyntax, Msg: fmt.Sprintf("%d fields, the header has %d", len(p.spans), len(p.types))}
+		return n, false, &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonSyntax, Msg: fmt.Sprintf("%d fields, the header has %d", len(p.spans), len(p.types))}
 	}
 	l.Measurement = p.table
 	l.Tags = l.Tags[:0]
@@ -312,44 +310,41 @@ func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err
 		}
 		switch p.types[k] {
 		case store.TypeSym:
-			t := nextTag(l)
+			t := l.AddTag()
 			t.Key, t.Value = p.keys[k], cell
 		case store.TypeF64:
-			x, r := parseFloat(cell)
-			if r != intOK {
-				var special bool
-				if x, special = parseSpecialFloat(cell); !special {
-					return n, false, p.cellErr(*sp, ReasonNumber, fmt.Sprintf("column %q (f64): %s is not a number", p.names[k], snippet(cell)))
-				}
+			x, err := lineproto.ParseFloat(cell)
+			if err != nil {
+				return n, false, p.cellErr(*sp, lineproto.ReasonNumber, fmt.Sprintf("column %q (f64): %s is not a number", p.names[k], snippet(cell)))
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.F = p.keys[k], KindFloat, x
+			f := l.AddField()
+			f.Key, f.Kind, f.F = p.keys[k], lineproto.KindFloat, x
 		case store.TypeI64:
-			x, r := parseInt(cell)
-			if r != intOK {
+			x, err := lineproto.ParseInt(cell)
+			if err != nil {
 				msg := fmt.Sprintf("column %q (i64): %s is not an integer", p.names[k], snippet(cell))
-				if r == intRange {
+				if err == strconv.ErrRange {
 					msg = fmt.Sprintf("column %q (i64): %s overflows i64", p.names[k], snippet(cell))
 				}
-				return n, false, p.cellErr(*sp, ReasonNumber, msg)
+				return n, false, p.cellErr(*sp, lineproto.ReasonNumber, msg)
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.I = p.keys[k], KindInt, x
+			f := l.AddField()
+			f.Key, f.Kind, f.I = p.keys[k], lineproto.KindInt, x
 		case store.TypeBool:
 			b, okb := parseCSVBool(cell)
 			if !okb {
-				return n, false, p.cellErr(*sp, ReasonValue, fmt.Sprintf("column %q (bool): %s is not true, false, t, f, 1 or 0", p.names[k], snippet(cell)))
+				return n, false, p.cellErr(*sp, lineproto.ReasonValue, fmt.Sprintf("column %q (bool): %s is not true, false, t, f, 1 or 0", p.names[k], snippet(cell)))
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.B = p.keys[k], KindBool, b
+			f := l.AddField()
+			f.Key, f.Kind, f.B = p.keys[k], lineproto.KindBool, b
 		case store.TypeTs:
 			ts, msg := parseCSVTime(cell)
 			if msg != "" {
-				return n, false, p.cellErr(*sp, ReasonTimestamp, `column "ts": `+msg)
+				return n, false, p.cellErr(*sp, lineproto.ReasonTimestamp, `column "ts": `+msg)
 			}
 			l.Ts, l.HasTs = ts, true
 		default:
-			return n, false, p.cellErr(*sp, ReasonType, fmt.Sprintf("column %q: no type (call UseSchema or Infer first)", p.names[k]))
+			return n, false, p.cellErr(*sp, lineproto.ReasonType, fmt.Sprintf("column %q: no type (call UseSchema or Infer first)", p.names[k]))
 		}
 	}
 	return n, true, nil
@@ -568,19 +563,19 @@ func (p *CSVParser) pos(off int) (line, col int) {
 	return line, off - lineStart + 1
 }
 
-func (p *CSVParser) lineErr(f *csvFault) *LineError {
+func (p *CSVParser) lineErr(f *csvFault) *lineproto.LineError {
 	line, col := p.pos(f.off)
-	return &LineError{Line: line, Col: col, Reason: ReasonSyntax, Msg: f.msg}
+	return &lineproto.LineError{Line: line, Col: col, Reason: lineproto.ReasonSyntax, Msg: f.msg}
 }
 
 // cellErr is a *LineError at the cell sp (at its opening quote, if any).
-func (p *CSVParser) cellErr(sp csvSpan, r Reason, msg string) *LineError {
+func (p *CSVParser) cellErr(sp csvSpan, r lineproto.Reason, msg string) *lineproto.LineError {
 	off := sp.start
 	if sp.quoted {
 		off--
 	}
 	line, col := p.pos(off)
-	return &LineError{Line: line, Col: col, Reason: r, Msg: msg}
+	return &lineproto.LineError{Line: line, Col: col, Reason: r, Msg: msg}
 }
 
 // unescapeCSV rewrites a quoted field's content in place: "" becomes ",
@@ -622,7 +617,7 @@ func parseCSVBool(b []byte) (v, ok bool) {
 // takes, the common RFC 3339 shapes without it. A bad cell gives a message.
 func parseCSVTime(b []byte) (int64, string) {
 	if c := b[0]; c >= '0' && c <= '9' || c == '-' || c == '+' {
-		if ts, r := parseInt(b); r == intOK {
+		if ts, err := lineproto.ParseInt(b); err == nil {
 			return ts, ""
 		}
 		if ts, ok := parseTimeFast(b); ok {
@@ -737,4 +732,31 @@ func daysFromCivil(y, m, d int) int64 {
 	doy := (153*mp+2)/5 + d - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// asciiEqualFold reports whether b equals the lower-case ASCII word s,
+// ignoring ASCII case (bytes.EqualFold would also take, say, "falſe").
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// snippetMax bounds the bytes of input that one message quotes, so that a
+// hostile cell cannot make its error as long as itself; the line-protocol
+// parser's messages quote the same way.
+const snippetMax = 40
+
+// snippet quotes b for a message, cut to snippetMax bytes.
+func snippet(b []byte) string {
+	if len(b) > snippetMax {
+		return strconv.Quote(string(b[:snippetMax])) + "..."
+	}
+	return strconv.Quote(string(b))
 }

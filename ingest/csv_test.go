@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 )
@@ -122,7 +123,7 @@ func FuzzCSVParse(f *testing.F) {
 		if p.UseSchema(s) != nil {
 			return
 		}
-		var l Line
+		var l lineproto.Line
 		line := 0
 		for data := in[n:]; len(data) > 0; {
 			k, ok, err := p.Parse(data, true, &l)
@@ -133,7 +134,7 @@ func FuzzCSVParse(f *testing.F) {
 				t.Fatalf("line %d after %d", p.Line(), line)
 			}
 			line = p.Line()
-			if ok && err != nil || err != nil && !errors.Is(err, ErrBadLine) {
+			if ok && err != nil || err != nil && !errors.Is(err, lineproto.ErrBadLine) {
 				t.Fatalf("ok %v err %v", ok, err)
 			}
 			if ok && len(l.Tags)+len(l.Fields) > 4 {
@@ -206,7 +207,7 @@ func parseCSV(t *testing.T, s *store.Schema, text string) (rows, errs []string) 
 	} else if !p.Infer(data, true) {
 		t.Fatal("infer wants more at EOF")
 	}
-	var l Line
+	var l lineproto.Line
 	for len(data) > 0 {
 		n, ok, err := p.Parse(data, true, &l)
 		if n == 0 {
@@ -224,7 +225,7 @@ func parseCSV(t *testing.T, s *store.Schema, text string) (rows, errs []string) 
 }
 
 // lineString prints a line: ts (or "now"), then its tags and fields.
-func lineString(l *Line) string {
+func lineString(l *lineproto.Line) string {
 	var b strings.Builder
 	if l.HasTs {
 		fmt.Fprint(&b, l.Ts)
@@ -236,11 +237,11 @@ func lineString(l *Line) string {
 	}
 	for _, f := range l.Fields {
 		switch f.Kind {
-		case KindFloat:
+		case lineproto.KindFloat:
 			fmt.Fprintf(&b, " %s=%v", f.Key, f.F)
-		case KindInt:
+		case lineproto.KindInt:
 			fmt.Fprintf(&b, " %s=%di", f.Key, f.I)
-		case KindBool:
+		case lineproto.KindBool:
 			fmt.Fprintf(&b, " %s=%v", f.Key, f.B)
 		}
 	}
@@ -336,7 +337,7 @@ func TestCSVHeader(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrBadLine) {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, lineproto.ErrBadLine) {
 				t.Fatalf("err %v, want %q", err, tc.err)
 			}
 		})
@@ -444,7 +445,7 @@ func TestCSVParseAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Infer(data[n:], true)
-	var l Line
+	var l lineproto.Line
 	rows := data[n:]
 	allocs := testing.AllocsPerRun(100, func() {
 		for off := 0; off < len(rows); {
@@ -477,9 +478,9 @@ func TestLoaderPlanCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []Line
+	var lines []lineproto.Line
 	for off := 0; off < len(body); {
-		var l Line
+		var l lineproto.Line
 		k, ok, err := p.Parse(body[off:], true, &l)
 		if err != nil || !ok {
 			t.Fatal(err)
@@ -503,7 +504,7 @@ func TestLoaderPlanCreate(t *testing.T) {
 		t.Fatalf("append: %d %v", n, err)
 	}
 	late := lines[:1]
-	if n, err := ld.AppendLines(late, 0); n != 0 || !errors.Is(err, ErrBadLine) {
+	if n, err := ld.AppendLines(late, 0); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("late row: %d %v", n, err)
 	}
 	if err := ld.Create("c", store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs})); err == nil {
@@ -530,7 +531,7 @@ func TestLoaderCheckAtStamps(t *testing.T) {
 		lines := parseLines(t, text)
 		for i := range lines {
 			if err := ld.CheckAt(&lines[i], now); err != nil {
-				if !errors.Is(err, ErrBadLine) {
+				if !errors.Is(err, lineproto.ErrBadLine) {
 					t.Fatal(err)
 				}
 				bad = append(bad, i+1)
@@ -549,7 +550,7 @@ func TestLoaderCheckAtStamps(t *testing.T) {
 	if n, err := ld.AppendLines(lines[:2], 1000); n != 2 || err != nil {
 		t.Fatalf("append: %d %v", n, err)
 	}
-	if n, err := ld.AppendLines(lines[2:], 1000); n != 0 || !errors.Is(err, ErrBadLine) {
+	if n, err := ld.AppendLines(lines[2:], 1000); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("append of the line CheckAt found bad: %d %v", n, err)
 	}
 	if n, err := ld.AppendLines(lines[3:], 1000); n != 1 || err != nil {
@@ -587,7 +588,7 @@ func BenchmarkCSVParse(b *testing.B) {
 			}
 			p.Infer(data[h:], true)
 			rows := data[h:]
-			var l Line
+			var l lineproto.Line
 			b.SetBytes(int64(len(rows)))
 			b.ReportAllocs()
 			k := 0

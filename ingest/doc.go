@@ -1,5 +1,5 @@
-// Package ingest takes the InfluxDB/QuestDB line protocol in and stores it:
-// the zero-allocation parser (Parser, Line, AppendLine), the server that
+// Package ingest takes the InfluxDB/QuestDB line protocol in and stores it,
+// parsed by package lineproto (Parser, Line): the server that
 // `tickdb serve` runs (Start, Server: an epoll TCP listener and an HTTP API
 // over one writer goroutine that owns every table), and Loader, the same
 // table rules for bulk loads, with the CSV reader `tickdb ingest` uses.
@@ -16,7 +16,7 @@
 //
 // # Concurrency
 //
-// A Parser, a Line and a Loader belong to one goroutine. A Server's
+// A Loader belongs to one goroutine. A Server's
 // methods are safe from any goroutine. Inside a Server, a fixed number of
 // event-loop goroutines (each blocking in epoll_wait) parse lines and hand
 // encoded records to the writer goroutine through bounded single-producer

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -37,7 +38,7 @@ func NewLoader(o *Options) *Loader {
 
 // Check validates l without storing anything; a bad line gives a
 // *LineError (its Line is for the caller to set).
-func (ld *Loader) Check(l *Line) error { return ld.c.line(l) }
+func (ld *Loader) Check(l *lineproto.Line) error { return ld.c.line(l) }
 
 // Reset forgets what Check has seen.
 func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
@@ -45,7 +46,7 @@ func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
 // Append stores l: a bad line (one Check would reject, or a late row the
 // table refuses) gives a *LineError and stores nothing; another error is
 // a write failure.
-func (ld *Loader) Append(l *Line) error {
+func (ld *Loader) Append(l *lineproto.Line) error {
 	ld.s.now = time.Now().UnixNano()
 	_, err := ld.s.store(l)
 	return err

@@ -8,22 +8,23 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/lineproto"
 )
 
-func parseLines(t *testing.T, text string) []Line {
+func parseLines(t *testing.T, text string) []lineproto.Line {
 	t.Helper()
-	var p Parser
-	var out []Line
+	var p lineproto.Parser
+	var out []lineproto.Line
 	for _, s := range strings.Split(strings.TrimSpace(text), "\n") {
-		var l Line
+		var l lineproto.Line
 		ok, err := p.Parse([]byte(s), &l)
 		if err != nil || !ok {
 			t.Fatalf("parse %q: %v", s, err)
 		}
 		// Own copies: the parser's slices are valid until its next call.
-		c := Line{Measurement: []byte(string(l.Measurement)), Ts: l.Ts, HasTs: l.HasTs}
+		c := lineproto.Line{Measurement: []byte(string(l.Measurement)), Ts: l.Ts, HasTs: l.HasTs}
 		for _, tg := range l.Tags {
-			c.Tags = append(c.Tags, Tag{Key: []byte(string(tg.Key)), Value: []byte(string(tg.Value))})
+			c.Tags = append(c.Tags, lineproto.Tag{Key: []byte(string(tg.Key)), Value: []byte(string(tg.Value))})
 		}
 		for _, f := range l.Fields {
 			f.Key = []byte(string(f.Key))
@@ -47,7 +48,7 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(err, ErrBadLine) || !strings.Contains(err.Error(), `field "w": column "w" of table f is f64, got a boolean value`) {
+	if !errors.Is(err, lineproto.ErrBadLine) || !strings.Contains(err.Error(), `field "w": column "w" of table f is f64, got a boolean value`) {
 		t.Fatalf("check: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(db, "f")); !os.IsNotExist(err) {
@@ -68,7 +69,7 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 	// A late row is bad, and adds no column even when it names one.
 	late := parseLines(t, "f,sym=A v=9 0\nf,sym=A v=9,late=1i 0")
 	for i := range late {
-		if err := ld.Append(&late[i]); !errors.Is(err, ErrBadLine) {
+		if err := ld.Append(&late[i]); !errors.Is(err, lineproto.ErrBadLine) {
 			t.Fatalf("late row %d: %v", i, err)
 		}
 	}
@@ -105,7 +106,7 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 			t.Fatalf("check line %d: %v", i+1, err)
 		}
 	}
-	if err := ld.Check(&lines[3]); !errors.Is(err, ErrBadLine) {
+	if err := ld.Check(&lines[3]); !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("check of a late line: %v", err)
 	}
 	if n, err := ld.AppendLines(lines[:3], 0); n != 3 || err != nil {
@@ -126,9 +127,9 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ld.Plan("c", s)
-	var csvLines []Line
+	var csvLines []lineproto.Line
 	for off := 0; off < len(body); {
-		var l Line
+		var l lineproto.Line
 		k, ok, err := p.Parse(body[off:], true, &l)
 		if err != nil || !ok {
 			t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickdb/tickdb/ingest"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -255,7 +256,7 @@ func (in *ingester) file(s ingestSrc) error {
 	var prep *csvPrep
 	if s.csv {
 		if prep, err = in.prepareCSV(f, s); err != nil {
-			if errors.Is(err, ingest.ErrBadLine) { // a bad header: said once, at the end
+			if errors.Is(err, lineproto.ErrBadLine) { // a bad header: said once, at the end
 				in.failed = append(in.failed, fmt.Sprintf("%s: %v", s.name, err))
 				return nil
 			}
@@ -356,17 +357,17 @@ type records interface {
 	// parse parses the record at the start of data into l, as
 	// ingest.CSVParser.Parse does, and returns its 1-based line number.
 	// Slices of l that would not stay valid with data are copied to arena.
-	parse(data []byte, atEOF bool, l *ingest.Line, arena *[]byte) (n, line int, ok bool, err error)
+	parse(data []byte, atEOF bool, l *lineproto.Line, arena *[]byte) (n, line int, ok bool, err error)
 }
 
 // ilpRecords reads line protocol, a line at a time.
 type ilpRecords struct {
-	p     ingest.Parser
+	p     lineproto.Parser
 	table []byte // --table: every line's measurement
 	line  int
 }
 
-func (r *ilpRecords) parse(data []byte, atEOF bool, l *ingest.Line, arena *[]byte) (int, int, bool, error) {
+func (r *ilpRecords) parse(data []byte, atEOF bool, l *lineproto.Line, arena *[]byte) (int, int, bool, error) {
 	end := bytes.IndexByte(data, '\n')
 	n := end + 1
 	if end < 0 {
@@ -379,7 +380,7 @@ func (r *ilpRecords) parse(data []byte, atEOF bool, l *ingest.Line, arena *[]byt
 	text := data[:end]
 	ok, err := r.p.Parse(text, l)
 	if err != nil {
-		var le *ingest.LineError
+		var le *lineproto.LineError
 		if errors.As(err, &le) {
 			le.Line = r.line
 		}
@@ -398,7 +399,7 @@ func (r *ilpRecords) parse(data []byte, atEOF bool, l *ingest.Line, arena *[]byt
 }
 
 // keep copies l's names and symbols (string values included) to arena.
-func keep(l *ingest.Line, arena *[]byte) {
+func keep(l *lineproto.Line, arena *[]byte) {
 	l.Measurement = save(arena, l.Measurement)
 	for i := range l.Tags {
 		l.Tags[i].Key = save(arena, l.Tags[i].Key)
@@ -406,7 +407,7 @@ func keep(l *ingest.Line, arena *[]byte) {
 	}
 	for i := range l.Fields {
 		l.Fields[i].Key = save(arena, l.Fields[i].Key)
-		if l.Fields[i].Kind == ingest.KindString {
+		if l.Fields[i].Kind == lineproto.KindString {
 			l.Fields[i].S = save(arena, l.Fields[i].S)
 		}
 	}
@@ -421,7 +422,7 @@ func save(arena *[]byte, b []byte) []byte {
 // csvRecords reads CSV rows.
 type csvRecords struct{ p *ingest.CSVParser }
 
-func (r *csvRecords) parse(data []byte, atEOF bool, l *ingest.Line, _ *[]byte) (int, int, bool, error) {
+func (r *csvRecords) parse(data []byte, atEOF bool, l *lineproto.Line, _ *[]byte) (int, int, bool, error) {
 	n, ok, err := r.p.Parse(data, atEOF, l)
 	return n, r.p.Line(), ok, err
 }
@@ -429,13 +430,13 @@ func (r *csvRecords) parse(data []byte, atEOF bool, l *ingest.Line, _ *[]byte) (
 // batch is a run of whole records read from a file, parsed: the producer
 // fills it, the store side checks or stores its lines and hands it back.
 type batch struct {
-	buf   []byte        // the records; the lines point into it and into arena
-	arena []byte        // unescaped ILP names and symbols
-	lines []ingest.Line // the good records, in file order
-	nums  []int         // each line's 1-based line number
-	bad   []badLine     // the bad records, in file order
-	read  int64         // file bytes this batch read, for the progress bar
-	err   error         // a read error or an over-long record: the file stops here
+	buf   []byte           // the records; the lines point into it and into arena
+	arena []byte           // unescaped ILP names and symbols
+	lines []lineproto.Line // the good records, in file order
+	nums  []int            // each line's 1-based line number
+	bad   []badLine        // the bad records, in file order
+	read  int64            // file bytes this batch read, for the progress bar
+	err   error            // a read error or an over-long record: the file stops here
 }
 
 // badLine is a record that did not parse; it came before lines[at].
@@ -453,9 +454,9 @@ func (b *batch) reset() {
 }
 
 // next extends b.lines by one line, reusing its tags and fields.
-func (b *batch) next() *ingest.Line {
+func (b *batch) next() *lineproto.Line {
 	if len(b.lines) == cap(b.lines) {
-		b.lines = append(b.lines, ingest.Line{})
+		b.lines = append(b.lines, lineproto.Line{})
 	} else {
 		b.lines = b.lines[:len(b.lines)+1]
 	}
@@ -658,7 +659,7 @@ func (in *ingester) check(s ingestSrc, b *batch, i, j int) (int64, error) {
 	var bad int64
 	for ; i < j; i++ {
 		if err := in.ld.CheckAt(&b.lines[i], in.now); err != nil {
-			if !errors.Is(err, ingest.ErrBadLine) {
+			if !errors.Is(err, lineproto.ErrBadLine) {
 				return bad, fmt.Errorf("%s: line %d: %w", s.name, b.nums[i], err)
 			}
 			bad++
@@ -679,7 +680,7 @@ func (in *ingester) store(s ingestSrc, b *batch, i, j int) (int64, error) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ingest.ErrBadLine) {
+		if !errors.Is(err, lineproto.ErrBadLine) {
 			return bad, fmt.Errorf("%s: line %d: %w", s.name, b.nums[i], err)
 		}
 		if !in.o.skipBad {
@@ -693,7 +694,7 @@ func (in *ingester) store(s ingestSrc, b *batch, i, j int) (int64, error) {
 }
 
 // count adds stored lines to the totals.
-func (in *ingester) count(ls []ingest.Line) {
+func (in *ingester) count(ls []lineproto.Line) {
 	in.stored += int64(len(ls))
 	for len(ls) > 0 {
 		name := ls[0].Measurement
@@ -708,7 +709,7 @@ func (in *ingester) count(ls []ingest.Line) {
 
 // reportAt prints a bad line (err, a *LineError) found at line.
 func (in *ingester) reportAt(s ingestSrc, err error, line int) {
-	var le *ingest.LineError
+	var le *lineproto.LineError
 	if errors.As(err, &le) && le.Line == 0 {
 		le.Line = line
 	}

@@ -2,7 +2,7 @@
 // parsed by package lineproto (Parser, Line): the server that
 // `tickdb serve` runs (Start, Server: an epoll TCP listener and an HTTP API
 // over one writer goroutine that owns every table), and Loader, the same
-// table rules for bulk loads, with the CSV reader `tickdb ingest` uses.
+// table rules for bulk loads (package load, which `tickdb ingest` runs).
 //
 // A table is created from the first line that names it: ts, then the tags
 // as sym columns, then the fields (float → f64, integer → i64, boolean →

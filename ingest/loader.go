@@ -13,7 +13,7 @@ import (
 // a line naming a tag or field it lacks adds the column, omitted columns
 // get their defaults and a line
 // without a timestamp gets the current time (never before the table's last
-// row). It is what `tickdb ingest` uses to bulk-load files.
+// row). It is what package load (`tickdb ingest`) stores files through.
 //
 // Check validates a line against the tables as they are and as the lines
 // checked before it would leave them, storing nothing, so a whole file can

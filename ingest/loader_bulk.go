@@ -1,6 +1,6 @@
 package ingest
 
-// Loader methods for tickdb ingest's CSV files and batched stores, kept in
+// Loader methods for package load's CSV files and batched stores, kept in
 // a file of their own next to loader.go.
 
 import (

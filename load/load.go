@@ -191,7 +191,7 @@ func (ld *Loader) File(ctx context.Context, path, name string, format Format) er
 // prepareCSV reads the header row and types its columns: by the schema of
 // the table, or, for a table the file creates, from the first rows.
 func (ld *Loader) prepareCSV(f *file) (*csvPrep, error) {
-	p := ingest.NewCSVParser(ld.o.Table)
+	p := newCSVParser(ld.o.Table)
 	buf := make([]byte, 0, 64<<10)
 	atEOF := false
 	more := func() error {

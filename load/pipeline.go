@@ -13,7 +13,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/tickdb/tickdb/ingest"
 	"github.com/tickdb/tickdb/lineproto"
 )
 
@@ -26,7 +25,7 @@ const (
 // records parses a file's records one at a time: ilpRecords or csvRecords.
 type records interface {
 	// parse parses the record at the start of data into l, as
-	// ingest.CSVParser.Parse does, and returns its 1-based line number.
+	// csvParser.Parse does, and returns its 1-based line number.
 	// Slices of l that would not stay valid with data are copied to arena.
 	parse(data []byte, atEOF bool, l *lineproto.Line, arena *[]byte) (n, line int, ok bool, err error)
 }
@@ -91,7 +90,7 @@ func save(arena *[]byte, b []byte) []byte {
 }
 
 // csvRecords reads CSV rows.
-type csvRecords struct{ p *ingest.CSVParser }
+type csvRecords struct{ p *csvParser }
 
 func (r *csvRecords) parse(data []byte, atEOF bool, l *lineproto.Line, _ *[]byte) (int, int, bool, error) {
 	n, ok, err := r.p.Parse(data, atEOF, l)
@@ -229,7 +228,7 @@ func (ld *Loader) pass(f *file, commit bool) (int64, error) {
 	var rs records
 	var from int64
 	if prep := f.prep; prep != nil {
-		p := ingest.NewCSVParser(ld.o.Table)
+		p := newCSVParser(ld.o.Table)
 		if _, err := p.Header(prep.header, true); err != nil {
 			return 0, err
 		}

@@ -45,6 +45,11 @@
 //
 // # Caveats
 //
+//   - Parse takes one line, without its '\n': splitting the input into
+//     lines is the caller's (a line break inside a string value must be
+//     escaped, and a QuestDB client's escaped raw break in a symbol is not
+//     a line end; see ingest's lineEnd). It reads timestamps as integers in
+//     the Parser's precision, and never stamps a line itself.
 //   - Names are not checked beyond what would make a line that reads back
 //     differently (see Encoder): invalid UTF-8 and control bytes other than
 //     CR and LF are written as they are (InfluxDB refuses a line with one in

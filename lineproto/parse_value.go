@@ -32,8 +32,8 @@ import (
 //     drops the backslash before any byte of a symbol.
 //
 // Parse therefore undoes \, \space \= \\ and a backslash before a raw CR
-// or LF everywhere, reads \n and \r as LF and CR (lineproto's spelling of
-// a line break, the only one InfluxDB accepts in a name), and keeps any
+// or LF everywhere, reads \n and \r as LF and CR (Encoder's spelling of a
+// line break, the only one InfluxDB accepts in a name), and keeps any
 // other backslash. That reads both families right in every case but
 // these: an InfluxDB name or symbol that itself holds two backslashes in a row, a
 // backslash before ',', '=' or ' ' (InfluxDB writes a\,b as a\\,b; a

@@ -226,39 +226,43 @@ func asciiEqualFold(b []byte, s string) bool {
 // ParseInt parses a decimal integer, [+-]digits, as the parser reads an
 // integer field's digits and a timestamp: no underscores, no base prefix.
 // It returns strconv.ErrSyntax for anything else and strconv.ErrRange for
-// a value outside int64, and allocates nothing.
+// a value outside int64, and allocates nothing. (It is small enough to
+// inline, so a caller in another package pays one call, as the parser
+// does.)
 func ParseInt(b []byte) (int64, error) {
 	x, r := parseInt(b)
-	return x, numErr(r)
+	return x, numErrs[r]
 }
 
 // ParseFloat parses a float as the parser reads a float field's value: a
 // decimal, [+-](digits[.[digits]]|.digits)[(e|E)[+-]digits], or one of
 // the non-finite spellings (NaN, Infinity, -Infinity, inf, in any case).
 // It returns strconv.ErrSyntax for anything else (hex floats and
-// underscores included) and allocates nothing.
+// underscores included, and a decimal beyond float64's range) and
+// allocates nothing.
 func ParseFloat(b []byte) (float64, error) {
-	if len(b) == 0 {
-		return 0, strconv.ErrSyntax
-	}
-	if x, r := parseFloat(b); r == intOK {
-		return x, nil
-	}
-	if x, ok := parseSpecialFloat(b); ok {
-		return x, nil
-	}
-	return 0, strconv.ErrSyntax
+	x, r := parseFloatAny(b)
+	return x, numErrs[r]
 }
 
-func numErr(r int) error {
-	switch r {
-	case intSyntax:
-		return strconv.ErrSyntax
-	case intRange:
-		return strconv.ErrRange
+// parseFloatAny is ParseFloat's body: a decimal, else a non-finite
+// spelling.
+func parseFloatAny(b []byte) (float64, int) {
+	if len(b) == 0 {
+		return 0, intSyntax
 	}
-	return nil
+	if x, r := parseFloat(b); r == intOK {
+		return x, intOK
+	}
+	if x, ok := parseSpecialFloat(b); ok {
+		return x, intOK
+	}
+	return 0, intSyntax
 }
+
+// numErrs maps a number parse result to ParseInt's and ParseFloat's error
+// (read-only).
+var numErrs = [...]error{intOK: nil, intSyntax: strconv.ErrSyntax, intRange: strconv.ErrRange}
 
 // Number parse results.
 const (

@@ -4,9 +4,9 @@
 //   - the server (Start, Server): an epoll TCP listener for the line
 //     protocol (listener_linux.go) and the HTTP API (http*.go, listed on
 //     Server.Handler: writes, queries, /tail, /metrics, /settings and the
-//     web console), over one writer goroutine that owns
-//     every table (sink.go), fed through bounded rings (ring.go, record.go),
-//     with its Prometheus metrics (metrics.go);
+//     web console), over one writer goroutine that owns every table
+//     (sink.go), fed through bounded rings (ring.go, record.go), with its
+//     Prometheus metrics (metrics.go);
 //   - the table rules (table.go): how a parsed line becomes a row of its
 //     table, below. Loader (loader.go, loader_bulk.go) applies them from
 //     the calling goroutine, for package load, which bulk-loads ILP and
@@ -29,12 +29,12 @@
 //
 // # Concurrency
 //
-// A Loader belongs to one goroutine. A Server's
-// methods are safe from any goroutine. Inside a Server, a fixed number of
-// event-loop goroutines (each blocking in epoll_wait) parse lines and hand
-// encoded records to the writer goroutine through bounded single-producer
-// rings (ring.go, the package's only file with atomics); HTTP requests
-// reach it through a channel. Only the writer goroutine touches tables.
+// A Loader belongs to one goroutine. A Server's methods are safe from any
+// goroutine. Inside a Server, a fixed number of event-loop goroutines
+// (each blocking in epoll_wait) parse lines and hand encoded records to
+// the writer goroutine through bounded single-producer rings (ring.go, the
+// package's only file with atomics); HTTP requests reach it through a
+// channel. Only the writer goroutine touches tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).

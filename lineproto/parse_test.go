@@ -669,7 +669,7 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 
 			// InfluxDB reads our output back, where the names need no
 			// backslash and the measurement has no '=' (see the escaping
-			// notes in lineproto_format.go).
+			// notes in parse_value.go).
 			ours := lpAppend(t, nil, &got)
 			if bytes.ContainsRune(ours, '\\') && (strings.Contains(c.m, "=") || lpHasBackslash(&got)) {
 				return

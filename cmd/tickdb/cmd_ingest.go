@@ -152,6 +152,7 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	start := time.Now()
 	stderr := cmd.ErrOrStderr()
 	reported := 0 // bad lines of the current file so far
 	var bar *progress
@@ -182,7 +183,6 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 			bar.set(p.Read)
 		},
 	})
-	start := time.Now()
 	var failed []string // why each failed file stored nothing
 	var err error
 	for _, s := range srcs {

@@ -56,4 +56,5 @@
 //     seek; the CLI copies stdin to a temporary file first.
 //   - A record longer than 64 MiB (an unclosed CSV quote, say) stops the
 //     load.
+//   - Linux only, as ingest and the writer it stores through are.
 package load

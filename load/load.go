@@ -140,7 +140,7 @@ type csvPrep struct {
 	create bool // the file creates the table
 }
 
-// File loads the file at path, of format f; name is what messages call
+// File loads the file at path, in format; name is what messages call
 // it (the path, or "stdin" for a copy of it). Without SkipBad it reads the
 // file twice: a check pass that stores nothing and then, only if every
 // line passed, a store pass. A row without a time gets the time File

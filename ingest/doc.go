@@ -1,8 +1,21 @@
-// Package ingest takes the InfluxDB/QuestDB line protocol in and stores it:
-// the zero-allocation parser (Parser, Line, AppendLine), the server that
-// `tickdb serve` runs (Start, Server: an epoll TCP listener and an HTTP API
-// over one writer goroutine that owns every table), and Loader, the same
-// table rules for bulk loads, with the CSV reader `tickdb ingest` uses.
+// Package ingest is the server that `tickdb serve` runs, and the table
+// rules it shares with the bulk loader:
+//
+//   - the server (Start, Server): an epoll TCP listener for the line
+//     protocol (listener_linux.go) and the HTTP API (http*.go, listed on
+//     Server.Handler: writes, queries, /tail, /metrics, /settings and the
+//     web console), over one writer goroutine that owns every table
+//     (sink.go), fed through bounded rings (ring.go, record.go), with its
+//     Prometheus metrics (metrics.go);
+//   - the table rules (table.go): how a parsed line becomes a row of its
+//     table, below. Loader (loader.go, loader_bulk.go) applies them from
+//     the calling goroutine, for package load, which bulk-loads ILP and
+//     CSV files (`tickdb ingest`).
+//
+// Lines are read by package lineproto (Parser, Line), the one
+// line-protocol codec, which also holds the error of a bad line
+// (lineproto.LineError, lineproto.ErrBadLine) and its Reason, the label
+// the server counts rejections by.
 //
 // A table is created from the first line that names it: ts, then the tags
 // as sym columns, then the fields (float → f64, integer → i64, boolean →
@@ -16,12 +29,12 @@
 //
 // # Concurrency
 //
-// A Parser, a Line and a Loader belong to one goroutine. A Server's
-// methods are safe from any goroutine. Inside a Server, a fixed number of
-// event-loop goroutines (each blocking in epoll_wait) parse lines and hand
-// encoded records to the writer goroutine through bounded single-producer
-// rings (ring.go, the package's only file with atomics); HTTP requests
-// reach it through a channel. Only the writer goroutine touches tables.
+// A Loader belongs to one goroutine. A Server's methods are safe from any
+// goroutine. Inside a Server, a fixed number of event-loop goroutines
+// (each blocking in epoll_wait) parse lines and hand encoded records to
+// the writer goroutine through bounded single-producer rings (ring.go, the
+// package's only file with atomics); HTTP requests reach it through a
+// channel. Only the writer goroutine touches tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).

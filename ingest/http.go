@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -244,15 +245,15 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 
 // encode parses every line of a request body into records. On a bad line
 // it returns the line's measurement too, when it parsed (nil otherwise).
-func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *LineError) {
-	p, _ := h.parsers.Get().(*Parser)
+func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *lineproto.LineError) {
+	p, _ := h.parsers.Get().(*lineproto.Parser)
 	if p == nil {
-		p = &Parser{}
+		p = &lineproto.Parser{}
 	}
 	defer h.parsers.Put(p)
 	p.Precision = prec
 	t := &txn{res: make(chan txnResult, 1), buf: make([]byte, 0, len(data)+len(data)/2)}
-	var l Line
+	var l lineproto.Line
 	lineNo := 0
 	for len(data) > 0 {
 		lineNo++
@@ -263,14 +264,14 @@ func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *LineError) {
 			data = nil
 		}
 		if len(line) > h.s.opts.LineLimit {
-			return nil, nil, &LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: ReasonTooLong,
+			return nil, nil, &lineproto.LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: lineproto.ReasonTooLong,
 				Msg: fmt.Sprintf("line is longer than the %d-byte limit", h.s.opts.LineLimit)}
 		}
 		ok, err := p.Parse(line, &l)
 		if err != nil {
 			le, _ := asLineErr(err)
 			if le == nil {
-				le = &LineError{Reason: ReasonSyntax, Msg: err.Error()}
+				le = &lineproto.LineError{Reason: lineproto.ReasonSyntax, Msg: err.Error()}
 			}
 			le.Line = lineNo
 			return nil, bytes.Clone(l.Measurement), le // the parser (and its scratch) goes back to the pool
@@ -429,4 +430,21 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 	if err := enc.Close(); err != nil {
 		h.s.log.Debug("ingest: "+endpoint+" write", "err", err)
 	}
+}
+
+// ParsePrecision maps the HTTP precision parameter to a multiplier from the
+// line's timestamp unit to nanoseconds. The empty string means nanoseconds,
+// as in InfluxDB.
+func ParsePrecision(s string) (int64, error) {
+	switch s {
+	case "", "n", "ns":
+		return 1, nil
+	case "u", "us":
+		return 1_000, nil
+	case "ms":
+		return 1_000_000, nil
+	case "s":
+		return 1_000_000_000, nil
+	}
+	return 0, fmt.Errorf("ingest: precision %q: want one of n, ns, u, us, ms, s", s)
 }

@@ -274,3 +274,21 @@ func TestHTTPQuery(t *testing.T) {
 		t.Fatalf("bad from: %d %s", code, body)
 	}
 }
+
+func TestParsePrecision(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{{"", 1}, {"n", 1}, {"ns", 1}, {"u", 1000}, {"us", 1000}, {"ms", 1_000_000}, {"s", 1_000_000_000}} {
+		got, err := ParsePrecision(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParsePrecision(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"m", "h", "NS", "µs", "sec", " s"} {
+		_, err := ParsePrecision(in)
+		if err == nil || !strings.Contains(err.Error(), "n, ns, u, us, ms, s") {
+			t.Errorf("ParsePrecision(%q) error = %v; want one naming the accepted values", in, err)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // The TCP listener: a fixed number of event loops, each one OS thread
@@ -42,8 +44,8 @@ type loop struct {
 	evfd         int // eventfd: wakes epoll_wait for new connections and stop
 	conns        map[int32]*conn
 	rbuf         []byte
-	parser       Parser
-	line         Line
+	parser       lineproto.Parser
+	line         lineproto.Line
 	ring         *ring
 	cur          *batch
 	mu           sync.Mutex
@@ -152,7 +154,7 @@ func newLoop(srv *Server, l *listener, r *ring) (*loop, error) {
 	return &loop{
 		l: l, srv: srv, epfd: epfd, evfd: evfd, conns: map[int32]*conn{},
 		rbuf:   make([]byte, o.LineLimit+o.ReadBuffer+1),
-		parser: Parser{}, ring: r, log: srv.log, m: srv.m,
+		parser: lineproto.Parser{}, ring: r, log: srv.log, m: srv.m,
 		events: make([]unix.EpollEvent, 256), lastIdleScan: time.Now(),
 	}, nil
 }
@@ -377,9 +379,9 @@ func (lp *loop) trim(c *conn) {
 }
 
 func (lp *loop) tooLong(c *conn, n int) {
-	err := &LineError{Line: int(c.lineNo), Col: lp.srv.opts.LineLimit + 1, Reason: ReasonTooLong,
+	err := &lineproto.LineError{Line: int(c.lineNo), Col: lp.srv.opts.LineLimit + 1, Reason: lineproto.ReasonTooLong,
 		Msg: fmt.Sprintf("line is longer than the %d-byte limit (at least %d bytes); skipped", lp.srv.opts.LineLimit, n)}
-	lp.m.rejected("", ReasonTooLong.String())
+	lp.m.rejected("", lineproto.ReasonTooLong.String())
 	lp.m.logBad(lp.log, "ingest: line rejected", "conn", c.id, "remote", c.remote, "err", err)
 }
 

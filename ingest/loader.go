@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -12,7 +13,7 @@ import (
 // a line naming a tag or field it lacks adds the column, omitted columns
 // get their defaults and a line
 // without a timestamp gets the current time (never before the table's last
-// row). It is what `tickdb ingest` uses to bulk-load files.
+// row). It is what package load (`tickdb ingest`) stores files through.
 //
 // Check validates a line against the tables as they are and as the lines
 // checked before it would leave them, storing nothing, so a whole file can
@@ -37,7 +38,7 @@ func NewLoader(o *Options) *Loader {
 
 // Check validates l without storing anything; a bad line gives a
 // *LineError (its Line is for the caller to set).
-func (ld *Loader) Check(l *Line) error { return ld.c.line(l) }
+func (ld *Loader) Check(l *lineproto.Line) error { return ld.c.line(l) }
 
 // Reset forgets what Check has seen.
 func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
@@ -45,7 +46,7 @@ func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
 // Append stores l: a bad line (one Check would reject, or a late row the
 // table refuses) gives a *LineError and stores nothing; another error is
 // a write failure.
-func (ld *Loader) Append(l *Line) error {
+func (ld *Loader) Append(l *lineproto.Line) error {
 	ld.s.now = time.Now().UnixNano()
 	_, err := ld.s.store(l)
 	return err

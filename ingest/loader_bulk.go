@@ -1,6 +1,6 @@
 package ingest
 
-// Loader methods for tickdb ingest's CSV files and batched stores, kept in
+// Loader methods for package load's CSV files and batched stores, kept in
 // a file of their own next to loader.go.
 
 import (
@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -32,7 +33,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 		return nil
 	}
 	if err := store.ValidTableName(name); err != nil {
-		return &LineError{Reason: ReasonName, Msg: err.Error()}
+		return &lineproto.LineError{Reason: lineproto.ReasonName, Msg: err.Error()}
 	}
 	o := sk.opts.Writer
 	o.Logger = sk.log
@@ -57,7 +58,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 // table's last row's time when that is later (as the table and the lines
 // checked before it leave it), so that a later line of the same table
 // timed before that is found bad here and not when it is stored.
-func (ld *Loader) CheckAt(l *Line, now int64) error {
+func (ld *Loader) CheckAt(l *lineproto.Line, now int64) error {
 	if err := ld.c.line(l); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (ld *Loader) CheckAt(l *Line, now int64) error {
 // as Append does, saves a clock read per line (on some machines as costly
 // as storing the line) and lets a caller that checked the lines with
 // CheckAt and the same now store exactly what it checked.
-func (ld *Loader) AppendLines(ls []Line, now int64) (int, error) {
+func (ld *Loader) AppendLines(ls []lineproto.Line, now int64) (int, error) {
 	s := ld.s
 	s.now = now
 	for i := range ls {

@@ -8,22 +8,24 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/lineproto"
+	"github.com/tickdb/tickdb/store"
 )
 
-func parseLines(t *testing.T, text string) []Line {
+func parseLines(t *testing.T, text string) []lineproto.Line {
 	t.Helper()
-	var p Parser
-	var out []Line
+	var p lineproto.Parser
+	var out []lineproto.Line
 	for _, s := range strings.Split(strings.TrimSpace(text), "\n") {
-		var l Line
+		var l lineproto.Line
 		ok, err := p.Parse([]byte(s), &l)
 		if err != nil || !ok {
 			t.Fatalf("parse %q: %v", s, err)
 		}
 		// Own copies: the parser's slices are valid until its next call.
-		c := Line{Measurement: []byte(string(l.Measurement)), Ts: l.Ts, HasTs: l.HasTs}
+		c := lineproto.Line{Measurement: []byte(string(l.Measurement)), Ts: l.Ts, HasTs: l.HasTs}
 		for _, tg := range l.Tags {
-			c.Tags = append(c.Tags, Tag{Key: []byte(string(tg.Key)), Value: []byte(string(tg.Value))})
+			c.Tags = append(c.Tags, lineproto.Tag{Key: []byte(string(tg.Key)), Value: []byte(string(tg.Value))})
 		}
 		for _, f := range l.Fields {
 			f.Key = []byte(string(f.Key))
@@ -47,7 +49,7 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(err, ErrBadLine) || !strings.Contains(err.Error(), `field "w": column "w" of table f is f64, got a boolean value`) {
+	if !errors.Is(err, lineproto.ErrBadLine) || !strings.Contains(err.Error(), `field "w": column "w" of table f is f64, got a boolean value`) {
 		t.Fatalf("check: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(db, "f")); !os.IsNotExist(err) {
@@ -68,7 +70,7 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 	// A late row is bad, and adds no column even when it names one.
 	late := parseLines(t, "f,sym=A v=9 0\nf,sym=A v=9,late=1i 0")
 	for i := range late {
-		if err := ld.Append(&late[i]); !errors.Is(err, ErrBadLine) {
+		if err := ld.Append(&late[i]); !errors.Is(err, lineproto.ErrBadLine) {
 			t.Fatalf("late row %d: %v", i, err)
 		}
 	}
@@ -105,7 +107,7 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 			t.Fatalf("check line %d: %v", i+1, err)
 		}
 	}
-	if err := ld.Check(&lines[3]); !errors.Is(err, ErrBadLine) {
+	if err := ld.Check(&lines[3]); !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("check of a late line: %v", err)
 	}
 	if n, err := ld.AppendLines(lines[:3], 0); n != 3 || err != nil {
@@ -113,31 +115,18 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 	}
 
 	ld.Reset()
-	p := NewCSVParser("c")
-	text := "ts,v\n-7,1\n0,2\n"
-	n, err := p.Header([]byte(text), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := []byte(text[n:])
-	p.Infer(body, true)
-	s, err := p.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The schema and the lines of the CSV file "ts,v\n-7,1\n0,2\n", as
+	// load's CSV reader gives them (its header and first rows make v i64).
+	s := store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs}, store.Column{Name: "v", Type: store.TypeI64})
 	ld.Plan("c", s)
-	var csvLines []Line
-	for off := 0; off < len(body); {
-		var l Line
-		k, ok, err := p.Parse(body[off:], true, &l)
-		if err != nil || !ok {
-			t.Fatal(err)
-		}
+	var csvLines []lineproto.Line
+	for i, ts := range []int64{-7, 0} {
+		l := lineproto.Line{Measurement: []byte("c"), Ts: ts, HasTs: true,
+			Fields: []lineproto.Field{{Key: []byte("v"), Kind: lineproto.KindInt, I: int64(i + 1)}}}
 		if err := ld.CheckAt(&l, 0); err != nil {
-			t.Fatalf("check CSV row at byte %d: %v", off, err)
+			t.Fatalf("check CSV row %d: %v", i+1, err)
 		}
 		csvLines = append(csvLines, l)
-		off += k
 	}
 	if err := ld.Create("c", s); err != nil {
 		t.Fatal(err)
@@ -155,4 +144,54 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 		t.Fatalf("rows %q", rows)
 	}
 	verifyAll(t, db)
+}
+
+// CheckAt checks lines without a timestamp as AppendLines with the same
+// now stores them: at now, or at the table's last row's time when later.
+func TestLoaderCheckAtStamps(t *testing.T) {
+	db, live := testutil.DB(t)
+	ld := NewLoader(&Options{DB: db, LiveRoot: live})
+	check := func(text string, now int64) (bad []int) {
+		t.Helper()
+		ld.Reset()
+		lines := parseLines(t, text)
+		for i := range lines {
+			if err := ld.CheckAt(&lines[i], now); err != nil {
+				if !errors.Is(err, lineproto.ErrBadLine) {
+					t.Fatal(err)
+				}
+				bad = append(bad, i+1)
+			}
+		}
+		return bad
+	}
+	if bad := check("s v=1\ns v=2 500\ns v=3 1000", 1000); len(bad) != 1 || bad[0] != 2 {
+		t.Fatalf("bad lines %v, want [2]", bad)
+	}
+	text := "s v=1 2000\ns v=2\ns v=3 1500\ns v=4 2000"
+	if bad := check(text, 1000); len(bad) != 1 || bad[0] != 3 {
+		t.Fatalf("bad lines %v, want [3]", bad)
+	}
+	lines := parseLines(t, text)
+	if n, err := ld.AppendLines(lines[:2], 1000); n != 2 || err != nil {
+		t.Fatalf("append: %d %v", n, err)
+	}
+	if n, err := ld.AppendLines(lines[2:], 1000); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
+		t.Fatalf("append of the line CheckAt found bad: %d %v", n, err)
+	}
+	if n, err := ld.AppendLines(lines[3:], 1000); n != 1 || err != nil {
+		t.Fatalf("append: %d %v", n, err)
+	}
+	if err := ld.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rows := tableRows(t, db, "s", 3, 0); rows[1] != "2000 v=2" {
+		t.Fatalf("rows %q", rows)
+	}
+	// An existing table's last row counts too.
+	ld = NewLoader(&Options{DB: db, LiveRoot: live})
+	defer ld.Close()
+	if bad := check("s v=5\ns v=6 1999", 1000); len(bad) != 1 || bad[0] != 2 {
+		t.Fatalf("bad lines %v, want [2]", bad)
+	}
 }

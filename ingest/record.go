@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // A record is one parsed line on its way from an event loop (or an HTTP
@@ -29,14 +31,14 @@ import (
 const recHeader = 32
 
 // recordSize is the encoded size of l.
-func recordSize(l *Line) int {
+func recordSize(l *lineproto.Line) int {
 	n := recHeader + 4 + len(l.Measurement)
 	for i := range l.Tags {
 		n += 8 + len(l.Tags[i].Key) + len(l.Tags[i].Value)
 	}
 	for i := range l.Fields {
 		n += 4 + len(l.Fields[i].Key) + 9
-		if l.Fields[i].Kind == KindString {
+		if l.Fields[i].Kind == lineproto.KindString {
 			n += len(l.Fields[i].S)
 		}
 	}
@@ -45,7 +47,7 @@ func recordSize(l *Line) int {
 
 // appendRecord encodes l, read from connection conn at 1-based line number
 // lineNo, onto dst: one grow, then stores at known offsets.
-func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
+func appendRecord(dst []byte, l *lineproto.Line, conn uint32, lineNo uint64) []byte {
 	n := recordSize(l)
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
@@ -72,21 +74,21 @@ func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 		p = put32(b, p, f.Key)
 		var v uint64
 		switch f.Kind {
-		case KindFloat:
+		case lineproto.KindFloat:
 			v = math.Float64bits(f.F)
-		case KindInt, KindUint:
+		case lineproto.KindInt, lineproto.KindUint:
 			v = uint64(f.I)
-		case KindBool:
+		case lineproto.KindBool:
 			if f.B {
 				v = 1
 			}
-		case KindString:
+		case lineproto.KindString:
 			v = uint64(len(f.S))
 		}
 		b[p] = byte(f.Kind)
 		le.PutUint64(b[p+1:], v)
 		p += 9
-		if f.Kind == KindString {
+		if f.Kind == lineproto.KindString {
 			p += copy(b[p:], f.S)
 		}
 	}
@@ -95,7 +97,7 @@ func appendRecord(dst []byte, l *Line, conn uint32, lineNo uint64) []byte {
 
 // appendRejectRecord encodes a line that did not parse, with its
 // measurement (nil when it did not parse either) and reason, onto dst.
-func appendRejectRecord(dst []byte, meas []byte, r Reason, conn uint32, lineNo uint64) []byte {
+func appendRejectRecord(dst []byte, meas []byte, r lineproto.Reason, conn uint32, lineNo uint64) []byte {
 	n := recHeader + 4 + len(meas)
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
@@ -112,7 +114,7 @@ func appendRejectRecord(dst []byte, meas []byte, r Reason, conn uint32, lineNo u
 
 // recordRejected reports whether the record at the start of b is a
 // rejected line, and its reason.
-func recordRejected(b []byte) (Reason, bool) { return Reason(b[30]), b[25] != 0 }
+func recordRejected(b []byte) (lineproto.Reason, bool) { return lineproto.Reason(b[30]), b[25] != 0 }
 
 // put32 stores len(v) and v at b[p:] and returns the offset past them.
 func put32(b []byte, p int, v []byte) int {
@@ -130,7 +132,7 @@ type recordMeta struct {
 // decodeRecord decodes the record at the start of b into l (reusing its
 // slices; they point into b) and returns the record's length. Records are
 // written by appendRecord in this process, so b is trusted.
-func decodeRecord(b []byte, l *Line, m *recordMeta) int {
+func decodeRecord(b []byte, l *lineproto.Line, m *recordMeta) int {
 	le := binary.LittleEndian
 	n := int(le.Uint32(b))
 	m.conn = le.Uint32(b[4:])
@@ -146,23 +148,23 @@ func decodeRecord(b []byte, l *Line, m *recordMeta) int {
 		var k, v []byte
 		k, p = take32(b, p)
 		v, p = take32(b, p)
-		l.Tags = append(l.Tags, Tag{Key: k, Value: v})
+		l.Tags = append(l.Tags, lineproto.Tag{Key: k, Value: v})
 	}
 	l.Fields = l.Fields[:0]
 	for range nfields {
-		var f Field
+		var f lineproto.Field
 		f.Key, p = take32(b, p)
-		f.Kind = Kind(b[p])
+		f.Kind = lineproto.Kind(b[p])
 		v := le.Uint64(b[p+1:])
 		p += 9
 		switch f.Kind {
-		case KindFloat:
+		case lineproto.KindFloat:
 			f.F = math.Float64frombits(v)
-		case KindInt, KindUint:
+		case lineproto.KindInt, lineproto.KindUint:
 			f.I = int64(v)
-		case KindBool:
+		case lineproto.KindBool:
 			f.B = v != 0
-		case KindString:
+		case lineproto.KindString:
 			f.S = b[p : p+int(v) : p+int(v)]
 			p += int(v)
 		}

@@ -5,27 +5,29 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // A record decodes to the Line it was encoded from, and fillRecord's
 // reading of the header agrees with decodeRecord's.
 func TestRecordRoundTrip(t *testing.T) {
-	lines := []Line{
-		{Measurement: []byte("t"), Fields: []Field{{Key: []byte("v"), Kind: KindFloat, F: 1.5}}},
-		{Measurement: []byte("trades"), Tags: []Tag{{Key: []byte("sym"), Value: []byte("New York")}, {Key: []byte("venue"), Value: []byte("")}},
-			Fields: []Field{{Key: []byte("px"), Kind: KindFloat, F: math.Inf(-1)}, {Key: []byte("n"), Kind: KindInt, I: -7},
-				{Key: []byte("u"), Kind: KindUint, I: math.MaxInt64}, {Key: []byte("ok"), Kind: KindBool, B: true}},
+	lines := []lineproto.Line{
+		{Measurement: []byte("t"), Fields: []lineproto.Field{{Key: []byte("v"), Kind: lineproto.KindFloat, F: 1.5}}},
+		{Measurement: []byte("trades"), Tags: []lineproto.Tag{{Key: []byte("sym"), Value: []byte("New York")}, {Key: []byte("venue"), Value: []byte("")}},
+			Fields: []lineproto.Field{{Key: []byte("px"), Kind: lineproto.KindFloat, F: math.Inf(-1)}, {Key: []byte("n"), Kind: lineproto.KindInt, I: -7},
+				{Key: []byte("u"), Kind: lineproto.KindUint, I: math.MaxInt64}, {Key: []byte("ok"), Kind: lineproto.KindBool, B: true}},
 			Ts: -5, HasTs: true},
-		{Measurement: []byte("only_tags"), Tags: []Tag{{Key: []byte("a"), Value: []byte("b")}}, Ts: 1 << 62, HasTs: true},
-		{Measurement: []byte("strings"), Tags: []Tag{{Key: []byte("sym"), Value: []byte("A")}},
-			Fields: []Field{{Key: []byte("note"), Kind: KindString, S: []byte("say \"hi\"\n")}, {Key: []byte("px"), Kind: KindFloat, F: 2},
-				{Key: []byte("empty"), Kind: KindString, S: []byte{}}, {Key: []byte("b"), Kind: KindBool}}},
+		{Measurement: []byte("only_tags"), Tags: []lineproto.Tag{{Key: []byte("a"), Value: []byte("b")}}, Ts: 1 << 62, HasTs: true},
+		{Measurement: []byte("strings"), Tags: []lineproto.Tag{{Key: []byte("sym"), Value: []byte("A")}},
+			Fields: []lineproto.Field{{Key: []byte("note"), Kind: lineproto.KindString, S: []byte("say \"hi\"\n")}, {Key: []byte("px"), Kind: lineproto.KindFloat, F: 2},
+				{Key: []byte("empty"), Kind: lineproto.KindString, S: []byte{}}, {Key: []byte("b"), Kind: lineproto.KindBool}}},
 	}
 	var buf []byte
 	for i := range lines {
 		buf = appendRecord(buf, &lines[i], uint32(i+7), uint64(i+100))
 	}
-	var got Line
+	var got lineproto.Line
 	var m recordMeta
 	for i, p := 0, 0; p < len(buf); i++ {
 		n := decodeRecord(buf[p:], &got, &m)
@@ -33,7 +35,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Fatalf("record %d: length %d, header %d, size %d", i, n, recordLen(buf[p:]), recordSize(&lines[i]))
 		}
 		want := lines[i]
-		norm := func(l *Line) Line {
+		norm := func(l *lineproto.Line) lineproto.Line {
 			c := *l
 			if len(c.Tags) == 0 {
 				c.Tags = nil
@@ -84,10 +86,10 @@ func TestLineEnd(t *testing.T) {
 // A rejected record carries its measurement and reason, and is told apart
 // from the records around it.
 func TestRejectRecord(t *testing.T) {
-	good := Line{Measurement: []byte("t"), Fields: []Field{{Key: []byte("v"), Kind: KindFloat, F: 1}}}
+	good := lineproto.Line{Measurement: []byte("t"), Fields: []lineproto.Field{{Key: []byte("v"), Kind: lineproto.KindFloat, F: 1}}}
 	buf := appendRecord(nil, &good, 1, 1)
-	buf = appendRejectRecord(buf, []byte("t"), ReasonNoField, 1, 2)
-	buf = appendRejectRecord(buf, nil, ReasonSyntax, 1, 3)
+	buf = appendRejectRecord(buf, []byte("t"), lineproto.ReasonNoField, 1, 2)
+	buf = appendRejectRecord(buf, nil, lineproto.ReasonSyntax, 1, 3)
 	buf = appendRecord(buf, &good, 1, 4)
 	var got []string
 	for p := 0; p < len(buf); p += recordLen(buf[p:]) {

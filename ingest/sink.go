@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -34,7 +35,7 @@ type sink struct {
 	tables  map[string]*table
 	failed  map[string]failedOpen
 	last    *table
-	line    Line
+	line    lineproto.Line
 	meta    recordMeta
 	reads   []int64 // read times of the batches applied since the last publish
 	now     int64
@@ -281,7 +282,7 @@ func (s *sink) applyFast(rec []byte) bool {
 }
 
 // applyLine appends one streamed line, or counts and logs why not.
-func (s *sink) applyLine(l *Line, m *recordMeta) {
+func (s *sink) applyLine(l *lineproto.Line, m *recordMeta) {
 	if _, err := s.store(l); err != nil {
 		s.reject(l.Measurement, m, err)
 	}
@@ -289,7 +290,7 @@ func (s *sink) applyLine(l *Line, m *recordMeta) {
 
 // store appends one decoded line to its table (opened or created on first
 // use), at s.now when it has no timestamp, and returns the table.
-func (s *sink) store(l *Line) (*table, error) {
+func (s *sink) store(l *lineproto.Line) (*table, error) {
 	t, err := s.table(l)
 	if err == nil {
 		err = t.fill(l)
@@ -307,10 +308,10 @@ func (s *sink) store(l *Line) (*table, error) {
 // from l, once the rest of the line is known good: fill has checked its
 // keys and values, and a line the table would refuse as out of order adds
 // nothing.
-func (s *sink) addColumns(t *table, l *Line) error {
+func (s *sink) addColumns(t *table, l *lineproto.Line) error {
 	if last := t.w.LastTs(); l.HasTs && l.Ts < last && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
 		if win := s.opts.Writer.LateWindow; uint64(last)-uint64(l.Ts) > uint64(win) {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
+			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
 		}
 	}
 	if err := t.addColumns(l); err != nil {
@@ -341,7 +342,7 @@ func (s *sink) drop(t *table) {
 // append stores t.row (filled from l) with l's timestamp, or the arrival
 // time when the line has none. Arrival time never goes backwards within a
 // table, so a line without a timestamp is never out of order.
-func (s *sink) append(t *table, l *Line) error {
+func (s *sink) append(t *table, l *lineproto.Line) error {
 	return s.appendTs(t, l.Ts, l.HasTs)
 }
 
@@ -355,7 +356,7 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
+			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
 		}
 		return err
 	}
@@ -427,7 +428,7 @@ func (s *sink) publish() {
 }
 
 // table returns the table l names, opening or creating it on first use.
-func (s *sink) table(l *Line) (*table, error) {
+func (s *sink) table(l *lineproto.Line) (*table, error) {
 	if t := s.last; t != nil && string(l.Measurement) == t.name {
 		return t, nil
 	}
@@ -456,9 +457,9 @@ func (s *sink) table(l *Line) (*table, error) {
 
 // open opens table name, creating it with the schema of l when it does not
 // exist.
-func (s *sink) open(name string, l *Line) (*table, error) {
+func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 	if err := store.ValidTableName(name); err != nil {
-		return nil, &LineError{Reason: ReasonName, Msg: err.Error()}
+		return nil, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: err.Error()}
 	}
 	o := s.opts.Writer
 	o.Logger = s.log
@@ -555,7 +556,7 @@ func (s *sink) apply(t *txn) {
 // also returns the line's table name.
 func (s *sink) check(t *txn) ([]byte, error) {
 	c := newChecker(s)
-	var l Line
+	var l lineproto.Line
 	var m recordMeta
 	for p := 0; p < len(t.buf); {
 		p += decodeRecord(t.buf[p:], &l, &m)
@@ -585,7 +586,7 @@ func newChecker(s *sink) *checker {
 }
 
 // line checks one line; a bad one gives a *LineError (Line left 0).
-func (c *checker) line(l *Line) error {
+func (c *checker) line(l *lineproto.Line) error {
 	st := c.seen[string(l.Measurement)]
 	if st == nil {
 		lo, lastTs, err := c.s.layoutFor(l)
@@ -614,7 +615,7 @@ func (c *checker) line(l *Line) error {
 	if l.HasTs {
 		win := c.s.opts.Writer.LateWindow
 		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &LineError{Reason: ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
+			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
 		}
 		st.lastTs = max(st.lastTs, l.Ts)
 	}
@@ -624,13 +625,13 @@ func (c *checker) line(l *Line) error {
 // layoutFor returns the layout a request's line is checked against: the
 // table's, opening it if it exists, or else the one l would create (the
 // table is created only when the request is stored).
-func (s *sink) layoutFor(l *Line) (*layout, int64, error) {
+func (s *sink) layoutFor(l *lineproto.Line) (*layout, int64, error) {
 	name := string(l.Measurement)
 	if t, ok := s.tables[name]; ok {
 		return newLayout(name, t.schema), t.w.LastTs(), nil
 	}
 	if err := store.ValidTableName(name); err != nil {
-		return nil, 0, &LineError{Reason: ReasonName, Msg: err.Error()}
+		return nil, 0, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: err.Error()}
 	}
 	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); err == nil {
 		t, err := s.table(l)

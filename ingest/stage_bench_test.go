@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/loadgen"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/lineproto"
 )
 
 // The two halves of the ingestion path, each on one core, without sockets:
@@ -53,8 +54,8 @@ func BenchmarkStageSink(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var p Parser
-	var l Line
+	var p lineproto.Parser
+	var l lineproto.Line
 	var batches []*batch
 	bt := &batch{}
 	for i := 0; i < len(data); {

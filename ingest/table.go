@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -44,13 +45,13 @@ func newLayout(name string, s *store.Schema) *layout {
 // kindType is the column type a field of kind k makes: float fields make
 // f64 columns; integer and unsigned fields i64 columns; booleans bool
 // columns; strings sym columns, like tags.
-func kindType(k Kind) store.ColType {
+func kindType(k lineproto.Kind) store.ColType {
 	switch k {
-	case KindInt, KindUint:
+	case lineproto.KindInt, lineproto.KindUint:
 		return store.TypeI64
-	case KindBool:
+	case lineproto.KindBool:
 		return store.TypeBool
-	case KindString:
+	case lineproto.KindString:
 		return store.TypeSym
 	}
 	return store.TypeF64
@@ -60,7 +61,7 @@ func kindType(k Kind) store.ColType {
 // tags as sym columns, then the fields, each in the line's order. Float
 // fields make f64 columns; integer and unsigned fields make i64 columns;
 // booleans make bool columns; strings make sym columns, like tags.
-func schemaFor(l *Line) (*store.Schema, *LineError) {
+func schemaFor(l *lineproto.Line) (*store.Schema, *lineproto.LineError) {
 	cols := make([]store.Column, 0, 1+len(l.Tags)+len(l.Fields))
 	cols = append(cols, store.Column{Name: "ts", Type: store.TypeTs})
 	for _, t := range l.Tags {
@@ -75,18 +76,18 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 		}
 	}
 	for _, f := range l.Fields {
-		if f.Kind == KindString && len(f.S) > format.MaxSymLen {
+		if f.Kind == lineproto.KindString && len(f.S) > format.MaxSymLen {
 			return nil, symTooLong("string field", f.Key, len(f.S))
 		}
 	}
 	for _, c := range cols[1:] {
 		if c.Name == "ts" {
-			return nil, &LineError{Reason: ReasonName, Msg: `"ts" is the timestamp column; give the time as the line's last element`}
+			return nil, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: `"ts" is the timestamp column; give the time as the line's last element`}
 		}
 	}
 	s, err := store.NewSchema(cols...)
 	if err != nil {
-		return nil, &LineError{Reason: ReasonName, Msg: fmt.Sprintf("cannot create table %q from this line: %v", l.Measurement, err)}
+		return nil, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: fmt.Sprintf("cannot create table %q from this line: %v", l.Measurement, err)}
 	}
 	return s, nil
 }
@@ -96,7 +97,7 @@ func schemaFor(l *Line) (*store.Schema, *LineError) {
 // gets -1 in idx and is counted in missing: the line adds it as a column
 // (grow). It changes nothing but the layout's key cache, which it sets
 // only for a line that adds no column.
-func (lo *layout) resolve(l *Line, idx []int) (missing int, err *LineError) {
+func (lo *layout) resolve(l *lineproto.Line, idx []int) (missing int, err *lineproto.LineError) {
 	n := len(l.Tags) + len(l.Fields)
 	if n == len(lo.lastKeys) && len(l.Tags) == lo.lastTags {
 		hit := true
@@ -149,7 +150,7 @@ func (lo *layout) resolve(l *Line, idx []int) (missing int, err *LineError) {
 // order, as schemaFor makes them), and the schema the table has once they
 // are added. A line that would take the table past store.MaxColumns, or
 // name a column the store cannot take, is a bad line. It changes nothing.
-func (lo *layout) grow(l *Line, idx []int) ([]store.Column, *store.Schema, *LineError) {
+func (lo *layout) grow(l *lineproto.Line, idx []int) ([]store.Column, *store.Schema, *lineproto.LineError) {
 	var add []store.Column
 	for i := range l.Tags {
 		if idx[i] < 0 {
@@ -170,13 +171,13 @@ func (lo *layout) grow(l *Line, idx []int) ([]store.Column, *store.Schema, *Line
 			}
 			names = append(names, strconv.Quote(c.Name))
 		}
-		return nil, nil, &LineError{Reason: ReasonTableFull, Msg: fmt.Sprintf("adding %d columns (%s) would give table %s %d columns, more than the %d a table can have (ts included)", len(add), strings.Join(names, ", "), lo.name, n, store.MaxColumns)}
+		return nil, nil, &lineproto.LineError{Reason: lineproto.ReasonTableFull, Msg: fmt.Sprintf("adding %d columns (%s) would give table %s %d columns, more than the %d a table can have (ts included)", len(add), strings.Join(names, ", "), lo.name, n, store.MaxColumns)}
 	}
 	s := lo.schema
 	for _, c := range add {
 		g, err := s.AddColumn(c)
 		if err != nil {
-			return nil, nil, &LineError{Reason: ReasonName, Msg: fmt.Sprintf("cannot add column %q (%v) to table %s: %v", c.Name, c.Type, lo.name, err)}
+			return nil, nil, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: fmt.Sprintf("cannot add column %q (%v) to table %s: %v", c.Name, c.Type, lo.name, err)}
 		}
 		s = g
 	}
@@ -184,7 +185,7 @@ func (lo *layout) grow(l *Line, idx []int) ([]store.Column, *store.Schema, *Line
 }
 
 // remember caches l's key order (allocates only when the order changes).
-func (lo *layout) remember(l *Line, idx []int) {
+func (lo *layout) remember(l *lineproto.Line, idx []int) {
 	lo.lastKeys = lo.lastKeys[:0]
 	for i := range l.Tags {
 		lo.lastKeys = append(lo.lastKeys, bytes.Clone(l.Tags[i].Key))
@@ -196,10 +197,10 @@ func (lo *layout) remember(l *Line, idx []int) {
 	lo.lastTags = len(l.Tags)
 }
 
-func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
+func (lo *layout) checkKinds(l *lineproto.Line, idx []int) *lineproto.LineError {
 	for i := range l.Tags {
 		if c := idx[i]; c >= 0 && lo.at[c].Type != store.TypeSym {
-			return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
+			return &lineproto.LineError{Reason: lineproto.ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
 		if n := len(l.Tags[i].Value); n > format.MaxSymLen {
 			return symTooLong("tag", l.Tags[i].Key, n)
@@ -211,18 +212,18 @@ func (lo *layout) checkKinds(l *Line, idx []int) *LineError {
 		if c >= 0 && !kindFits(f.Kind, lo.at[c].Type) {
 			return lo.mismatch(f, c)
 		}
-		if f.Kind == KindString && len(f.S) > format.MaxSymLen {
+		if f.Kind == lineproto.KindString && len(f.S) > format.MaxSymLen {
 			return symTooLong("string field", f.Key, len(f.S))
 		}
 	}
 	return nil
 }
 
-func symTooLong(what string, key []byte, n int) *LineError {
-	return &LineError{Reason: ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, format.MaxSymLen)}
+func symTooLong(what string, key []byte, n int) *lineproto.LineError {
+	return &lineproto.LineError{Reason: lineproto.ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, format.MaxSymLen)}
 }
 
-func (lo *layout) mismatch(f *Field, c int) *LineError {
+func (lo *layout) mismatch(f *lineproto.Field, c int) *lineproto.LineError {
 	name, typ := lo.schema.Cols[c].Name, lo.at[c].Type
 	var hint string
 	switch {
@@ -230,14 +231,14 @@ func (lo *layout) mismatch(f *Field, c int) *LineError {
 		hint = "; give the time as the line's last element"
 	case typ == store.TypeSym:
 		hint = " (send it as a tag or a quoted string)"
-	case typ == store.TypeI64 && f.Kind == KindFloat:
+	case typ == store.TypeI64 && f.Kind == lineproto.KindFloat:
 		hint = " (write integers with an i suffix: 100i)"
 	case typ == store.TypeF64:
 		hint = " (write a number: 1.5)"
 	case typ == store.TypeBool:
 		hint = " (write t or f)"
 	}
-	return &LineError{Reason: ReasonType, Msg: fmt.Sprintf("field %q: column %q of table %s is %v, got a %v value%s", f.Key, name, lo.name, typ, f.Kind, hint)}
+	return &lineproto.LineError{Reason: lineproto.ReasonType, Msg: fmt.Sprintf("field %q: column %q of table %s is %v, got a %v value%s", f.Key, name, lo.name, typ, f.Kind, hint)}
 }
 
 // table is a table the sink writes: its writer, its layout and a row
@@ -273,7 +274,7 @@ func newTable(name string, w *writer.Writer, log *slog.Logger) *table {
 // publishes and syncs the rows appended before it (writer.AddColumn
 // closes and reopens the table). A failure of the writer is a write
 // failure and leaves the writer closed.
-func (t *table) addColumns(l *Line) error {
+func (t *table) addColumns(l *lineproto.Line) error {
 	add, _, lerr := t.grow(l, t.idx)
 	if lerr != nil {
 		return lerr
@@ -307,7 +308,7 @@ var errAddColumns = errors.New("ingest: the line adds columns")
 // NaN, missing i64 columns 0, missing bools false and missing tags the
 // empty symbol "". The ts is left for the caller. Symbols are interned
 // here, so fill runs only once the line is known to be good.
-func (t *table) fill(l *Line) error {
+func (t *table) fill(l *lineproto.Line) error {
 	if n := len(l.Tags) + len(l.Fields); n >= len(t.idx) {
 		return tooManyKeys(n)
 	}
@@ -333,15 +334,15 @@ func (t *table) fill(l *Line) error {
 		c := t.idx[len(l.Tags)+i]
 		col := t.at[c]
 		switch {
-		case f.Kind == KindString:
+		case f.Kind == lineproto.KindString:
 			id, err := t.w.Symbol(f.S)
 			if err != nil {
 				return err
 			}
 			t.row.SetSym(col, id)
-		case f.Kind == KindBool:
+		case f.Kind == lineproto.KindBool:
 			t.row.SetBool(col, f.B)
-		case f.Kind == KindFloat:
+		case f.Kind == lineproto.KindFloat:
 			t.row.SetF64(col, f.F)
 		case col.Type == store.TypeF64:
 			t.row.SetF64(col, float64(f.I))
@@ -387,13 +388,13 @@ func (t *table) fillMissing(set uint64) error {
 
 // tooManyKeys is the bad line of n tags and fields, more than a table can
 // have columns besides ts.
-func tooManyKeys(n int) *LineError {
-	return &LineError{Reason: ReasonTableFull, Msg: fmt.Sprintf("line has %d tags and fields; a table has at most %d columns besides ts", n, store.MaxColumns-1)}
+func tooManyKeys(n int) *lineproto.LineError {
+	return &lineproto.LineError{Reason: lineproto.ReasonTableFull, Msg: fmt.Sprintf("line has %d tags and fields; a table has at most %d columns besides ts", n, store.MaxColumns-1)}
 }
 
 // asLineErr reports whether err is a bad line (rather than a write failure).
-func asLineErr(err error) (*LineError, bool) {
-	var le *LineError
+func asLineErr(err error) (*lineproto.LineError, bool) {
+	var le *lineproto.LineError
 	ok := errors.As(err, &le)
 	return le, ok
 }
@@ -427,12 +428,12 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 	for i := ntags; i < ntags+nfields; i++ {
 		var k []byte
 		k, p = take32(rec, p)
-		kind := Kind(rec[p])
+		kind := lineproto.Kind(rec[p])
 		if !bytes.Equal(k, t.lastKeys[i]) || !kindFits(kind, t.at[t.lastIdx[i]].Type) {
 			return false, nil
 		}
 		p += 9
-		if kind == KindString {
+		if kind == lineproto.KindString {
 			n := int(le.Uint64(rec[p-8:]))
 			if n > format.MaxSymLen {
 				return false, nil // the general path says why
@@ -457,21 +458,21 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 	}
 	for i := ntags; i < ntags+nfields; i++ {
 		p += 4 + int(le.Uint32(rec[p:]))
-		kind, v := Kind(rec[p]), le.Uint64(rec[p+1:])
+		kind, v := lineproto.Kind(rec[p]), le.Uint64(rec[p+1:])
 		p += 9
 		c := t.lastIdx[i]
 		col := t.at[c]
 		switch {
-		case kind == KindString:
+		case kind == lineproto.KindString:
 			id, err := t.w.Symbol(rec[p : p+int(v)])
 			if err != nil {
 				return true, err
 			}
 			p += int(v)
 			t.row.SetSym(col, id)
-		case kind == KindBool:
+		case kind == lineproto.KindBool:
 			t.row.SetBool(col, v != 0)
-		case kind == KindFloat || col.Type == store.TypeI64:
+		case kind == lineproto.KindFloat || col.Type == store.TypeI64:
 			le.PutUint64(t.row[col.Off:], v) // float bits into f64, int into i64
 		default:
 			t.row.SetF64(col, float64(int64(v))) // an integer into an f64 column
@@ -482,15 +483,15 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 }
 
 // kindFits says whether a field of kind k may be stored in a column of type c.
-func kindFits(k Kind, c store.ColType) bool {
+func kindFits(k lineproto.Kind, c store.ColType) bool {
 	switch k {
-	case KindFloat:
+	case lineproto.KindFloat:
 		return c == store.TypeF64
-	case KindInt, KindUint:
+	case lineproto.KindInt, lineproto.KindUint:
 		return c == store.TypeI64 || c == store.TypeF64
-	case KindBool:
+	case lineproto.KindBool:
 		return c == store.TypeBool
-	case KindString:
+	case lineproto.KindString:
 		return c == store.TypeSym
 	}
 	return false

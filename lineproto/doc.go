@@ -1,12 +1,17 @@
-// Package lineproto holds the InfluxDB/QuestDB line protocol's spelling,
-// in both directions, for every part of tickdb that reads or writes it:
-// the escaping rule of names and symbols and of quoted string values
-// (AppendName, AppendQuoted, and NameEscape, StringEscape and the
-// AppendUnescaped functions that the parser in ingest uses), the number
-// formats, and Encoder, the one writer of lines (query's ilp output, and so
-// `tickdb query`, `tail`, `bars` and `asof --format ilp`;
-// ingest.AppendLine; the load generator of the benchmarks). It sits below
-// query and ingest, which both import it, and imports nothing of tickdb.
+// Package lineproto is tickdb's one line-protocol codec (the
+// InfluxDB/QuestDB line protocol), both directions, for every part of
+// tickdb that reads or writes it: Parser, the zero-allocation reader of
+// lines into a Line (the listener and HTTP API of `tickdb serve`, and
+// `tickdb ingest` through package load); Encoder, the one writer of lines
+// (query's ilp output, and so `tickdb query`, `tail`, `bars` and `asof
+// --format ilp`; the load generator of the benchmarks); and between them
+// the one escaping rule of names and symbols and of quoted string values
+// (AppendName, AppendQuoted, NameEscape, StringEscape and the
+// AppendUnescaped functions) and the number spellings (ParseInt,
+// ParseFloat). A rejected line is a *LineError (ErrBadLine) with a Reason,
+// the one error type of a bad line for the readers above it too. It sits
+// below query, ingest and load, which import it, and imports nothing of
+// tickdb.
 //
 // # The escaping rule
 //
@@ -24,13 +29,15 @@
 // the break, and in a string \t stands for a tab (InfluxDB's encoder). A
 // backslash before any other byte is kept, both bytes, as InfluxDB's
 // decoder keeps it. So Encoder's output reads back byte for byte through
-// ingest's parser; docs/DESIGN.md ("Line protocol spelling") says what
+// Parser; docs/DESIGN.md ("Line protocol spelling") says what
 // QuestDB and InfluxDB make of it.
 //
 // # Concurrency
 //
-// The functions are safe from any goroutine. An Encoder is for one
-// goroutine; its zero value is ready to use.
+// The functions are safe from any goroutine. An Encoder, a Parser and a
+// Line are each for one goroutine; their zero values are ready to use. A
+// Line's slices point into the parsed input and the Parser's scratch
+// buffer, valid until the next Parse on that Parser.
 //
 // # Durability
 //
@@ -38,6 +45,11 @@
 //
 // # Caveats
 //
+//   - Parse takes one line, without its '\n': splitting the input into
+//     lines is the caller's (a line break inside a string value must be
+//     escaped, and a QuestDB client's escaped raw break in a symbol is not
+//     a line end; see ingest's lineEnd). It reads timestamps as integers in
+//     the Parser's precision, and never stamps a line itself.
 //   - Names are not checked beyond what would make a line that reads back
 //     differently (see Encoder): invalid UTF-8 and control bytes other than
 //     CR and LF are written as they are (InfluxDB refuses a line with one in

@@ -15,7 +15,7 @@ import (
 // Tag and the field methods return nothing: the first fault (an empty
 // name, a tag after a field) is kept and End reports it, having cut the
 // line out of the buffer. End also refuses a line with no field
-// (ErrNoField). So a line in the buffer is always one that ingest's parser
+// (ErrNoField). So a line in the buffer is always one that Parser
 // reads back to the same names and values.
 //
 // Numbers: a float is written in the shortest form that reads back to the

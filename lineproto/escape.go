@@ -1,7 +1,7 @@
 package lineproto
 
 // Text is what the encoder takes names and values as: a string (query's
-// column names and symbols) or a byte slice (ingest's parsed lines), so
+// column names and symbols) or a byte slice (a parsed Line's), so
 // that neither side converts, which would allocate.
 type Text interface{ ~string | ~[]byte }
 

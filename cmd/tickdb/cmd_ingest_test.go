@@ -392,6 +392,10 @@ func TestIngestStdin(t *testing.T) {
 	}
 }
 
+// ingestChunk is the bytes of a file that one batch of package load reads
+// (load/pipeline.go, chunk).
+const ingestChunk = 128 << 10
+
 // Files larger than a batch, with records across batch boundaries,
 // escapes and quoted line ends, and records longer than a batch.
 func TestIngestLargeFiles(t *testing.T) {

@@ -1,10 +1,11 @@
-package ingest
+package load
 
-// CSV files for bulk loads (tickdb ingest): an RFC 4180 record scanner and
-// the conversion of its records into Lines for one table, typed by the
-// table's schema or, for a table the file creates, by the first values of
-// each column. The Lines then go through the Loader, so a CSV row meets the
-// same table rules as a line-protocol line.
+// CSV files for bulk loads: an RFC 4180 record scanner and the conversion
+// of its records into Lines for one table, typed by the table's schema or,
+// for a table the file creates, by the first values of each column
+// (csv_time.go reads the ts cells). The Lines then go through
+// ingest.Loader, so a CSV row meets the same table rules as a
+// line-protocol line.
 
 import (
 	"bytes"
@@ -14,15 +15,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tickdb/tickdb/query"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 )
 
-// CSVInferRows is how many data rows Infer looks at, at most, for a column
+// csvInferRows is how many data rows Infer looks at, at most, for a column
 // whose first cells are empty.
-const CSVInferRows = 1000
+const csvInferRows = 1000
 
-// CSVParser turns the records of a CSV file with a header row into Lines
+// csvParser turns the records of a CSV file with a header row into Lines
 // for one table.
 //
 // The syntax is RFC 4180, as encoding/csv reads it: fields separated by
@@ -51,8 +52,8 @@ const CSVInferRows = 1000
 //
 // Use: Header on the start of the file; then UseSchema for a table that
 // exists, or Infer and Schema for a new one; then Parse on each record in
-// turn. A CSVParser is for one goroutine and one pass over one file.
-type CSVParser struct {
+// turn. A csvParser is for one goroutine and one pass over one file.
+type csvParser struct {
 	table []byte
 	names []string
 	keys  [][]byte
@@ -76,9 +77,9 @@ type csvSpan struct {
 	esc, quoted bool
 }
 
-// NewCSVParser returns a parser of CSV rows for table.
-func NewCSVParser(table string) *CSVParser {
-	return &CSVParser{table: []byte(table), tsCol: -1, line: 1}
+// newCSVParser returns a parser of CSV rows for table.
+func newCSVParser(table string) *csvParser {
+	return &csvParser{table: []byte(table), tsCol: -1, line: 1}
 }
 
 // Header parses the header row at the start of data and returns the bytes
@@ -86,7 +87,7 @@ func NewCSVParser(table string) *CSVParser {
 // with no error when data does not yet hold the whole row and more is
 // needed (never when atEOF). A header that cannot be used gives a
 // *LineError.
-func (p *CSVParser) Header(data []byte, atEOF bool) (int, error) {
+func (p *csvParser) Header(data []byte, atEOF bool) (int, error) {
 	off, line0 := 0, p.line
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		off = 3
@@ -95,7 +96,7 @@ func (p *CSVParser) Header(data []byte, atEOF bool) (int, error) {
 		n, blank, err := p.split(data[off:], atEOF)
 		if n == 0 {
 			if atEOF {
-				return 0, &LineError{Line: p.line, Reason: ReasonSyntax, Msg: "no header row: the file is empty (want a header like ts,sym,price)"}
+				return 0, &lineproto.LineError{Line: p.line, Reason: lineproto.ReasonSyntax, Msg: "no header row: the file is empty (want a header like ts,sym,price)"}
 			}
 			p.line = line0 // called again with more data, from the start
 			return 0, nil
@@ -115,7 +116,7 @@ func (p *CSVParser) Header(data []byte, atEOF bool) (int, error) {
 }
 
 // setHeader takes the column names from the record split last.
-func (p *CSVParser) setHeader(rec []byte) error {
+func (p *csvParser) setHeader(rec []byte) error {
 	p.names = make([]string, len(p.spans))
 	p.keys = make([][]byte, len(p.spans))
 	p.types = make([]store.ColType, len(p.spans))
@@ -128,9 +129,9 @@ func (p *CSVParser) setHeader(rec []byte) error {
 		name := string(cell)
 		switch {
 		case name == "":
-			return p.cellErr(sp, ReasonName, fmt.Sprintf("header column %d has no name", k+1))
+			return p.cellErr(sp, lineproto.ReasonName, fmt.Sprintf("header column %d has no name", k+1))
 		case seen[name]:
-			return p.cellErr(sp, ReasonDuplicate, fmt.Sprintf("header names column %q twice", name))
+			return p.cellErr(sp, lineproto.ReasonDuplicate, fmt.Sprintf("header names column %q twice", name))
 		}
 		seen[name] = true
 		p.names[k], p.keys[k] = name, cell
@@ -139,18 +140,18 @@ func (p *CSVParser) setHeader(rec []byte) error {
 		}
 	}
 	if p.tsCol < 0 {
-		return &LineError{Line: p.rec, Reason: ReasonName, Msg: fmt.Sprintf("header %s has no ts column (want ts plus columns, like ts,sym,price)", snippet(bytes.TrimRight(rec, "\r\n")))}
+		return &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonName, Msg: fmt.Sprintf("header %s has no ts column (want ts plus columns, like ts,sym,price)", snippet(bytes.TrimRight(rec, "\r\n")))}
 	}
 	return nil
 }
 
 // Columns returns the header's column names, in order.
-func (p *CSVParser) Columns() []string { return p.names }
+func (p *csvParser) Columns() []string { return p.names }
 
 // UseSchema types the header's columns by the schema of the table they go
 // into. A header column the table does not have is an error naming it and
 // the table's columns.
-func (p *CSVParser) UseSchema(s *store.Schema) error {
+func (p *csvParser) UseSchema(s *store.Schema) error {
 	var unknown []string
 	for k, name := range p.names {
 		if k == p.tsCol {
@@ -174,21 +175,21 @@ func (p *CSVParser) UseSchema(s *store.Schema) error {
 	if len(unknown) > 1 {
 		what = "columns " + strings.Join(unknown, ", ")
 	}
-	return &LineError{Line: p.rec, Reason: ReasonUnknownColumn, Msg: fmt.Sprintf("header %s: table %s has no such column (its columns: %s)", what, p.table, strings.Join(cols, ", "))}
+	return &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonUnknownColumn, Msg: fmt.Sprintf("header %s: table %s has no such column (its columns: %s)", what, p.table, strings.Join(cols, ", "))}
 }
 
 // Infer types the header's columns for a table the file creates, from
 // data, the bytes after the header: each column takes the narrowest type
-// that holds every non-empty cell it has in the first CSVInferRows data
+// that holds every non-empty cell it has in the first csvInferRows data
 // rows: i64 when they are all integers, f64 when they are all numbers (NaN
 // and Inf included), bool when they are all true or false (any case), and
 // sym otherwise; a column with no value there is f64. It reports false,
 // having set nothing, when data ends before the rows it needs and more of
 // the file is needed (never when atEOF). Data is not changed.
-func (p *CSVParser) Infer(data []byte, atEOF bool) bool {
+func (p *csvParser) Infer(data []byte, atEOF bool) bool {
 	types := make([]store.ColType, len(p.names))
 	types[p.tsCol] = store.TypeTs
-	for off, rows := 0, 0; rows < CSVInferRows; {
+	for off, rows := 0, 0; rows < csvInferRows; {
 		n, blank, err := p.split(data[off:], atEOF)
 		if n == 0 {
 			if !atEOF {
@@ -234,13 +235,10 @@ func inferType(cell []byte, esc bool) store.ColType {
 	if esc { // doubled quotes or a line end: text
 		return store.TypeSym
 	}
-	if _, r := parseInt(cell); r == intOK {
+	if _, err := lineproto.ParseInt(cell); err == nil {
 		return store.TypeI64
 	}
-	if _, r := parseFloat(cell); r == intOK {
-		return store.TypeF64
-	}
-	if _, ok := parseSpecialFloat(cell); ok {
+	if _, err := lineproto.ParseFloat(cell); err == nil {
 		return store.TypeF64
 	}
 	if asciiEqualFold(cell, "true") || asciiEqualFold(cell, "false") {
@@ -251,7 +249,7 @@ func inferType(cell []byte, esc bool) store.ColType {
 
 // Schema returns the schema of a table created from the header: ts, then
 // the other columns in the header's order, typed by UseSchema or Infer.
-func (p *CSVParser) Schema() (*store.Schema, error) {
+func (p *csvParser) Schema() (*store.Schema, error) {
 	cols := make([]store.Column, 0, len(p.names))
 	cols = append(cols, store.Column{Name: "ts", Type: store.TypeTs})
 	for k, name := range p.names {
@@ -261,14 +259,14 @@ func (p *CSVParser) Schema() (*store.Schema, error) {
 	}
 	s, err := store.NewSchema(cols...)
 	if err != nil {
-		return nil, &LineError{Line: p.rec, Reason: ReasonName, Msg: fmt.Sprintf("cannot create table %s from the header: %v", p.table, err)}
+		return nil, &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonName, Msg: fmt.Sprintf("cannot create table %s from the header: %v", p.table, err)}
 	}
 	return s, nil
 }
 
 // Line returns the 1-based line number where the record Parse parsed last
 // starts.
-func (p *CSVParser) Line() int { return p.rec }
+func (p *csvParser) Line() int { return p.rec }
 
 // Parse parses the record at the start of data into l and returns the
 // bytes it took, its line end included. It returns 0 when data does not
@@ -281,7 +279,7 @@ func (p *CSVParser) Line() int { return p.rec }
 // l's slices point into data (Parse rewrites quoted cells that hold
 // doubled quotes in place) and into the parser's column names, so they
 // stay valid as long as data is; l.Tags and l.Fields are reused.
-func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err error) {
+func (p *csvParser) Parse(data []byte, atEOF bool, l *lineproto.Line) (n int, ok bool, err error) {
 	n, blank, lerr := p.split(data, atEOF)
 	if n == 0 {
 		return 0, false, nil
@@ -295,7 +293,7 @@ func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err
 	case blank:
 		return n, false, nil
 	case len(p.spans) != len(p.types):
-		return n, false, &LineError{Line: p.rec, Reason: ReasonSyntax, Msg: fmt.Sprintf("%d fields, the header has %d", len(p.spans), len(p.types))}
+		return n, false, &lineproto.LineError{Line: p.rec, Reason: lineproto.ReasonSyntax, Msg: fmt.Sprintf("%d fields, the header has %d", len(p.spans), len(p.types))}
 	}
 	l.Measurement = p.table
 	l.Tags = l.Tags[:0]
@@ -312,51 +310,48 @@ func (p *CSVParser) Parse(data []byte, atEOF bool, l *Line) (n int, ok bool, err
 		}
 		switch p.types[k] {
 		case store.TypeSym:
-			t := nextTag(l)
+			t := l.AddTag()
 			t.Key, t.Value = p.keys[k], cell
 		case store.TypeF64:
-			x, r := parseFloat(cell)
-			if r != intOK {
-				var special bool
-				if x, special = parseSpecialFloat(cell); !special {
-					return n, false, p.cellErr(*sp, ReasonNumber, fmt.Sprintf("column %q (f64): %s is not a number", p.names[k], snippet(cell)))
-				}
+			x, err := lineproto.ParseFloat(cell)
+			if err != nil {
+				return n, false, p.cellErr(*sp, lineproto.ReasonNumber, fmt.Sprintf("column %q (f64): %s is not a number", p.names[k], snippet(cell)))
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.F = p.keys[k], KindFloat, x
+			f := l.AddField()
+			f.Key, f.Kind, f.F = p.keys[k], lineproto.KindFloat, x
 		case store.TypeI64:
-			x, r := parseInt(cell)
-			if r != intOK {
+			x, err := lineproto.ParseInt(cell)
+			if err != nil {
 				msg := fmt.Sprintf("column %q (i64): %s is not an integer", p.names[k], snippet(cell))
-				if r == intRange {
+				if err == strconv.ErrRange {
 					msg = fmt.Sprintf("column %q (i64): %s overflows i64", p.names[k], snippet(cell))
 				}
-				return n, false, p.cellErr(*sp, ReasonNumber, msg)
+				return n, false, p.cellErr(*sp, lineproto.ReasonNumber, msg)
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.I = p.keys[k], KindInt, x
+			f := l.AddField()
+			f.Key, f.Kind, f.I = p.keys[k], lineproto.KindInt, x
 		case store.TypeBool:
 			b, okb := parseCSVBool(cell)
 			if !okb {
-				return n, false, p.cellErr(*sp, ReasonValue, fmt.Sprintf("column %q (bool): %s is not true, false, t, f, 1 or 0", p.names[k], snippet(cell)))
+				return n, false, p.cellErr(*sp, lineproto.ReasonValue, fmt.Sprintf("column %q (bool): %s is not true, false, t, f, 1 or 0", p.names[k], snippet(cell)))
 			}
-			f := nextField(l)
-			f.Key, f.Kind, f.B = p.keys[k], KindBool, b
+			f := l.AddField()
+			f.Key, f.Kind, f.B = p.keys[k], lineproto.KindBool, b
 		case store.TypeTs:
 			ts, msg := parseCSVTime(cell)
 			if msg != "" {
-				return n, false, p.cellErr(*sp, ReasonTimestamp, `column "ts": `+msg)
+				return n, false, p.cellErr(*sp, lineproto.ReasonTimestamp, `column "ts": `+msg)
 			}
 			l.Ts, l.HasTs = ts, true
 		default:
-			return n, false, p.cellErr(*sp, ReasonType, fmt.Sprintf("column %q: no type (call UseSchema or Infer first)", p.names[k]))
+			return n, false, p.cellErr(*sp, lineproto.ReasonType, fmt.Sprintf("column %q: no type (call UseSchema or Infer first)", p.names[k]))
 		}
 	}
 	return n, true, nil
 }
 
 // lineEnds is how many line ends rec, a record split last, holds.
-func (p *CSVParser) lineEnds(rec []byte, bad bool) int {
+func (p *csvParser) lineEnds(rec []byte, bad bool) int {
 	if bad { // the split stopped part way: count them
 		return bytes.Count(rec, []byte{'\n'})
 	}
@@ -379,7 +374,7 @@ type csvFault struct {
 // record and more is needed (or data is empty at EOF). blank says the
 // record is an empty line. A malformed record gives a fault and an n that
 // skips to the end of the line where the fault is. Data is not changed.
-func (p *CSVParser) split(data []byte, atEOF bool) (n int, blank bool, fault *csvFault) {
+func (p *csvParser) split(data []byte, atEOF bool) (n int, blank bool, fault *csvFault) {
 	p.spans = p.spans[:0]
 	p.nls = p.nls[:0]
 	// The common case in one scan for the next comma, line end or quote,
@@ -450,7 +445,7 @@ var csvStop = [256]bool{',': true, '\n': true, '"': true}
 
 // splitQuoted is split for a record with a double quote on its first line:
 // byte by byte, across the line ends inside quoted fields.
-func (p *CSVParser) splitQuoted(data []byte, atEOF bool) (int, bool, *csvFault) {
+func (p *csvParser) splitQuoted(data []byte, atEOF bool) (int, bool, *csvFault) {
 	p.spans = p.spans[:0]
 	i := 0
 	for { // one field per turn
@@ -544,7 +539,7 @@ func (p *CSVParser) splitQuoted(data []byte, atEOF bool) (int, bool, *csvFault) 
 
 // skipBad returns a fault at data[at] and the length to skip: to the end
 // of that line, or 0 when more data is needed to find it.
-func (p *CSVParser) skipBad(data []byte, atEOF bool, at int, msg string) (int, bool, *csvFault) {
+func (p *csvParser) skipBad(data []byte, atEOF bool, at int, msg string) (int, bool, *csvFault) {
 	e := bytes.IndexByte(data[at:], '\n')
 	if e < 0 {
 		if !atEOF {
@@ -557,7 +552,7 @@ func (p *CSVParser) skipBad(data []byte, atEOF bool, at int, msg string) (int, b
 
 // pos returns the line number and 1-based byte column of byte off of the
 // record split last.
-func (p *CSVParser) pos(off int) (line, col int) {
+func (p *csvParser) pos(off int) (line, col int) {
 	line, lineStart := p.rec, 0
 	for _, nl := range p.nls {
 		if nl >= off {
@@ -568,19 +563,19 @@ func (p *CSVParser) pos(off int) (line, col int) {
 	return line, off - lineStart + 1
 }
 
-func (p *CSVParser) lineErr(f *csvFault) *LineError {
+func (p *csvParser) lineErr(f *csvFault) *lineproto.LineError {
 	line, col := p.pos(f.off)
-	return &LineError{Line: line, Col: col, Reason: ReasonSyntax, Msg: f.msg}
+	return &lineproto.LineError{Line: line, Col: col, Reason: lineproto.ReasonSyntax, Msg: f.msg}
 }
 
 // cellErr is a *LineError at the cell sp (at its opening quote, if any).
-func (p *CSVParser) cellErr(sp csvSpan, r Reason, msg string) *LineError {
+func (p *csvParser) cellErr(sp csvSpan, r lineproto.Reason, msg string) *lineproto.LineError {
 	off := sp.start
 	if sp.quoted {
 		off--
 	}
 	line, col := p.pos(off)
-	return &LineError{Line: line, Col: col, Reason: r, Msg: msg}
+	return &lineproto.LineError{Line: line, Col: col, Reason: r, Msg: msg}
 }
 
 // unescapeCSV rewrites a quoted field's content in place: "" becomes ",
@@ -618,123 +613,29 @@ func parseCSVBool(b []byte) (v, ok bool) {
 	return false, false
 }
 
-// parseCSVTime reads a ts cell: integer ns, or a time query.ParseTime
-// takes, the common RFC 3339 shapes without it. A bad cell gives a message.
-func parseCSVTime(b []byte) (int64, string) {
-	if c := b[0]; c >= '0' && c <= '9' || c == '-' || c == '+' {
-		if ts, r := parseInt(b); r == intOK {
-			return ts, ""
-		}
-		if ts, ok := parseTimeFast(b); ok {
-			return ts, ""
+// asciiEqualFold reports whether b equals the lower-case ASCII word s,
+// ignoring ASCII case (bytes.EqualFold would also take, say, "falſe").
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != s[i] {
+			return false
 		}
 	}
-	ts, err := query.ParseTime(string(b))
-	if err != nil {
-		return 0, strings.TrimPrefix(err.Error(), query.ErrBadQuery.Error()+": ")
-	}
-	return ts, ""
+	return true
 }
 
-// parseTimeFast parses the common RFC 3339 shapes by hand, as query.ParseTime
-// would, at a fraction of time.Parse's cost: 2006-01-02T15:04:05, then an
-// optional fraction of 1 to 9 digits after a '.', then Z, ±hh:mm or nothing
-// (UTC); the T may be a t or a space and the Z a z. It reports false for
-// anything else, and for years outside 1700..2200 (whose instants could
-// leave int64 ns), leaving those to query.ParseTime.
-func parseTimeFast(b []byte) (int64, bool) {
-	if len(b) < 19 || b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' {
-		return 0, false
-	}
-	if c := b[10]; c != 'T' && c != 't' && c != ' ' {
-		return 0, false
-	}
-	y := digits2(b[0:2])*100 + digits2(b[2:4])
-	mo, d := digits2(b[5:7]), digits2(b[8:10])
-	h, mi, s := digits2(b[11:13]), digits2(b[14:16]), digits2(b[17:19])
-	if y < 1700 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59 {
-		return 0, false // also when a "digit" was not one: digits2 gives a large number
-	}
-	i := 19
-	var frac int64
-	if i < len(b) && b[i] == '.' {
-		i++
-		start := i
-		for i < len(b) && b[i]-'0' <= 9 {
-			frac = frac*10 + int64(b[i]-'0')
-			i++
-		}
-		nd := i - start
-		if nd == 0 || nd > 9 {
-			return 0, false
-		}
-		for range 9 - nd {
-			frac *= 10
-		}
-	}
-	off := 0
-	if i < len(b) {
-		switch b[i] {
-		case 'Z', 'z':
-			i++
-		case '+', '-':
-			if len(b)-i != 6 || b[i+3] != ':' {
-				return 0, false
-			}
-			oh, om := digits2(b[i+1:i+3]), digits2(b[i+4:i+6])
-			if oh > 23 || om > 59 {
-				return 0, false
-			}
-			off = oh*3600 + om*60
-			if b[i] == '-' {
-				off = -off
-			}
-			i += 6
-		default:
-			return 0, false
-		}
-	}
-	if i != len(b) {
-		return 0, false
-	}
-	secs := daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s-off)
-	return secs*1_000_000_000 + frac, true
-}
+// snippetMax bounds the bytes of input that one message quotes, so that a
+// hostile cell cannot make its error as long as itself; the line-protocol
+// parser's messages quote the same way.
+const snippetMax = 40
 
-// digits2 reads two ASCII digits, or gives 1000 when they are not digits.
-func digits2(b []byte) int {
-	d0, d1 := b[0]-'0', b[1]-'0'
-	if d0 > 9 || d1 > 9 {
-		return 1000
+// snippet quotes b for a message, cut to snippetMax bytes.
+func snippet(b []byte) string {
+	if len(b) > snippetMax {
+		return strconv.Quote(string(b[:snippetMax])) + "..."
 	}
-	return int(d0)*10 + int(d1)
-}
-
-// daysIn is the number of days in month m of year y.
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil is the number of days from 1970-01-01 to y-m-d in the
-// proleptic Gregorian calendar (y > 0), by the era arithmetic of Howard
-// Hinnant's "chrono-compatible low-level date algorithms".
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
+	return strconv.Quote(string(b))
 }

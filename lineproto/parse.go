@@ -1,4 +1,4 @@
-package ingest
+package lineproto
 
 import (
 	"bytes"
@@ -8,93 +8,15 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
-
-	"github.com/tickdb/tickdb/lineproto"
 )
-
-// Kind is a field value's type; it decides the column type a new table gets
-// for the field and which columns the field may be written to.
-type Kind uint8
-
-// The field kinds. Uint values are kept in Field.I like ints (tickdb has no
-// unsigned column), but the kind is kept apart so that a line formatted
-// again says 123u where the client said 123u.
-const (
-	KindFloat  Kind = iota + 1 // 1.5, 100, -1.5e-7, NaN, Infinity (no suffix): f64 column
-	KindInt                    // 123i: i64 column
-	KindUint                   // 123u, which must fit in int64: i64 column
-	KindBool                   // t T true True TRUE f F false False FALSE: bool column
-	KindString                 // "quoted": sym column, like a tag
-)
-
-// String returns the line-protocol name of the kind, as used in messages.
-func (k Kind) String() string {
-	switch k {
-	case KindFloat:
-		return "float"
-	case KindInt:
-		return "integer"
-	case KindUint:
-		return "unsigned"
-	case KindBool:
-		return "boolean"
-	case KindString:
-		return "string"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// Tag is one tag of a line: it becomes a sym column.
-type Tag struct{ Key, Value []byte }
-
-// Field is one field of a line. Only the member that Kind names is set.
-// A string field's value (S, unquoted and unescaped) is stored like a
-// tag's: in a sym column, through the table's dictionary.
-type Field struct {
-	Key  []byte
-	Kind Kind
-	F    float64 // KindFloat
-	I    int64   // KindInt and KindUint
-	B    bool    // KindBool
-	S    []byte  // KindString
-}
-
-// Line is one parsed line. Its byte slices point into the input line or into
-// the Parser's scratch buffer and stay valid until the next Parse call on the
-// same Parser (or until the caller changes the input), so a caller that
-// keeps a Line past that copies it first. Parse reuses the capacity of Tags
-// and Fields, which is what makes a Line reusable without allocation.
-type Line struct {
-	Measurement []byte
-	Tags        []Tag
-	Fields      []Field
-	Ts          int64 // nanoseconds since the epoch (already multiplied by the Parser's precision), valid when HasTs
-	HasTs       bool
-}
-
-// ParsePrecision maps the HTTP precision parameter to a multiplier from the
-// line's timestamp unit to nanoseconds. The empty string means nanoseconds,
-// as in InfluxDB.
-func ParsePrecision(s string) (int64, error) {
-	switch s {
-	case "", "n", "ns":
-		return 1, nil
-	case "u", "us":
-		return 1_000, nil
-	case "ms":
-		return 1_000_000, nil
-	case "s":
-		return 1_000_000_000, nil
-	}
-	return 0, fmt.Errorf("ingest: precision %q: want one of n, ns, u, us, ms, s", s)
-}
 
 // Parser parses line-protocol lines, one at a time. A Parser is not safe for
 // concurrent use: give each connection or goroutine its own. The zero value
 // is ready to use.
 type Parser struct {
-	// Precision multiplies every timestamp to give nanoseconds (see
-	// ParsePrecision); 0 (or less) means 1.
+	// Precision multiplies every timestamp to give nanoseconds: 1_000
+	// for timestamps in microseconds, 1_000_000_000 for seconds; 0 (or
+	// less) means 1.
 	Precision int64
 
 	// scratch holds unescaped names and symbols. Parse sizes it to the line
@@ -114,7 +36,7 @@ type Parser struct {
 // Byte classes for the scanners below. One table lookup per byte decides
 // whether the byte can end the current token, which keeps the hot loops
 // free of multi-way comparisons. Which bytes a backslash escapes is the
-// lineproto package's rule (lineproto.NameEscape), shared with the encoder.
+// package's one rule (NameEscape, escape.go), shared with the encoder.
 const (
 	stopMeas  = 1 << iota // ends a measurement or needs a look: , space \ CR LF
 	stopKey               // ends a tag key, tag value or field key: the above and =
@@ -142,14 +64,14 @@ var class = [256]uint8{
 // alone, with or without a timestamp, is a bad line (ReasonNoField), as
 // in InfluxDB.
 //
-// Escapes (the lineproto package's rule): in the measurement, tag keys,
+// Escapes (the package's rule, escape.go): in the measurement, tag keys,
 // tag values and field keys a backslash before ',', ' ', '=' or '\\'
-// stands for that byte, \n and \r for LF and CR (what lineproto.Encoder
+// stands for that byte, \n and \r for LF and CR (what Encoder
 // writes for a line break), and a backslash before a raw CR or LF for the
 // break (what the QuestDB clients write); a backslash before any other
 // byte is kept, both bytes. This reads the output of both InfluxDB's
 // encoder (which never escapes a backslash) and the QuestDB clients (which
-// always do); see lineproto_format.go.
+// always do); see parse_value.go.
 func (p *Parser) Parse(line []byte, l *Line) (ok bool, err error) {
 	n := len(line)
 	if n > 0 && line[n-1] == '\r' && !escapedAt(line, n-1) {
@@ -270,7 +192,7 @@ func (p *Parser) parseTags(line []byte, i int, l *Line) (int, error) {
 		bit := keyBit(key)
 		dup = dup || seen&bit != 0
 		seen |= bit
-		t := nextTag(l)
+		t := l.AddTag()
 		t.Key, t.Value = key, val
 		i = ve
 	}
@@ -312,7 +234,7 @@ func (p *Parser) parseFields(line []byte, i int, l *Line) (int, error) {
 		bit := keyBit(key)
 		dup = dup || seen&bit != 0
 		seen |= bit
-		f := nextField(l)
+		f := l.AddField()
 		f.Key, f.Kind, f.F, f.I, f.B, f.S = key, 0, 0, 0, false, nil
 		var ve int
 		if vs < n && line[vs] == '"' {
@@ -353,28 +275,6 @@ func noField(i int, tags bool) *LineError {
 		return badAt(i, ReasonNoField, "no field after the tags: a line needs at least one field, such as price=1.5; tags alone make no row")
 	}
 	return badAt(i, ReasonNoField, "no field after the measurement: a line needs at least one field, such as price=1.5, after a space")
-}
-
-// nextTag and nextField extend l.Tags and l.Fields by one element and
-// return it for the caller to fill, member by member. Appending a Tag{...}
-// literal instead builds it on the stack and copies it with 16-byte loads
-// of 8-byte stores, which stalls store forwarding on every tag and field.
-func nextTag(l *Line) *Tag {
-	if len(l.Tags) == cap(l.Tags) {
-		l.Tags = append(l.Tags, Tag{})
-	} else {
-		l.Tags = l.Tags[:len(l.Tags)+1]
-	}
-	return &l.Tags[len(l.Tags)-1]
-}
-
-func nextField(l *Line) *Field {
-	if len(l.Fields) == cap(l.Fields) {
-		l.Fields = append(l.Fields, Field{})
-	} else {
-		l.Fields = l.Fields[:len(l.Fields)+1]
-	}
-	return &l.Fields[len(l.Fields)-1]
 }
 
 // plainEnd returns the index of the first byte at or after line[i] whose
@@ -426,13 +326,13 @@ func plainEnd(line []byte, i int, stop uint8) int {
 // index of the first unescaped byte whose class is in stop, or len(line).
 // A backslash that ends the line is returned as the end, for nameEnd to
 // report. esc says whether the name holds an escape to undo, that is a
-// backslash before a byte that lineproto.NameEscape accepts.
+// backslash before a byte that NameEscape accepts.
 func scanEscaped(line []byte, i int, stop uint8) (end int, esc bool) {
 	for {
 		if i+1 == len(line) {
 			return i, esc // a trailing backslash: nameEnd reports it
 		}
-		if _, ok := lineproto.NameEscape(line[i+1]); ok {
+		if _, ok := NameEscape(line[i+1]); ok {
 			esc = true
 			i += 2
 		} else {
@@ -477,7 +377,7 @@ func escapedAt(line []byte, i int) bool {
 // token.
 func (p *Parser) unescape(b []byte) []byte {
 	start := len(p.scratch)
-	p.scratch = lineproto.AppendUnescapedName(p.scratch, b)
+	p.scratch = AppendUnescapedName(p.scratch, b)
 	return p.scratch[start:len(p.scratch):len(p.scratch)]
 }
 
@@ -494,7 +394,7 @@ func (p *Parser) quoted(line []byte, ks, ke, vs int, f *Field) (int, error) {
 		switch line[j] {
 		case '\\':
 			if j+1 < n {
-				_, ok := lineproto.StringEscape(line[j+1])
+				_, ok := StringEscape(line[j+1])
 				esc = esc || ok
 			}
 			j += 2
@@ -510,7 +410,7 @@ func (p *Parser) quoted(line []byte, ks, ke, vs int, f *Field) (int, error) {
 	v := line[vs+1 : j]
 	if esc {
 		start := len(p.scratch)
-		p.scratch = lineproto.AppendUnescapedString(p.scratch, v)
+		p.scratch = AppendUnescapedString(p.scratch, v)
 		v = p.scratch[start:len(p.scratch):len(p.scratch)]
 	}
 	f.Kind, f.S = KindString, v

@@ -1,18 +1,17 @@
-package ingest
+package lineproto
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/tickdb/tickdb/lineproto"
 )
 
-// This file holds how values are spelled: the parsers of field values
-// (numbers and booleans) and AppendLine. lineproto.go holds the line's
-// grammar; the escaping rule, in both directions, is the lineproto
-// package's, shared with query's ilp output.
+// This file holds how values are read: the parsers of field values
+// (numbers and booleans), and ParseInt and ParseFloat, the same number
+// spellings for readers of other formats (load's CSV cells). parse.go
+// holds the line's grammar; escape.go the escaping rule, in both
+// directions, shared with the encoder.
 
 // How the two most used client families escape, which decides what Parse
 // accepts:
@@ -33,63 +32,14 @@ import (
 //     drops the backslash before any byte of a symbol.
 //
 // Parse therefore undoes \, \space \= \\ and a backslash before a raw CR
-// or LF everywhere, reads \n and \r as LF and CR (lineproto's spelling of
-// a line break, the only one InfluxDB accepts in a name), and keeps any
+// or LF everywhere, reads \n and \r as LF and CR (Encoder's spelling of a
+// line break, the only one InfluxDB accepts in a name), and keeps any
 // other backslash. That reads both families right in every case but
 // these: an InfluxDB name or symbol that itself holds two backslashes in a row, a
 // backslash before ',', '=' or ' ' (InfluxDB writes a\,b as a\\,b; a
 // QuestDB client writes it as a\\\,b) or a backslash before n or r.
-// AppendLine writes what lineproto.Encoder writes, which tickdb reads back
-// exactly and QuestDB and InfluxDB accept (see the lineproto package).
-
-// AppendLine appends l to dst as one line of line protocol, ending in '\n',
-// and returns the extended buffer. Parse reads the result back to an equal
-// Line, and formatting that again gives the same bytes. It is
-// lineproto.Encoder's spelling: names and symbols escaped by its rule,
-// floats in the shortest form that reads back to the same float64 (plain
-// decimal for magnitudes in [1e-6, 1e21), exponent form outside) and the
-// non-finite ones as NaN, Infinity and -Infinity, the spellings QuestDB
-// uses (InfluxDB has none and rejects such a line; a caller that treats
-// NaN as a missing value, as tickdb's f64 columns do, leaves that field out
-// of l instead). Ints are written as 123i, uints as 123u (a negative
-// KindUint value, which Parse never makes, as an int), booleans as t and
-// f, strings quoted (with \", \\, \n and \r), and the timestamp, in
-// nanoseconds, only when HasTs.
-//
-// A Line that Parse would not give back (no field, an empty measurement,
-// key or tag value, a measurement starting with '#' or a tab) is an error
-// wrapping lineproto.ErrNoField or lineproto.ErrName, and dst comes back
-// as it was.
-func AppendLine(dst []byte, l *Line) ([]byte, error) {
-	var e lineproto.Encoder[[]byte]
-	e.Begin(dst, l.Measurement)
-	for i := range l.Tags {
-		e.Tag(l.Tags[i].Key, l.Tags[i].Value)
-	}
-	for i := range l.Fields {
-		f := &l.Fields[i]
-		switch f.Kind {
-		case KindFloat:
-			e.Float(f.Key, f.F)
-		case KindInt:
-			e.Int(f.Key, f.I)
-		case KindUint:
-			if f.I < 0 {
-				e.Int(f.Key, f.I)
-			} else {
-				e.Uint(f.Key, uint64(f.I))
-			}
-		case KindBool:
-			e.Bool(f.Key, f.B)
-		case KindString:
-			e.Str(f.Key, f.S)
-		}
-	}
-	if l.HasTs {
-		return e.End(l.Ts)
-	}
-	return e.EndNow()
-}
+// Encoder writes what Parse reads back exactly and QuestDB and InfluxDB
+// accept (see doc.go).
 
 // quickValue parses the commonest field values in one pass, without
 // first looking for the value's end: [-]digits[.digits] (at most 15
@@ -272,6 +222,47 @@ func asciiEqualFold(b []byte, s string) bool {
 	}
 	return true
 }
+
+// ParseInt parses a decimal integer, [+-]digits, as the parser reads an
+// integer field's digits and a timestamp: no underscores, no base prefix.
+// It returns strconv.ErrSyntax for anything else and strconv.ErrRange for
+// a value outside int64, and allocates nothing. (It is small enough to
+// inline, so a caller in another package pays one call, as the parser
+// does.)
+func ParseInt(b []byte) (int64, error) {
+	x, r := parseInt(b)
+	return x, numErrs[r]
+}
+
+// ParseFloat parses a float as the parser reads a float field's value: a
+// decimal, [+-](digits[.[digits]]|.digits)[(e|E)[+-]digits], or one of
+// the non-finite spellings (NaN, Infinity, -Infinity, inf, in any case).
+// It returns strconv.ErrSyntax for anything else (hex floats and
+// underscores included, and a decimal beyond float64's range) and
+// allocates nothing.
+func ParseFloat(b []byte) (float64, error) {
+	x, r := parseFloatAny(b)
+	return x, numErrs[r]
+}
+
+// parseFloatAny is ParseFloat's body: a decimal, else a non-finite
+// spelling.
+func parseFloatAny(b []byte) (float64, int) {
+	if len(b) == 0 {
+		return 0, intSyntax
+	}
+	if x, r := parseFloat(b); r == intOK {
+		return x, intOK
+	}
+	if x, ok := parseSpecialFloat(b); ok {
+		return x, intOK
+	}
+	return 0, intSyntax
+}
+
+// numErrs maps a number parse result to ParseInt's and ParseFloat's error
+// (read-only).
+var numErrs = [...]error{intOK: nil, intSyntax: strconv.ErrSyntax, intRange: strconv.ErrRange}
 
 // Number parse results.
 const (

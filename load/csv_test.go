@@ -1,4 +1,4 @@
-package ingest
+package load
 
 import (
 	"bytes"
@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/ingest"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 )
@@ -22,7 +24,7 @@ import (
 // the first fault.
 func splitAll(data []byte, atEOF bool) ([][]string, *csvFault) {
 	data = bytes.Clone(data)
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	var recs [][]string
 	for off := 0; ; {
 		n, blank, fault := p.split(data[off:], atEOF)
@@ -114,7 +116,7 @@ func FuzzCSVParse(f *testing.F) {
 		store.Column{Name: "price", Type: store.TypeF64}, store.Column{Name: "size", Type: store.TypeI64},
 		store.Column{Name: "ok", Type: store.TypeBool})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		p := NewCSVParser("t")
+		p := newCSVParser("t")
 		n, err := p.Header(in, true)
 		if err != nil || n == 0 {
 			return
@@ -122,7 +124,7 @@ func FuzzCSVParse(f *testing.F) {
 		if p.UseSchema(s) != nil {
 			return
 		}
-		var l Line
+		var l lineproto.Line
 		line := 0
 		for data := in[n:]; len(data) > 0; {
 			k, ok, err := p.Parse(data, true, &l)
@@ -133,7 +135,7 @@ func FuzzCSVParse(f *testing.F) {
 				t.Fatalf("line %d after %d", p.Line(), line)
 			}
 			line = p.Line()
-			if ok && err != nil || err != nil && !errors.Is(err, ErrBadLine) {
+			if ok && err != nil || err != nil && !errors.Is(err, lineproto.ErrBadLine) {
 				t.Fatalf("ok %v err %v", ok, err)
 			}
 			if ok && len(l.Tags)+len(l.Fields) > 4 {
@@ -157,7 +159,7 @@ func checkSplit(t *testing.T, in []byte) {
 		t.Fatalf("%q:\n got  %q\n want %q", in, got, want)
 	}
 	// Fed a byte at a time (more data until a whole record), the same.
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	data := bytes.Clone(in)
 	var recs [][]string
 	for off, end := 0, 0; off < len(data); {
@@ -193,7 +195,7 @@ func checkSplit(t *testing.T, in []byte) {
 func parseCSV(t *testing.T, s *store.Schema, text string) (rows, errs []string) {
 	t.Helper()
 	data := []byte(text)
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	n, err := p.Header(data, true)
 	if err != nil {
 		t.Fatalf("header: %v", err)
@@ -206,7 +208,7 @@ func parseCSV(t *testing.T, s *store.Schema, text string) (rows, errs []string) 
 	} else if !p.Infer(data, true) {
 		t.Fatal("infer wants more at EOF")
 	}
-	var l Line
+	var l lineproto.Line
 	for len(data) > 0 {
 		n, ok, err := p.Parse(data, true, &l)
 		if n == 0 {
@@ -224,7 +226,7 @@ func parseCSV(t *testing.T, s *store.Schema, text string) (rows, errs []string) 
 }
 
 // lineString prints a line: ts (or "now"), then its tags and fields.
-func lineString(l *Line) string {
+func lineString(l *lineproto.Line) string {
 	var b strings.Builder
 	if l.HasTs {
 		fmt.Fprint(&b, l.Ts)
@@ -236,11 +238,11 @@ func lineString(l *Line) string {
 	}
 	for _, f := range l.Fields {
 		switch f.Kind {
-		case KindFloat:
+		case lineproto.KindFloat:
 			fmt.Fprintf(&b, " %s=%v", f.Key, f.F)
-		case KindInt:
+		case lineproto.KindInt:
 			fmt.Fprintf(&b, " %s=%di", f.Key, f.I)
-		case KindBool:
+		case lineproto.KindBool:
 			fmt.Fprintf(&b, " %s=%v", f.Key, f.B)
 		}
 	}
@@ -328,7 +330,7 @@ func TestCSVHeader(t *testing.T) {
 		{"bad quote", "ts,a\"\n", `a " inside a field`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewCSVParser("t")
+			p := newCSVParser("t")
 			n, err := p.Header([]byte(tc.in), true)
 			if tc.err == "" {
 				if err != nil || n != len(tc.in) {
@@ -336,12 +338,12 @@ func TestCSVHeader(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrBadLine) {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, lineproto.ErrBadLine) {
 				t.Fatalf("err %v, want %q", err, tc.err)
 			}
 		})
 	}
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	if n, err := p.Header([]byte("ts,sym"), false); n != 0 || err != nil {
 		t.Fatalf("partial header: %d %v", n, err)
 	}
@@ -355,7 +357,7 @@ func TestCSVHeader(t *testing.T) {
 }
 
 func TestCSVUseSchemaUnknown(t *testing.T) {
-	p := NewCSVParser("trades")
+	p := newCSVParser("trades")
 	if _, err := p.Header([]byte("ts,sym,foo,bar\n"), true); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +368,7 @@ func TestCSVUseSchemaUnknown(t *testing.T) {
 }
 
 func TestCSVInfer(t *testing.T) {
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	in := []byte("ts,a,b,c,d,e,f,g,h,i,j\n1,,1.5,7,TRUE,x,\"q\"\"\",,1,1,true\n\n2,B,,,,,,,2.5,x,1\nbad\n")
 	n, err := p.Header(in, true)
 	if err != nil {
@@ -438,13 +440,13 @@ func TestCSVParseAllocs(t *testing.T) {
 		t.Skip("allocations are not meaningful under -race")
 	}
 	data := []byte("ts,sym,price,size\n2024-01-02T15:04:05.123456789Z,\"AAPL\",189.5,100\n1704207845123456789,MSFT,1,2\n")
-	p := NewCSVParser("t")
+	p := newCSVParser("t")
 	n, err := p.Header(data, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Infer(data[n:], true)
-	var l Line
+	var l lineproto.Line
 	rows := data[n:]
 	allocs := testing.AllocsPerRun(100, func() {
 		for off := 0; off < len(rows); {
@@ -464,9 +466,9 @@ func TestCSVParseAllocs(t *testing.T) {
 // whose first row leaves a column empty; then created and stored.
 func TestLoaderPlanCreate(t *testing.T) {
 	db, live := testutil.DB(t)
-	ld := NewLoader(&Options{DB: db, LiveRoot: live})
+	ld := ingest.NewLoader(&ingest.Options{DB: db, LiveRoot: live})
 	text := "ts,sym,price,size\n1,A,,5\n2,B,1.5,\n"
-	p := NewCSVParser("c")
+	p := newCSVParser("c")
 	n, err := p.Header([]byte(text), true)
 	if err != nil {
 		t.Fatal(err)
@@ -477,9 +479,9 @@ func TestLoaderPlanCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []Line
+	var lines []lineproto.Line
 	for off := 0; off < len(body); {
-		var l Line
+		var l lineproto.Line
 		k, ok, err := p.Parse(body[off:], true, &l)
 		if err != nil || !ok {
 			t.Fatal(err)
@@ -503,7 +505,7 @@ func TestLoaderPlanCreate(t *testing.T) {
 		t.Fatalf("append: %d %v", n, err)
 	}
 	late := lines[:1]
-	if n, err := ld.AppendLines(late, 0); n != 0 || !errors.Is(err, ErrBadLine) {
+	if n, err := ld.AppendLines(late, 0); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("late row: %d %v", n, err)
 	}
 	if err := ld.Create("c", store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs})); err == nil {
@@ -512,66 +514,16 @@ func TestLoaderPlanCreate(t *testing.T) {
 	if err := ld.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rows := tableRows(t, db, "c", 2, 0)
+	rows := tableRows(t, db, "c", 2)
 	if rows[0] != "1 sym=A price=NaN size=5" || rows[1] != "2 sym=B price=1.5 size=0" {
 		t.Fatalf("rows %q", rows)
 	}
 	verifyAll(t, db)
 }
 
-// CheckAt checks lines without a timestamp as AppendLines with the same
-// now stores them: at now, or at the table's last row's time when later.
-func TestLoaderCheckAtStamps(t *testing.T) {
-	db, live := testutil.DB(t)
-	ld := NewLoader(&Options{DB: db, LiveRoot: live})
-	check := func(text string, now int64) (bad []int) {
-		t.Helper()
-		ld.Reset()
-		lines := parseLines(t, text)
-		for i := range lines {
-			if err := ld.CheckAt(&lines[i], now); err != nil {
-				if !errors.Is(err, ErrBadLine) {
-					t.Fatal(err)
-				}
-				bad = append(bad, i+1)
-			}
-		}
-		return bad
-	}
-	if bad := check("s v=1\ns v=2 500\ns v=3 1000", 1000); len(bad) != 1 || bad[0] != 2 {
-		t.Fatalf("bad lines %v, want [2]", bad)
-	}
-	text := "s v=1 2000\ns v=2\ns v=3 1500\ns v=4 2000"
-	if bad := check(text, 1000); len(bad) != 1 || bad[0] != 3 {
-		t.Fatalf("bad lines %v, want [3]", bad)
-	}
-	lines := parseLines(t, text)
-	if n, err := ld.AppendLines(lines[:2], 1000); n != 2 || err != nil {
-		t.Fatalf("append: %d %v", n, err)
-	}
-	if n, err := ld.AppendLines(lines[2:], 1000); n != 0 || !errors.Is(err, ErrBadLine) {
-		t.Fatalf("append of the line CheckAt found bad: %d %v", n, err)
-	}
-	if n, err := ld.AppendLines(lines[3:], 1000); n != 1 || err != nil {
-		t.Fatalf("append: %d %v", n, err)
-	}
-	if err := ld.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if rows := tableRows(t, db, "s", 3, 0); rows[1] != "2000 v=2" {
-		t.Fatalf("rows %q", rows)
-	}
-	// An existing table's last row counts too.
-	ld = NewLoader(&Options{DB: db, LiveRoot: live})
-	defer ld.Close()
-	if bad := check("s v=5\ns v=6 1999", 1000); len(bad) != 1 || bad[0] != 2 {
-		t.Fatalf("bad lines %v, want [2]", bad)
-	}
-}
-
 // BenchmarkCSVParse is the CSV scanner and converter alone, per row:
 //
-//	go test -run '^$' -bench CSVParse -count 10 ./ingest | benchstat -
+//	go test -run '^$' -bench CSVParse -count 10 ./load | benchstat -
 func BenchmarkCSVParse(b *testing.B) {
 	for _, ts := range []string{"rfc3339", "ns"} {
 		b.Run("ts="+ts, func(b *testing.B) {
@@ -580,14 +532,14 @@ func BenchmarkCSVParse(b *testing.B) {
 			buf.WriteString("ts,sym,price,size\n")
 			csvBenchRows(&buf, ts, n)
 			data := buf.Bytes()
-			p := NewCSVParser("t")
+			p := newCSVParser("t")
 			h, err := p.Header(data, true)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p.Infer(data[h:], true)
 			rows := data[h:]
-			var l Line
+			var l lineproto.Line
 			b.SetBytes(int64(len(rows)))
 			b.ReportAllocs()
 			k := 0
@@ -612,7 +564,7 @@ func BenchmarkCSVParse(b *testing.B) {
 // converter does): the measured reason the scanner is kept
 // (docs/BENCHMARKS.md "CSV ingest").
 //
-//	go test -run '^$' -bench 'CSVParse' -count 5 ./ingest | benchstat -
+//	go test -run '^$' -bench 'CSVParse' -count 5 ./load | benchstat -
 func BenchmarkCSVParseStdlib(b *testing.B) {
 	for _, ts := range []string{"rfc3339", "ns"} {
 		b.Run("ts="+ts, func(b *testing.B) {

@@ -1,4 +1,4 @@
-package ingest
+package lineproto
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/tickdb/tickdb/internal/testutil"
 )
 
 // lpFuzzSeeds start FuzzParse off at the corners of the grammar; more seeds,
@@ -35,7 +37,7 @@ var lpFuzzSeeds = []string{
 // format then parse unchanged (floats bitwise, NaN equal to NaN) and
 // formats to the same bytes the second time.
 //
-// Run: go test ./ingest -run '^$' -fuzz FuzzParse -fuzztime 60s
+// Run: go test ./lineproto -run '^$' -fuzz FuzzParse -fuzztime 60s
 func FuzzParse(f *testing.F) {
 	for _, s := range lpFuzzSeeds {
 		f.Add([]byte(s))
@@ -66,9 +68,9 @@ func FuzzParse(f *testing.F) {
 		if len(l.Measurement) == 0 || len(l.Fields) == 0 {
 			t.Fatalf("Parse(%q) accepted %s", in, lpString(&l))
 		}
-		out, err := AppendLine(nil, &l)
+		out, err := appendLine(nil, &l)
 		if err != nil || len(out) == 0 || out[len(out)-1] != '\n' {
-			t.Fatalf("AppendLine(%s) = %q, %v; want a line ending in \\n", lpString(&l), out, err)
+			t.Fatalf("appendLine(%s) = %q, %v; want a line ending in \\n", lpString(&l), out, err)
 		}
 		var p2 Parser
 		var l2 Line
@@ -79,7 +81,7 @@ func FuzzParse(f *testing.F) {
 		if !lpEqual(&l, &l2) {
 			t.Fatalf("Parse(%q) = %s\nAppendLine = %q\nwhich parses to %s", in, lpString(&l), out, lpString(&l2))
 		}
-		if out2, _ := AppendLine(nil, &l2); !bytes.Equal(out, out2) {
+		if out2, _ := appendLine(nil, &l2); !bytes.Equal(out, out2) {
 			t.Fatalf("formatting twice differs: %q then %q", out, out2)
 		}
 	})
@@ -239,5 +241,47 @@ func TestParsePlainEndMatchesByteLoop(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// ParseInt and ParseFloat, the number spellings for other readers (load's
+// CSV cells), take what the field parser takes and say why not otherwise.
+func TestParseNumbersExported(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		err  error
+	}{
+		{"0", 0, nil}, {"-9223372036854775808", math.MinInt64, nil}, {"+12", 12, nil},
+		{"9223372036854775808", 0, strconv.ErrRange}, {"1_000", 0, strconv.ErrSyntax},
+		{"0x10", 0, strconv.ErrSyntax}, {"", 0, strconv.ErrSyntax}, {"1.5", 0, strconv.ErrSyntax},
+	} {
+		if got, err := ParseInt([]byte(c.in)); got != c.want || err != c.err {
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", c.in, got, err, c.want, c.err)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1.5", 1.5, true}, {"-2.5e-3", -2.5e-3, true}, {".5", 0.5, true}, {"1e400", 0, false},
+		{"NaN", math.NaN(), true}, {"-Infinity", math.Inf(-1), true}, {"inf", math.Inf(1), true},
+		{"0x1p3", 0, false}, {"1_0", 0, false}, {"", 0, false}, {"abc", 0, false},
+	} {
+		got, err := ParseFloat([]byte(c.in))
+		if (err == nil) != c.ok || c.ok && math.Float64bits(got) != math.Float64bits(c.want) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
+			t.Errorf("ParseFloat(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && err != strconv.ErrSyntax {
+			t.Errorf("ParseFloat(%q) error %v; want strconv.ErrSyntax", c.in, err)
+		}
+	}
+	if testutil.Race {
+		return
+	}
+	b := []byte("-123456789.125")
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseFloat(b); _, _ = ParseInt(b[:10]) }); n != 0 {
+		t.Errorf("ParseFloat and ParseInt allocate %v times; want 0", n)
 	}
 }

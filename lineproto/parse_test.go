@@ -1,4 +1,4 @@
-package ingest
+package lineproto
 
 import (
 	"bytes"
@@ -100,12 +100,47 @@ func lpString(l *Line) string {
 	return b.String() + "}"
 }
 
-// lpAppend is AppendLine of a line it must take.
+// appendLine writes l through Encoder: the parse∘format round trip of
+// these tests and the fuzz test (a Line that Parse gave back reads back the
+// same), the way a caller holding a parsed Line writes it again. A
+// KindUint value Parse never makes (negative) is written as an int.
+func appendLine(dst []byte, l *Line) ([]byte, error) {
+	var e Encoder[[]byte]
+	e.Begin(dst, l.Measurement)
+	for i := range l.Tags {
+		e.Tag(l.Tags[i].Key, l.Tags[i].Value)
+	}
+	for i := range l.Fields {
+		f := &l.Fields[i]
+		switch f.Kind {
+		case KindFloat:
+			e.Float(f.Key, f.F)
+		case KindInt:
+			e.Int(f.Key, f.I)
+		case KindUint:
+			if f.I < 0 {
+				e.Int(f.Key, f.I)
+			} else {
+				e.Uint(f.Key, uint64(f.I))
+			}
+		case KindBool:
+			e.Bool(f.Key, f.B)
+		case KindString:
+			e.Str(f.Key, f.S)
+		}
+	}
+	if l.HasTs {
+		return e.End(l.Ts)
+	}
+	return e.EndNow()
+}
+
+// lpAppend is appendLine of a line it must take.
 func lpAppend(t *testing.T, dst []byte, l *Line) []byte {
 	t.Helper()
-	out, err := AppendLine(dst, l)
+	out, err := appendLine(dst, l)
 	if err != nil {
-		t.Fatalf("AppendLine(%s): %v", lpString(l), err)
+		t.Fatalf("appendLine(%s): %v", lpString(l), err)
 	}
 	return out
 }
@@ -376,24 +411,6 @@ func TestParseMessageIsBounded(t *testing.T) {
 	}
 }
 
-func TestParsePrecision(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int64
-	}{{"", 1}, {"n", 1}, {"ns", 1}, {"u", 1000}, {"us", 1000}, {"ms", 1_000_000}, {"s", 1_000_000_000}} {
-		got, err := ParsePrecision(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("ParsePrecision(%q) = %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
-	for _, in := range []string{"m", "h", "NS", "µs", "sec", " s"} {
-		_, err := ParsePrecision(in)
-		if err == nil || !strings.Contains(err.Error(), "n, ns, u, us, ms, s") {
-			t.Errorf("ParsePrecision(%q) error = %v; want one naming the accepted values", in, err)
-		}
-	}
-}
-
 func TestLineErrorFormat(t *testing.T) {
 	for _, c := range []struct {
 		e    LineError
@@ -462,8 +479,8 @@ func TestParseAllocsZero(t *testing.T) {
 				t.Fatalf("Parse(%q) allocates %v times per line; want 0", in, n)
 			}
 			dst := make([]byte, 0, 4*len(line)+64)
-			if n := testing.AllocsPerRun(200, func() { dst, _ = AppendLine(dst[:0], &l) }); n != 0 {
-				t.Fatalf("AppendLine allocates %v times per line into a big enough buffer; want 0", n)
+			if n := testing.AllocsPerRun(200, func() { dst, _ = appendLine(dst[:0], &l) }); n != 0 {
+				t.Fatalf("appendLine allocates %v times per line into a big enough buffer; want 0", n)
 			}
 		})
 	}
@@ -503,7 +520,7 @@ func TestParseSlicesStayValid(t *testing.T) {
 	}
 }
 
-func TestAppendLine(t *testing.T) {
+func TestAppendParsedLine(t *testing.T) {
 	cases := []struct {
 		name string
 		l    Line
@@ -522,7 +539,7 @@ func TestAppendLine(t *testing.T) {
 	t.Run("negative uint is written as an int", func(t *testing.T) {
 		l := lpLine("m", nil, []Field{lpU("c", -1)}, 0, false)
 		if got := string(lpAppend(t, nil, &l)); got != "m c=-1i\n" {
-			t.Fatalf("AppendLine = %q; want %q", got, "m c=-1i\n")
+			t.Fatalf("appendLine = %q; want %q", got, "m c=-1i\n")
 		}
 	})
 	t.Run("a line Parse would not give back is an error", func(t *testing.T) {
@@ -531,8 +548,8 @@ func TestAppendLine(t *testing.T) {
 			lpLine("", nil, []Field{lpF("f", 1)}, 0, false),
 			lpLine("m", []Tag{lpTag("a", "")}, []Field{lpF("f", 1)}, 0, false),
 		} {
-			if got, err := AppendLine([]byte("kept"), &l); err == nil || string(got) != "kept" {
-				t.Errorf("AppendLine(%s) = %q, %v; want %q and an error", lpString(&l), got, err, "kept")
+			if got, err := appendLine([]byte("kept"), &l); err == nil || string(got) != "kept" {
+				t.Errorf("appendLine(%s) = %q, %v; want %q and an error", lpString(&l), got, err, "kept")
 			}
 		}
 	})
@@ -540,7 +557,7 @@ func TestAppendLine(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := lpAppend(t, []byte("prefix|"), &c.l)
 			if string(got) != "prefix|"+c.want {
-				t.Fatalf("AppendLine = %q; want %q", got, "prefix|"+c.want)
+				t.Fatalf("appendLine = %q; want %q", got, "prefix|"+c.want)
 			}
 			back := lpMustParse(t, strings.TrimSuffix(c.want, "\n"))
 			if !lpEqual(&back, &c.l) {
@@ -566,7 +583,7 @@ type lpInfluxField struct {
 // TestLineInfluxEncoderRoundTrip writes lines with the real InfluxDB
 // encoder (github.com/influxdata/line-protocol/v2 v2.2.1) and checks that
 // Parse reads exactly the values that went in, and that InfluxDB's decoder
-// reads AppendLine's output back to the same values.
+// reads appendLine's output back to the same values.
 func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 	cases := map[string]lpInfluxCase{
 		"tricky names and symbols": {
@@ -652,7 +669,7 @@ func TestLineInfluxEncoderRoundTrip(t *testing.T) {
 
 			// InfluxDB reads our output back, where the names need no
 			// backslash and the measurement has no '=' (see the escaping
-			// notes in lineproto_format.go).
+			// notes in parse_value.go).
 			ours := lpAppend(t, nil, &got)
 			if bytes.ContainsRune(ours, '\\') && (strings.Contains(c.m, "=") || lpHasBackslash(&got)) {
 				return
@@ -866,7 +883,7 @@ func TestLineQuestDBClientGolden(t *testing.T) {
 				// --format ilp into QuestDB relies on it).
 				again := lpMustParse(t, strings.TrimSuffix(string(lpAppend(t, nil, &l)), "\n"))
 				if !lpEqual(&again, &w.want) {
-					t.Errorf("line %d: AppendLine round trip gives %s", i+1, lpString(&again))
+					t.Errorf("line %d: appendLine round trip gives %s", i+1, lpString(&again))
 				}
 			}
 			if n != len(wants) {

@@ -1,4 +1,4 @@
-package ingest
+package lineproto
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 
 // The parser benchmarks. Compare commits with:
 //
-//	go test ./ingest -run '^$' -bench 'Parse|AppendLine' -count 10 > new.txt
+//	go test ./lineproto -run '^$' -bench 'Parse|AppendLine' -count 10 > new.txt
 //	benchstat old.txt new.txt
 var lpBenchLines = []struct{ name, line string }{
 	{"line=tick", "trades,sym=AAPL,venue=XNAS price=189.25,size=100i,buy=t 1700000000123456789"},
@@ -45,6 +45,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendLine writes a parsed Line through Encoder (appendLine).
 func BenchmarkAppendLine(b *testing.B) {
 	for _, c := range lpBenchLines {
 		b.Run(c.name, func(b *testing.B) {
@@ -53,14 +54,14 @@ func BenchmarkAppendLine(b *testing.B) {
 			if ok, err := p.Parse([]byte(c.line), &l); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
-			dst, err := AppendLine(nil, &l)
+			dst, err := appendLine(nil, &l)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(dst)))
 			b.ReportAllocs()
 			for b.Loop() {
-				dst, _ = AppendLine(dst[:0], &l)
+				dst, _ = appendLine(dst[:0], &l)
 			}
 			lpReportRate(b)
 		})

@@ -19,10 +19,12 @@
 //   - [github.com/tickdb/tickdb/export]: a table or a time range to
 //     Parquet or CSV files, partitioned by date.
 //   - [github.com/tickdb/tickdb/ingest]: the network server (line protocol
-//     over TCP, HTTP queries, Prometheus metrics, the web console) and the
-//     table rules ingestion applies.
-//   - [github.com/tickdb/tickdb/lineproto]: the line protocol's one
-//     encoding and escaping rule.
+//     over TCP and HTTP, queries over HTTP, Prometheus metrics, the web
+//     console) and the table rules a line meets. Linux only.
+//   - [github.com/tickdb/tickdb/load]: bulk loads of line-protocol and CSV
+//     files into tables, under the same table rules. Linux only.
+//   - [github.com/tickdb/tickdb/lineproto]: the line protocol's one codec,
+//     a parser and an encoder with one escaping rule.
 //
 // The command tickdb (cmd/tickdb) wraps all of these; examples/ holds
 // runnable programs and a Python reader. docs/DESIGN.md explains the

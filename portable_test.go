@@ -12,7 +12,7 @@ import (
 // ErrUnsupported there) and the CLI without its writing commands
 // (docs/DESIGN.md, Platforms). .ci/run cross-builds the same list.
 var portablePackages = []string{
-	".", "./store", "./internal/mmap", "./internal/format", "./internal/codec", "./internal/index", "./internal/cseg", "./reader", "./query", "./export", "./writer", "./cmd/tickdb",
+	".", "./store", "./internal/mmap", "./internal/format", "./internal/codec", "./internal/index", "./internal/cseg", "./reader", "./lineproto", "./query", "./export", "./writer", "./cmd/tickdb",
 }
 
 // TestPortableBuild cross-builds the read side for darwin and windows, so

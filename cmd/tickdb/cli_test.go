@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickdb/tickdb/internal/child"
 )
 
 // runCLI runs the CLI in-process and returns its exit status and output.
@@ -53,5 +55,5 @@ func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // marked to run as the CLI, and under -race without the race runtime's
 // one-second sleep at exit (its reports are still printed).
 func cliEnv() []string {
-	return append(os.Environ(), demoChildEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return append(os.Environ(), child.Env+"="+cliRole, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }

@@ -39,7 +39,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	}
 	p := &serveProc{done: make(chan error, 1)}
 	p.cmd = exec.Command(exe, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
-	p.cmd.Env = append(os.Environ(), demoChildEnv+"=1")
+	p.cmd.Env = cliEnv()
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

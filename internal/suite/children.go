@@ -11,8 +11,9 @@ import (
 // The suite's child processes: this binary, re-executed by internal/child
 // in one of these roles. Its main (or TestMain) calls MaybeChild first.
 const (
-	roleObserve = "bench-observe" // publish → reader's reader (observeChild)
-	roleUser    = "bench-user"    // the user protocol's ingesting and fresh processes (userChild)
+	roleObserve    = "bench-observe" // publish → reader's reader (observeChild)
+	roleUser       = "bench-user"    // the user protocol's ingesting and fresh processes (userChild)
+	roleDemoReader = "demo-reader"   // the demo's verifying reader (demoReaderChild)
 )
 
 // Roles is the suite's child roles, for internal/child's Run, with the
@@ -20,8 +21,9 @@ const (
 // of tickdb or of one of them by name.
 func Roles(peers ...Peer) map[string]func() error {
 	return map[string]func() error{
-		roleObserve: observeChild,
-		roleUser:    func() error { return userChild(peers) },
+		roleObserve:    observeChild,
+		roleUser:       func() error { return userChild(peers) },
+		roleDemoReader: demoReaderChild,
 	}
 }
 

@@ -5,14 +5,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickdb/tickdb/internal/child"
 )
 
 // runCLI runs the CLI in-process and returns its exit status and output.
@@ -26,18 +27,9 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 // as tickdb, see TestMain) and returns its exit status and output.
 func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = cliEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	c := startCLIChild(t, args, strings.NewReader(""), &out, &errb)
+	err := c.Wait(time.Minute)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -49,9 +41,31 @@ func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// cliEnv is the environment of a CLI child process: this test binary's,
-// marked to run as the CLI, and under -race without the race runtime's
-// one-second sleep at exit (its reports are still printed).
-func cliEnv() []string {
-	return append(os.Environ(), demoChildEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+// startCLIChild starts the CLI on args in a process of its own (this test
+// binary re-executed in cliRole, see TestMain) with the given streams; a
+// nil stdout or stderr goes to the child's log. The child is killed when
+// t ends. Under -race the race runtime's one-second sleep at exit is off
+// (its reports are still printed).
+func startCLIChild(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.Writer) *child.Child {
+	t.Helper()
+	c, err := child.Start(cliRole, &child.Options{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Env: []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill)
+	return c
+}
+
+// pipe is an OS pipe whose write end a child gets as stdout or stderr;
+// the parent's copy of that end closes with closeW once the child runs, so
+// that the read end sees EOF when the child exits.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,32 +14,35 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/suite"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
-	"github.com/tickdb/tickdb/writer"
 )
 
 // testChildSeedEnv, in a demo test's environment, makes its reader process
 // check against another seed, so that it must report a mismatch.
 const testChildSeedEnv = "TICKDB_TEST_CHILD_SEED"
 
-// TestMain serves two roles. With demoChildEnv set it is not running tests
-// at all: the demo under test re-executed this binary (os.Executable) as
-// its reader process, so it runs the CLI on its arguments and exits, just
-// as the tickdb binary would. Otherwise it runs the package's tests and
-// fails them if goroutines leak.
+// cliRole is the child role (internal/child) in which this test binary,
+// re-executed, runs the CLI on its arguments, as the tickdb binary would.
+const cliRole = "cli"
+
+// TestMain serves two roles. Re-executed as a child (internal/child), this
+// binary is not running tests at all: it is the CLI (cliRole), or one of
+// the suite's child processes (the demo's reader, bench's), just as the
+// tickdb binary would be. Otherwise it runs the package's tests and fails
+// them if goroutines leak.
 func TestMain(m *testing.M) {
-	suite.MaybeChild() // bench's cross-process reader
-	if os.Getenv(demoChildEnv) != "" {
-		args := os.Args[1:]
-		if seed := os.Getenv(testChildSeedEnv); seed != "" {
-			args = append(args, "--seed", seed) // the last --seed wins
-		}
-		os.Exit(run(args, os.Stdout, os.Stderr))
+	if seed := os.Getenv(testChildSeedEnv); seed != "" && child.Role() != "" {
+		os.Args = append(os.Args, "-seed", seed) // the demo reader's last -seed wins
 	}
+	roles := suite.Roles()
+	roles[cliRole] = func() error {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		return nil
+	}
+	child.Run(roles)
 	goleak.VerifyTestMain(m)
 }
 
@@ -169,109 +169,11 @@ func TestDemoBinary(t *testing.T) {
 	}
 }
 
-// demoTable writes rows ticks of gen seed 1 into a fresh table and closes
-// the writer; it returns the database directory.
-func demoTestTable(t *testing.T, rows int) string {
-	t.Helper()
-	db, live := testutil.DB(t)
-	w, err := writer.Open(db, demoTable, &writer.Options{Schema: store.TickSchema(), LiveDir: live, SegmentSize: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := gen.New(gen.Options{Symbols: 10, Seed: 1})
-	ids := make([]uint32, len(g.Symbols()))
-	for i, s := range g.Symbols() {
-		if ids[i], err = w.SymbolString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buf := make([]byte, rows*w.Schema().RowSize)
-	demoEncode(buf, w.Schema(), g, ids)
-	if _, n, err := w.AppendBatch(buf); err != nil || n != rows {
-		t.Fatalf("AppendBatch: %d rows, %v", n, err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-// runReader runs the hidden demo-reader command in-process with stdin
-// held open until the returned cancel, which then waits for it to end.
-func runReader(t *testing.T, args ...string) (out *bytes.Buffer, done <-chan error, stop func()) {
-	t.Helper()
-	pr, pw := io.Pipe()
-	root := newRootCmd()
-	root.SetArgs(append([]string{"demo-reader"}, args...))
-	out = &bytes.Buffer{}
-	root.SetOut(out)
-	root.SetErr(io.Discard)
-	root.SetIn(pr)
-	ch := make(chan error, 1)
-	go func() { ch <- root.ExecuteContext(context.Background()) }()
-	stop = func() { pw.Close() }
-	t.Cleanup(stop)
-	return out, ch, stop
-}
-
-func TestDemoReaderVerifies(t *testing.T) {
-	const rows = 5000
-	db := demoTestTable(t, rows)
-	wait := func(ch <-chan error) error {
-		select {
-		case err := <-ch:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("demo-reader did not finish")
-			return nil
-		}
-	}
-	t.Run("match", func(t *testing.T) {
-		out, ch, _ := runReader(t, "--db", db, "--rows", "5000", "--symbols", "10", "--seed", "1")
-		if err := wait(ch); err != nil {
-			t.Fatalf("demo-reader: %v", err)
-		}
-		var last demoMsg
-		samples := 0
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			last = demoMsg{}
-			if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
-				t.Fatalf("line %q: %v", sc.Text(), err)
-			}
-			if last.Seen != 0 {
-				samples++
-				if last.Visible == 0 || last.Visible > last.Seen {
-					t.Errorf("sample %+v: visible must be set and not after seen", last)
-				}
-			}
-		}
-		if !last.Done || last.Rows != rows || samples != rows/demoSampleEvery {
-			t.Errorf("last line %+v after %d samples; want done, %d rows, %d samples", last, samples, rows, rows/demoSampleEvery)
-		}
-	})
-	t.Run("other seed", func(t *testing.T) {
-		_, ch, _ := runReader(t, "--db", db, "--rows", "5000", "--symbols", "10", "--seed", "2")
-		err := wait(ch)
-		if err == nil || !strings.Contains(err.Error(), "row 0: got ts=") {
-			t.Fatalf("demo-reader with the wrong seed: %v, want a row 0 mismatch", err)
-		}
-	})
-	t.Run("stdin closed", func(t *testing.T) {
-		// More rows than the table holds: it waits, until the demo (its
-		// stdin) goes away.
-		_, ch, stop := runReader(t, "--db", db, "--rows", "6000", "--symbols", "10", "--seed", "1")
-		time.Sleep(50 * time.Millisecond)
-		stop()
-		err := wait(ch)
-		if err == nil || !strings.Contains(err.Error(), "waiting for row 5000") {
-			t.Fatalf("demo-reader after stdin closed: %v, want a cancelled wait at row 5000", err)
-		}
-	})
-}
-
 func TestDemoErrors(t *testing.T) {
-	db := demoTestTable(t, 10)
+	db := t.TempDir()
+	if err := os.Mkdir(filepath.Join(db, demoTable), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string

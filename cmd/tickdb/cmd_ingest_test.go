@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -443,21 +442,14 @@ func TestIngestLargeFiles(t *testing.T) {
 // summary goes to stderr, the rows are durable when it exits.
 func TestIngestSubprocess(t *testing.T) {
 	db, live := testutil.DB(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var in strings.Builder
 	for i := range 1000 {
 		fmt.Fprintf(&in, "p,sym=S%d price=%d.5,size=%di %d\n", i%7, i, i, 1000+i)
 	}
-	cmd := exec.Command(exe, "ingest", "--db", db, "--live-dir", live, "-")
-	cmd.Env = cliEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stdin = strings.NewReader(in.String())
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	args := []string{"ingest", "--db", db, "--live-dir", live, "-"}
+	c := startCLIChild(t, args, strings.NewReader(in.String()), &out, &errb)
+	if err := c.Wait(time.Minute); err != nil {
 		t.Fatalf("ingest: %v\n%s", err, errb.String())
 	}
 	if out.Len() != 0 || !strings.HasPrefix(errb.String(), "tickdb ingest: 1,000 rows stored from 1 file in ") {
@@ -478,12 +470,9 @@ func TestIngestSubprocess(t *testing.T) {
 	tablecheck.Verify(t, db, "p", 1000)
 
 	// A bad line: exit status 1, and one last line saying why.
-	cmd = exec.Command(exe, "ingest", "--db", db, "--live-dir", live, "-")
-	cmd.Env = cliEnv()
-	cmd.Stdin = strings.NewReader("p,sym=A price=1 5000\np,sym=A price=x 5001\n")
 	errb.Reset()
-	cmd.Stderr = &errb
-	err = cmd.Run()
+	c = startCLIChild(t, args, strings.NewReader("p,sym=A price=1 5000\np,sym=A price=x 5001\n"), nil, &errb)
+	err = c.Wait(time.Minute)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.HasSuffix(errb.String(), "tickdb: stdin: 1 bad line; nothing stored from it (--skip-bad stores the good lines)\n") {
 		t.Fatalf("exit %v, stderr %q", err, errb.String())
 	}

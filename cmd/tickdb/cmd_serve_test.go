@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 )
@@ -22,7 +22,7 @@ import (
 // serveProc is "tickdb serve" running as a separate process (this test
 // binary re-executed as the CLI, see TestMain).
 type serveProc struct {
-	cmd       *exec.Cmd
+	c         *child.Child
 	ilp, http string
 	mu        sync.Mutex
 	log       strings.Builder
@@ -33,22 +33,11 @@ var startedRE = regexp.MustCompile(`msg="tickdb serve: started" db=\S+ ilp=(\S+)
 
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &serveProc{done: make(chan error, 1)}
-	p.cmd = exec.Command(exe, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
-	p.cmd.Env = append(os.Environ(), demoChildEnv+"=1")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
+	stderr, errW := pipe(t)
+	p.c = startCLIChild(t, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), nil, errW)
+	errW.Close()
+	t.Cleanup(func() { p.c.Kill(); <-p.done })
 	started := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -60,7 +49,8 @@ func startServe(t *testing.T, args ...string) *serveProc {
 				started <- m[1:]
 			}
 		}
-		p.done <- p.cmd.Wait()
+		<-p.c.Done()
+		p.done <- p.c.ExitErr()
 	}()
 	select {
 	case m := <-started:
@@ -101,7 +91,7 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("POST /write: %d", resp.StatusCode)
 	}
 	waitCount(t, p, db, "trades", 3)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.c.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -202,12 +192,12 @@ func TestServeKill9(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	p.cmd.Process.Kill()
+	p.c.Kill()
 	<-p.done
 	p.done <- nil // for the cleanup
 	k := <-sent   // the client's write fails once the server is gone
 	p2 := startServe(t, "--db", db, "--live-dir", live)
-	p2.cmd.Process.Signal(syscall.SIGTERM)
+	p2.c.Signal(syscall.SIGTERM)
 	if err := <-p2.done; err != nil {
 		t.Fatalf("restarted serve: %v\n%s", err, p2.logText())
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -31,7 +31,7 @@ const tailBound = 10 * time.Second
 // binary re-executed as tickdb, see TestMain), with its stdout and stderr
 // lines delivered on channels as they arrive.
 type cliProc struct {
-	cmd    *exec.Cmd
+	c      *child.Child
 	stdout chan string // closed at EOF
 	stderr chan string // closed at EOF
 	mu     sync.Mutex
@@ -41,25 +41,12 @@ type cliProc struct {
 
 func startCLI(t *testing.T, args ...string) *cliProc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &cliProc{stdout: make(chan string, 1<<16), stderr: make(chan string, 64), done: make(chan error, 1)}
-	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = cliEnv()
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	outPipe, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errPipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	outPipe, outW := pipe(t)
+	errPipe, errW := pipe(t)
+	p.c = startCLIChild(t, args, strings.NewReader(""), outW, errW)
+	outW.Close()
+	errW.Close()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -86,10 +73,11 @@ func startCLI(t *testing.T, args ...string) *cliProc {
 	}()
 	go func() {
 		wg.Wait()
-		p.done <- p.cmd.Wait()
+		<-p.c.Done()
+		p.done <- p.c.ExitErr()
 	}()
 	t.Cleanup(func() {
-		p.cmd.Process.Kill()
+		p.c.Kill()
 		for range p.stdout { // unblock the reader if the buffer filled
 		}
 		err := <-p.done
@@ -142,7 +130,7 @@ func (p *cliProc) waitStderr(t *testing.T, s string) {
 // anything more on stdout.
 func (p *cliProc) stop(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.c.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	for l := range p.stdout {
@@ -410,12 +398,12 @@ func TestTailAcrossServeKill(t *testing.T) {
 			t.Fatalf("line %d: got %q, want %q", k, got, line(k))
 		}
 	}
-	srv.cmd.Process.Kill()
+	srv.c.Kill()
 	<-srv.done
 	srv.done <- nil // for its cleanup
 	// Meanwhile stat names the dead writer, and verify finds no damage.
 	code, out, errs := runCLI("stat", "--db", db, "--table", "k", "--format", "json")
-	if st := parseStat(t, out); code != 0 || st.Tables[0].Writer == nil || st.Tables[0].Writer.Pid != srv.cmd.Process.Pid ||
+	if st := parseStat(t, out); code != 0 || st.Tables[0].Writer == nil || st.Tables[0].Writer.Pid != srv.c.Pid ||
 		st.Tables[0].Writer.State != "open" || st.Tables[0].Writer.Running || st.Tables[0].Rows != 500 {
 		t.Errorf("stat after the kill: exit %d, %s %s", code, out, errs)
 	}

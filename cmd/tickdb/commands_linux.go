@@ -10,9 +10,10 @@ import (
 // serve ingestion (epoll), which run on Linux only (docs/DESIGN.md,
 // Platforms); commands_other.go leaves them out.
 func linuxCmds(g *globals) []*cobra.Command {
-	return []*cobra.Command{newDemoCmd(g), newDemoReaderCmd(g), newServeCmd(g), newIngestCmd(g), newBenchCmd(g)}
+	return []*cobra.Command{newDemoCmd(g), newServeCmd(g), newIngestCmd(g), newBenchCmd(g)}
 }
 
-// maybeBenchChild runs bench's child process when this binary was
-// re-executed as one, and returns otherwise.
-func maybeBenchChild() { suite.MaybeChild() }
+// maybeChild runs this binary's child process role (the benchmark suite's,
+// which the demo's reader process is too) when it was re-executed as one
+// (internal/child), and returns otherwise.
+func maybeChild() { suite.MaybeChild() }

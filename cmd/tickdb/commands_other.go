@@ -9,4 +9,4 @@ import "github.com/spf13/cobra"
 // writer.ErrUnsupported.
 func linuxCmds(*globals) []*cobra.Command { return nil }
 
-func maybeBenchChild() {}
+func maybeChild() {}

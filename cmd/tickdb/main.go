@@ -8,6 +8,6 @@ import (
 )
 
 func main() {
-	maybeBenchChild() // bench's child processes: this binary, re-executed
+	maybeChild() // bench's and demo's child processes: this binary, re-executed
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

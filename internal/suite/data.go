@@ -9,6 +9,12 @@
 // bench/ adds the peers (tstorage, pebble, a plain bufio file), so their
 // code never enters the main module. Both draw their data from Generate and
 // their expected answers from Data, and implement System for each store.
+// `tickdb demo` runs the suite's demo workload (Demo) on its own.
+//
+// Its child processes (a reader in another process, the user protocol's
+// ingesting and fresh processes, the demo's verifying reader) are the
+// binary that runs the suite, re-executed by internal/child in one of the
+// suite's roles: such a binary calls MaybeChild first.
 //
 // # Concurrency
 //

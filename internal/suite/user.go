@@ -1,17 +1,14 @@
 package suite
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +17,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tickdb/tickdb/internal/child"
 )
 
 // The user protocol: what a user of a store sees, rather than a query
@@ -376,46 +375,39 @@ func (x *run) runUserChild(base string, job userJob) (userResult, error) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return res, err
 	}
-	exe, err := os.Executable()
+	c, err := child.Start(roleUser, &child.Options{Args: []string{"-job", path}})
 	if err != nil {
 		return res, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), userChildTime)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"=user", childJobEnv+"="+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	defer c.Kill()
+	l, err := expect(c, "result", userChildTime)
 	if err != nil {
-		return res, fmt.Errorf("fresh process: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return res, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if l, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-			err := json.Unmarshal([]byte(l), &res)
-			return res, err
-		}
+	if err := json.Unmarshal([]byte(l), &res); err != nil {
+		return res, fmt.Errorf("%s: result: %w", c.Name, err)
 	}
-	return res, fmt.Errorf("fresh process: no RESULT line (stdout %q, stderr %q)", out, stderr.String())
+	return res, c.Wait(time.Minute)
 }
 
-// childJobEnv names the user protocol child's job file.
-const childJobEnv = "TICKDB_SUITE_JOB"
-
-// userChild is the user protocol's child process, on the job in file
-// path: the ingesting process (ingestChild), or the fresh one, which
-// opens the store with the named peer's OpenExisting, runs the plan's
-// queries in order, checking every answer. It prints "RESULT <json>".
-func userChild(path string, peers []Peer) error {
-	b, err := os.ReadFile(path)
+// userChild is the user protocol's child process (role roleUser), on the
+// job in the file its -job argument names: the ingesting process
+// (ingestChild), or the fresh one, which opens the store with the named
+// peer's OpenExisting, runs the plan's queries in order, checking every
+// answer. It reports "result <json>".
+func userChild(peers []Peer) error {
+	fs := flag.NewFlagSet(roleUser, flag.ContinueOnError)
+	path := fs.String("job", "", "the job file")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(*path)
 	if err != nil {
 		return err
 	}
 	var job userJob
 	if err := json.Unmarshal(b, &job); err != nil {
-		return fmt.Errorf("job %s: %w", path, err)
+		return fmt.Errorf("job %s: %w", *path, err)
 	}
 	all := append([]Peer{TickDBPeer}, peers...)
 	i := slices.IndexFunc(all, func(p Peer) bool { return p.Name == job.Peer })
@@ -438,7 +430,7 @@ func userChild(path string, peers []Peer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("RESULT %s\n", out)
+	child.Report("result %s", out)
 	return nil
 }
 

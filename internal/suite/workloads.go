@@ -1,24 +1,23 @@
 package suite
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tickdb/tickdb/ingest"
+	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/limits"
 	"github.com/tickdb/tickdb/internal/loadgen"
 	"github.com/tickdb/tickdb/query"
@@ -294,42 +293,19 @@ func (x *run) appendPaced(metric string, w *writer.Writer, h *hdrhistogram.Histo
 	return nil
 }
 
-// The cross-process reader child: the suite re-executes its own binary
-// with childEnv set; the binary's main (or TestMain) calls MaybeChild
-// first.
-const (
-	childEnv     = "TICKDB_SUITE_CHILD"
-	childDBEnv   = "TICKDB_SUITE_DB"
-	childLiveEnv = "TICKDB_SUITE_LIVE"
-)
-
-// MaybeChild runs the suite's child process role and exits when this
-// process was started as one; otherwise it returns at once. Call it first
-// in main (and in TestMain of tests that run the suite), with the peers
-// the binary runs: the user protocol's fresh process opens the store of
-// tickdb or of one of them by name.
-func MaybeChild(peers ...Peer) {
-	var err error
-	switch os.Getenv(childEnv) {
-	case "observe":
-		err = observeChild(os.Getenv(childDBEnv), os.Getenv(childLiveEnv))
-	case "user":
-		err = userChild(os.Getenv(childJobEnv), peers)
-	default:
-		return
+// observeChild is the publish → reader workload's reader process (role
+// roleObserve, args -db and -live): it opens the table, reports "ready",
+// spins on the published row count and records, for each new row whose
+// size is 1, now - its ts; a row of size -1 ends it, and it reports the
+// histogram as "hist <base64>".
+func observeChild() error {
+	fs := flag.NewFlagSet(roleObserve, flag.ContinueOnError)
+	db := fs.String("db", "", "database directory")
+	live := fs.String("live", "", "live directory")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s child: %v\n", os.Getenv(childEnv), err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// observeChild opens the table, says READY, spins on the published row
-// count and records, for each new row whose size is 1, now - its ts; a
-// row of size -1 ends it, and it prints the histogram as "HIST <base64>".
-func observeChild(db, live string) error {
-	r, err := reader.Open(db, Table, &reader.Options{LiveDir: live})
+	r, err := reader.Open(*db, Table, &reader.Options{LiveDir: *live})
 	if err != nil {
 		return err
 	}
@@ -337,7 +313,7 @@ func observeChild(db, live string) error {
 	size, _ := r.Schema().Col("size")
 	h := NewHist()
 	last := r.Len()
-	fmt.Println("READY")
+	child.Report("ready")
 	quiet := time.Now()
 	for spins := 0; ; spins++ {
 		c := r.Len()
@@ -361,7 +337,7 @@ func observeChild(db, live string) error {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("HIST %s\n", enc)
+				child.Report("hist %s", enc)
 				return nil
 			}
 		}
@@ -388,46 +364,12 @@ func (x *run) observe() (err error) {
 			err = e
 		}
 	}()
-	exe, err := os.Executable()
+	c, err := child.Start(roleObserve, &child.Options{Args: []string{"-db", dir, "-live", live}})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), childEnv+"=observe", childDBEnv+"="+dir, childLiveEnv+"="+live)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	lines := make(chan string, 2)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	expect := func(prefix string) (string, error) {
-		select {
-		case l, ok := <-lines:
-			if ok && strings.HasPrefix(l, prefix) {
-				return strings.TrimPrefix(l, prefix), nil
-			}
-			return "", fmt.Errorf("reader process said %q, want %s (stderr: %s)", l, prefix, stderr.String())
-		case <-time.After(2 * time.Minute):
-			return "", fmt.Errorf("reader process: no %s in 2 minutes (stderr: %s)", prefix, stderr.String())
-		}
-	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	if _, err := expect("READY"); err != nil {
+	defer c.Kill()
+	if _, err := expect(c, "ready", 2*time.Minute); err != nil {
 		return err
 	}
 	size, _ := w.Schema().Col("size")
@@ -465,7 +407,7 @@ func (x *run) observe() (err error) {
 	if err := publish(-1); err != nil {
 		return err
 	}
-	enc, err := expect("HIST ")
+	enc, err := expect(c, "hist", 2*time.Minute)
 	if err != nil {
 		return err
 	}

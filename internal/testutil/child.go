@@ -1,20 +1,15 @@
 package testutil
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickdb/tickdb/internal/child"
 )
 
 // Cross-process tests re-execute their own test binary with
@@ -24,19 +19,17 @@ import (
 // parent through protocol lines on stdout (Report) and commands on stdin
 // (Commands); anything else the child prints (testing's own output, panics)
 // is kept for the parent's failure messages. No TestMain is involved, so
-// this composes with whatever TestMain a package has.
+// this composes with whatever TestMain a package has. The process
+// handling is internal/child's; this file adds testing.TB to it.
 
 // ChildEnv names the environment variable that carries a child's role.
-const ChildEnv = "TICKDB_CHILD"
-
-// reportPrefix marks a protocol line on a child's stdout.
-const reportPrefix = "@tickdb "
+const ChildEnv = child.Env
 
 // ChildRole skips t unless this process was started by StartChild in the
 // given role.
 func ChildRole(t testing.TB, role string) {
 	t.Helper()
-	if os.Getenv(ChildEnv) != role {
+	if child.Role() != role {
 		t.Skip("child process role; runs only when re-executed by a cross-process test")
 	}
 }
@@ -44,10 +37,7 @@ func ChildRole(t testing.TB, role string) {
 // Report writes one protocol line to the parent. The line goes out in a
 // single write(2) on the unbuffered stdout, so a SIGKILL leaves either the
 // whole line or none of it in the pipe.
-func Report(format string, args ...any) {
-	line := reportPrefix + fmt.Sprintf(format, args...) + "\n"
-	_, _ = os.Stdout.Write([]byte(line))
-}
+func Report(format string, args ...any) { child.Report(format, args...) }
 
 // ChildFatalf reports an "error" line to the parent (whose Expect fails
 // with it) and fails the child test t.
@@ -61,17 +51,7 @@ func ChildFatalf(t testing.TB, format string, args ...any) {
 // closed at EOF, which is when the reading goroutine ends: a child that
 // returns normally waits for that (the parent closes stdin with
 // CloseStdin), so it leaves no goroutine behind.
-func Commands() <-chan string {
-	c := make(chan string, 16)
-	go func() {
-		defer close(c)
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			c <- sc.Text()
-		}
-	}()
-	return c
-}
+func Commands() <-chan string { return child.Commands() }
 
 // EnvString returns the environment variable key, failing t when it is unset.
 func EnvString(t testing.TB, key string) string {
@@ -132,21 +112,10 @@ type ChildOptions struct {
 	Timeout time.Duration
 }
 
-// Child is a running child process. Its methods are safe for concurrent use.
+// Child is a running child process (internal/child's, with Expect). Its
+// methods are safe for concurrent use.
 type Child struct {
-	Pid  int
-	Name string
-
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	mu       sync.Mutex
-	lines    []string // protocol lines not yet taken
-	eof      bool
-	notify   chan struct{}
-	log      bytes.Buffer // other stdout and stderr lines, for diagnostics
-	waitDone chan struct{}
-	waitErr  error
-	killed   bool
+	*child.Child
 }
 
 // StartChild runs test (a TestChildXxx function of this binary) as a child
@@ -157,120 +126,30 @@ func StartChild(t testing.TB, test, role string, o *ChildOptions) *Child {
 	if o == nil {
 		o = &ChildOptions{}
 	}
-	bin := o.Binary
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Minute
 	}
-	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1", "-test.timeout="+timeout.String())
-	cmd.Env = append(append(os.Environ(), ChildEnv+"="+role), o.Env...)
-	cmd.Dir = o.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: o.Credential}
-	c := &Child{Name: role, cmd: cmd, notify: make(chan struct{}, 1), waitDone: make(chan struct{})}
-	cmd.Stderr = (*childLog)(c)
-	stdout, err := cmd.StdoutPipe()
+	co := &child.Options{
+		Args:   []string{"-test.run=^" + test + "$", "-test.count=1", "-test.timeout=" + timeout.String()},
+		Env:    o.Env,
+		Binary: o.Binary,
+		Dir:    o.Dir,
+	}
+	if o.Credential != nil {
+		co.SysProcAttr = &syscall.SysProcAttr{Credential: o.Credential}
+	}
+	c, err := child.Start(role, co)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child %s: %v", role, err)
-	}
-	c.Pid = cmd.Process.Pid
-	go c.run(stdout)
-	t.Cleanup(func() {
-		c.Kill()
-		_ = c.stdin.Close()
-	})
-	return c
-}
-
-// childLog collects the child's stderr.
-type childLog Child
-
-func (l *childLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.log.Write(p)
-}
-
-func (c *Child) run(stdout io.Reader) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		c.mu.Lock()
-		if s, ok := strings.CutPrefix(line, reportPrefix); ok {
-			c.lines = append(c.lines, s)
-		} else {
-			c.log.WriteString(line)
-			c.log.WriteByte('\n')
-		}
-		c.mu.Unlock()
-		c.wake()
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	err := c.cmd.Wait()
-	c.mu.Lock()
-	c.eof = true
-	c.waitErr = err
-	c.mu.Unlock()
-	close(c.waitDone)
-	c.wake()
-}
-
-func (c *Child) wake() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
+	t.Cleanup(c.Kill)
+	return &Child{c}
 }
 
 // ErrChildExited is returned by Next when the child has exited and every
 // line it reported has been taken.
-var ErrChildExited = errors.New("child exited")
-
-// Next returns the next protocol line, waiting at most timeout.
-func (c *Child) Next(timeout time.Duration) (string, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		c.mu.Lock()
-		if len(c.lines) > 0 {
-			s := c.lines[0]
-			c.lines = c.lines[1:]
-			c.mu.Unlock()
-			return s, nil
-		}
-		eof := c.eof
-		c.mu.Unlock()
-		if eof {
-			return "", fmt.Errorf("%w (%v)", ErrChildExited, c.ExitErr())
-		}
-		select {
-		case <-c.notify:
-		case <-deadline.C:
-			return "", fmt.Errorf("child %s: no line within %v", c.Name, timeout)
-		}
-	}
-}
-
-// Drain returns the protocol lines reported so far without waiting.
-func (c *Child) Drain() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.lines
-	c.lines = nil
-	return l
-}
+var ErrChildExited = child.ErrExited
 
 // Expect returns the fields after prefix of the next protocol line that
 // starts with prefix, failing t on an "error" line, an exit or a timeout.
@@ -294,67 +173,4 @@ func (c *Child) Expect(t testing.TB, prefix string, timeout time.Duration, skip 
 			skip(line)
 		}
 	}
-}
-
-// Send writes one command line to the child's stdin.
-func (c *Child) Send(line string) error {
-	_, err := io.WriteString(c.stdin, line+"\n")
-	return err
-}
-
-// CloseStdin closes the child's stdin (its Commands channel closes).
-func (c *Child) CloseStdin() error { return c.stdin.Close() }
-
-// Kill sends SIGKILL (unless the child has exited) and waits until it is
-// reaped: its file locks are released once Kill returns.
-func (c *Child) Kill() {
-	select {
-	case <-c.waitDone:
-		return
-	default:
-	}
-	c.mu.Lock()
-	c.killed = true
-	c.mu.Unlock()
-	_ = c.cmd.Process.Kill() // a no-op error if it has just exited
-	<-c.waitDone
-}
-
-// Wait waits at most timeout for the child to exit by itself and returns
-// its exit error (nil for status 0).
-func (c *Child) Wait(timeout time.Duration) error {
-	select {
-	case <-c.waitDone:
-		return c.ExitErr()
-	case <-time.After(timeout):
-		return fmt.Errorf("child %s (pid %d) still running after %v", c.Name, c.Pid, timeout)
-	}
-}
-
-// Exited reports whether the child has exited.
-func (c *Child) Exited() bool {
-	select {
-	case <-c.waitDone:
-		return true
-	default:
-		return false
-	}
-}
-
-// ExitErr is the child's exit error (nil while running or after status 0).
-func (c *Child) ExitErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.waitErr
-}
-
-// Log returns what the child printed besides protocol lines.
-func (c *Child) Log() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.log.String()
-	if len(s) > 8<<10 {
-		s = "...\n" + s[len(s)-8<<10:]
-	}
-	return s
 }

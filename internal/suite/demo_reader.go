@@ -1,68 +1,68 @@
-//go:build linux
-
-package main
+package suite
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
-	"io"
+	"os"
 	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
 
+// demoReaderOpts is the demo reader's job: the table, and the rows and
+// generator it must find there.
 type demoReaderOpts struct {
-	g       *globals
-	table   string
-	rows    int
-	symbols int
-	seed    int64
-	spin    bool
+	db, table     string
+	rows, symbols int
+	seed          int64
+	spin          bool
 }
 
-// newDemoReaderCmd is the hidden half of demo that runs in the second
-// process: it tails the table from row 0 and checks every row against the
-// generator with the demo's seed. Its stdout is a protocol for the demo
-// (JSON lines, see demoMsg); it stops when its stdin reaches EOF, so it
-// never outlives the demo that holds the other end.
-func newDemoReaderCmd(g *globals) *cobra.Command {
-	o := &demoReaderOpts{g: g}
-	c := &cobra.Command{
-		Use:    "demo-reader",
-		Short:  "The demo's verifying reader process (internal)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE:   func(cmd *cobra.Command, _ []string) error { return runDemoReader(cmd, o) },
+// demoReaderChild is the demo's reader process (role roleDemoReader): its
+// arguments name the table and the generator (-db, -table, -rows,
+// -symbols, -seed, -spin; the last of a repeated flag wins). It stops when
+// its stdin reaches EOF, so it never outlives the demo that holds the
+// other end.
+func demoReaderChild() error {
+	var o demoReaderOpts
+	fs := flag.NewFlagSet(roleDemoReader, flag.ContinueOnError)
+	fs.StringVar(&o.db, "db", "", "database directory")
+	fs.StringVar(&o.table, "table", "", "table to tail")
+	fs.IntVar(&o.rows, "rows", 0, "rows to expect")
+	fs.IntVar(&o.symbols, "symbols", 100, "the generator's symbols")
+	fs.Int64Var(&o.seed, "seed", 1, "the generator's seed")
+	fs.BoolVar(&o.spin, "spin", false, "busy-spin while waiting for rows")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
 	}
-	f := c.Flags()
-	f.StringVar(&o.table, "table", demoTable, "table to tail")
-	f.IntVar(&o.rows, "rows", 0, "rows to expect")
-	f.IntVar(&o.symbols, "symbols", 100, "the generator's symbols")
-	f.Int64Var(&o.seed, "seed", 1, "the generator's seed")
-	f.BoolVar(&o.spin, "spin", false, "busy-spin while waiting for rows")
-	return c
-}
-
-func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
-	if o.rows <= 0 {
-		return fmt.Errorf("demo reader: --rows %d: want at least 1", o.rows)
-	}
-	ctx, cancel := context.WithCancel(cmd.Context())
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The demo holds our stdin open; EOF means it is gone.
+	cmds := child.Commands()
 	go func() {
-		_, _ = io.Copy(io.Discard, cmd.InOrStdin())
-		cancel()
+		for range cmds {
+		}
+		cancel() // the demo closed our stdin, or is gone
 	}()
-	r, err := reader.Open(o.g.db, o.table, nil)
+	return demoRead(ctx, o, child.Report)
+}
+
+// demoRead tails the table from row 0 and checks every row against the
+// generator, then reports its sightings of the sampled rows (see
+// demoLatency) and what it read: "ready" once it tails the table, then
+// "sample <seq> <visible ns> <seen ns>" per sampled row and "done <rows>
+// <elapsed ns> <rereads>" (wall-clock times). A row that differs is an
+// error naming it.
+func demoRead(ctx context.Context, o demoReaderOpts, report func(string, ...any)) error {
+	if o.rows <= 0 {
+		return fmt.Errorf("demo reader: -rows %d: want at least 1", o.rows)
+	}
+	r, err := reader.Open(o.db, o.table, nil)
 	if err != nil {
 		return fmt.Errorf("demo reader: %w", err)
 	}
@@ -83,7 +83,7 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 		}
 		ids[i] = id
 	}
-	idle, _ := demoIdle(o.spin)
+	idle, _ := DemoIdle(o.spin)
 	// The expected rows are generated before the reader says it is ready
 	// (up to demoMaxPregen rows at a time), so that checking a row costs a
 	// compare, and the reader keeps up with the writer: a reader that falls
@@ -91,23 +91,16 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 	rs := s.RowSize
 	chunk := min(o.rows, demoMaxPregen)
 	want := make([]byte, chunk*rs)
-	demoEncode(want, s, g, ids)
+	DemoEncode(want, s, g, ids)
 	tail := r.Tail(0, idle)
-	out := bufio.NewWriter(cmd.OutOrStdout())
-	enc := json.NewEncoder(out)
-	if err := enc.Encode(demoMsg{Ready: true}); err != nil {
-		return err
-	}
-	if err := out.Flush(); err != nil {
-		return err
-	}
+	report("ready")
 
 	// Two sightings per sampled row (see demoLatency): visible[k] when a
 	// published count covering it was first loaded, seen[k] when the tail
-	// returned it. The published count is loaded every demoPublishEvery
+	// returned it. The published count is loaded every DemoPublishEvery
 	// rows, so visibility is noticed within that many rows of work even
 	// while the reader works through a backlog.
-	visible := make([]int64, o.rows/demoSampleEvery)
+	visible := make([]int64, o.rows/DemoSampleEvery)
 	seen := make([]int64, len(visible))
 	nextVis := 0 // first sample whose visibility is not known yet
 	check := make([]byte, rs)
@@ -121,17 +114,17 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 		if i == 0 {
 			start = time.Now()
 		}
-		if (i+1)%demoSampleEvery == 0 {
-			k := (i+1)/demoSampleEvery - 1
+		if (i+1)%DemoSampleEvery == 0 {
+			k := (i+1)/DemoSampleEvery - 1
 			seen[k] = time.Now().UnixNano()
 			if k >= nextVis {
 				visible[k], nextVis = seen[k], k+1
 			}
 		}
-		if i%demoPublishEvery == 0 && nextVis < len(visible) {
-			if n := r.Len(); uint64((nextVis+1)*demoSampleEvery) <= n {
+		if i%DemoPublishEvery == 0 && nextVis < len(visible) {
+			if n := r.Len(); uint64((nextVis+1)*DemoSampleEvery) <= n {
 				now := time.Now().UnixNano()
-				for ; nextVis < len(visible) && uint64((nextVis+1)*demoSampleEvery) <= n; nextVis++ {
+				for ; nextVis < len(visible) && uint64((nextVis+1)*DemoSampleEvery) <= n; nextVis++ {
 					visible[nextVis] = now
 				}
 			}
@@ -141,7 +134,7 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 		}
 		j := i % chunk
 		if j == 0 && i > 0 {
-			demoEncode(want[:min(chunk, o.rows-i)*rs], s, g, ids)
+			DemoEncode(want[:min(chunk, o.rows-i)*rs], s, g, ids)
 		}
 		exp := want[j*rs : j*rs+rs-store.CheckSize]
 		if !bytes.Equal(row[:rs-store.CheckSize], exp) || !format.Valid(seq, row) {
@@ -162,12 +155,8 @@ func runDemoReader(cmd *cobra.Command, o *demoReaderOpts) error {
 	}
 	elapsed := time.Since(start)
 	for k, ns := range seen {
-		if err := enc.Encode(demoMsg{Seq: uint64((k+1)*demoSampleEvery - 1), Visible: visible[k], Seen: ns}); err != nil {
-			return err
-		}
+		report("sample %d %d %d", (k+1)*DemoSampleEvery-1, visible[k], ns)
 	}
-	if err := enc.Encode(demoMsg{Done: true, Rows: uint64(o.rows), Elapsed: int64(elapsed), Rereads: rereads}); err != nil {
-		return err
-	}
-	return out.Flush()
+	report("done %d %d %d", o.rows, elapsed.Nanoseconds(), rereads)
+	return nil
 }

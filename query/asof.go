@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -136,9 +135,9 @@ type asofRun struct {
 }
 
 func (x *asofRun) run(ctx context.Context) error {
-	// The loops below are scan.next with scan.take inlined by hand, for
-	// both tables (a call per row costs about a tenth of the join), and
-	// keep the state they touch per row in locals.
+	// The loops below are scan.next by hand, for both tables (a call per
+	// row beside NextInto's costs about a tenth of the join), and keep the
+	// state they touch per row in locals.
 	ls, rs := &x.ls, &x.rs
 	lit, rit := &ls.it, &rs.it
 	l := ls.row
@@ -150,26 +149,12 @@ func (x *asofRun) run(ctx context.Context) error {
 	}
 	k := 0
 	for {
-		if !lit.Next() {
+		// The iterator's checked copy (NextInto): one call a row.
+		if !lit.NextInto(l) {
 			if !ls.more() {
 				return ls.err
 			}
 			continue
-		}
-		// ls.take (copyChecked) by hand, as in Bars: the call is over the
-		// inlining budget.
-		seq, v := lit.Seq(), lit.Row()
-		if len(v) == 32 && len(l) == 32 {
-			w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
-			le.PutUint64(l[0:], w0)
-			le.PutUint64(l[8:], w1)
-			le.PutUint64(l[16:], w2)
-			le.PutUint64(l[24:], w3)
-			if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !ls.reread(seq) {
-				return ls.err
-			}
-		} else if ls.seq = seq; !ls.takeSlow() {
-			return ls.err
 		}
 		if k++; k == ctxEvery {
 			k = 0
@@ -193,7 +178,7 @@ func (x *asofRun) run(ctx context.Context) error {
 			}
 			last[id], rs.row = rs.row, old
 			for {
-				if !rit.Next() {
+				if !rit.NextInto(rs.row) {
 					if rmore = rs.more(); !rmore {
 						if rs.err != nil {
 							return rs.err
@@ -202,20 +187,7 @@ func (x *asofRun) run(ctx context.Context) error {
 					}
 					continue
 				}
-				seq, v, row := rit.Seq(), rit.Row(), rs.row
-				if len(v) == 32 && len(row) == 32 {
-					w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
-					le.PutUint64(row[0:], w0)
-					le.PutUint64(row[8:], w1)
-					le.PutUint64(row[16:], w2)
-					le.PutUint64(row[24:], w3)
-					if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !rs.reread(seq) {
-						return rs.err
-					}
-				} else if rs.seq = seq; !rs.takeSlow() {
-					return rs.err
-				}
-				rts = row.Ts()
+				rts = rs.row.Ts()
 				break
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -192,29 +191,15 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 	it := &sc.it
 	n := 0
 	for {
-		// sc.next with sc.take (copyChecked) inlined by hand: the call,
-		// over the inlining budget, costs a sixth of the time of a row.
-		if !it.Next() {
+		// The iterator's checked copy (NextInto): one call a row.
+		if !it.NextInto(row) {
 			if !sc.more() {
 				break
 			}
 			continue
 		}
-		seq, v := it.Seq(), it.Row()
-		if seq >= seqEnd {
+		if it.Seq() >= seqEnd {
 			continue
-		}
-		if len(v) == 32 && len(row) == 32 {
-			w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
-			le.PutUint64(row[0:], w0)
-			le.PutUint64(row[8:], w1)
-			le.PutUint64(row[16:], w2)
-			le.PutUint64(row[24:], w3)
-			if uint32(w3>>32) != format.Check32(seq, w0, w1, w2, uint32(w3)) && !sc.reread(seq) {
-				return sc.err
-			}
-		} else if sc.seq = seq; !sc.takeSlow() {
-			return sc.err
 		}
 		if n++; n == ctxEvery {
 			n = 0

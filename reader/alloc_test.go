@@ -63,6 +63,7 @@ func TestReadAllocs(t *testing.T) {
 			seq := uint64(0)
 			probe := 0
 			rows := 0
+			dst := r.Schema().NewRow()
 			cases := []struct {
 				name string
 				runs int
@@ -110,6 +111,24 @@ func TestReadAllocs(t *testing.T) {
 						t.Fatal(err)
 					}
 					for it.Next() {
+						rows++
+					}
+				}},
+				{"range_all_next_into", 20, func() {
+					if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+						t.Fatal(err)
+					}
+					for it.NextInto(dst) {
+						rows++
+					}
+				}},
+				{"range_sym_next_into", 200, func() {
+					from := m.ts[probe%int(n)]
+					probe += 307
+					if err := r.RangeSym(from, math.MaxInt64, uint32(probe%4), &it); err != nil {
+						t.Fatal(err)
+					}
+					for it.NextInto(dst) {
 						rows++
 					}
 				}},

@@ -1,6 +1,7 @@
 package reader_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -456,6 +457,22 @@ func TestIterReadRow(t *testing.T) {
 	}
 	if it.Err() != nil {
 		t.Fatal(it.Err())
+	}
+	// NextInto copies as ReadRow does, into either layout.
+	for _, dst := range [][]byte{full, base} {
+		if err := r.RangeSeq(0, 2000, &it); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; it.NextInto(dst); n++ {
+			got := append([]byte(nil), dst...)
+			if err := it.ReadRow(dst); err != nil || !bytes.Equal(got, dst) {
+				t.Fatalf("row %d: NextInto's %d-byte copy %x, ReadRow's %x (%v)", it.Seq(), len(dst), got, dst, err)
+			}
+		}
+		if it.Err() != nil || n != 2000 {
+			t.Fatalf("NextInto into %d bytes: %d rows, %v", len(dst), n, it.Err())
+		}
 	}
 	scan := func() {
 		if err := r.RangeSeq(0, 2000, &it); err != nil {

@@ -787,6 +787,43 @@ func (it *Iter) ReadRow(dst []byte) error {
 	return nil
 }
 
+// NextInto is Next and ReadRow in one call: it advances to the next row
+// and copies it into dst, checked (a copy that fails its check word, the
+// view's live slot recycled under it, is read again). false at the end or
+// on error (see Err); Row stays the view the copy was taken from. It is
+// the loop of a consumer that keeps a copy of each row, for one call a
+// row: the common 32-byte row of a run of final rows is copied through
+// registers and checked there.
+func (it *Iter) NextInto(dst []byte) bool {
+	// Next's body, with no call in between on its fast path.
+	if s := it.seq; s < it.runEnd && it.lt.n == 0 && !it.r.closed {
+		off := (s - it.runSeq) * it.rs
+		it.row, it.cur, it.seq = it.run[off:off+it.rs], s, s+1
+	} else if it.lt.n != 0 {
+		if !it.nextLate() {
+			return false
+		}
+	} else if !it.next() {
+		return false
+	}
+	v := it.row
+	if len(v) == 32 && len(dst) == 32 {
+		w0, w1, w2, w3 := le.Uint64(v[0:]), le.Uint64(v[8:]), le.Uint64(v[16:]), le.Uint64(v[24:])
+		le.PutUint64(dst[0:], w0)
+		le.PutUint64(dst[8:], w1)
+		le.PutUint64(dst[16:], w2)
+		le.PutUint64(dst[24:], w3)
+		if uint32(w3>>32) == format.Check32(it.cur, w0, w1, w2, uint32(w3)) {
+			return true
+		}
+	}
+	if err := it.ReadRow(dst); err != nil {
+		it.err, it.runEnd = err, 0 // and Next's fast path ends
+		return false
+	}
+	return true
+}
+
 // Seq is the current row's sequence number.
 func (it *Iter) Seq() uint64 { return it.cur }
 

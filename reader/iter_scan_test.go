@@ -16,7 +16,8 @@ import (
 // what Get returns, row by row: across sealed durable segments, live slots
 // and the unsealed last segment, with the writer open and after it closed,
 // for a row size that divides 4 KiB (32 bytes) and one that does not (40),
-// and that a scan stops cleanly once the Reader is closed.
+// and that a scan stops cleanly once the Reader is closed; NextInto's
+// copies are the same rows.
 func TestScanMatchesGet(t *testing.T) {
 	schemas := map[string]*store.Schema{
 		"row=32": store.TickSchema(),
@@ -63,18 +64,36 @@ func TestScanMatchesGet(t *testing.T) {
 				}
 				defer g.Close()
 				var it reader.Iter
-				for pass := 0; pass < 2; pass++ { // the second pass finds every block validated
-					if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+				dst := s.NewRow()
+				// The second pass finds every block validated; the third
+				// and fourth copy each row with NextInto, over Range and
+				// over RangeSym (every row is symbol S's).
+				for pass := 0; pass < 4; pass++ {
+					var err error
+					if pass == 3 {
+						err = r.RangeSym(math.MinInt64, reader.ToEnd, id, &it)
+					} else {
+						err = r.Range(math.MinInt64, math.MaxInt64, &it)
+					}
+					if err != nil {
 						t.Fatal(err)
 					}
+					next := it.Next
+					if pass >= 2 {
+						clear(dst)
+						next = func() bool { return it.NextInto(dst) }
+					}
 					var seq uint64
-					for ; it.Next(); seq++ {
+					for ; next(); seq++ {
 						want, err := g.Get(seq)
 						if err != nil {
 							t.Fatal(err)
 						}
 						if it.Seq() != seq || !bytes.Equal(it.Row(), want) {
 							t.Fatalf("%s pass %d: row %d (seq %d) = %x, Get = %x", stage, pass, seq, it.Seq(), it.Row(), want)
+						}
+						if pass >= 2 && !bytes.Equal(dst, want) {
+							t.Fatalf("%s pass %d: NextInto's copy of row %d = %x, Get = %x", stage, pass, seq, dst, want)
 						}
 					}
 					if it.Err() != nil || seq != n {
@@ -101,6 +120,9 @@ func TestScanMatchesGet(t *testing.T) {
 					if i > 0 {
 						t.Fatalf("%s: scan goes on after Close", stage)
 					}
+				}
+				if it.NextInto(dst) {
+					t.Fatalf("%s: NextInto goes on after Close", stage)
 				}
 			}
 			check("writer open")

@@ -6,13 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
 )
 
 // console is the web console: a single page (index.html) with its script,
@@ -72,28 +68,21 @@ const apiSymbols = 1000
 // reader.Stat for each table: {"tables":[...]} in name order. A table
 // that cannot be read is listed with its error.
 func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
-	ents, err := os.ReadDir(h.s.opts.DB)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	names, err := reader.Tables(h.s.opts.DB)
+	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
 		return
 	}
 	out := struct {
 		Tables []apiTable `json:"tables"`
 	}{Tables: []apiTable{}}
-	for _, e := range ents {
-		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
-			continue // also a table being created: ".<name>.tmp-*"
-		}
-		if _, err := os.Stat(filepath.Join(h.s.opts.DB, e.Name(), format.CtlName)); err != nil {
-			continue
-		}
-		t := apiTable{Name: e.Name(), Schema: []apiColumn{}, Symbols: []string{}}
+	for _, name := range names {
+		t := apiTable{Name: name, Schema: []apiColumn{}, Symbols: []string{}}
 		if err := statAPI(h.s.opts.DB, &t); err != nil {
 			t.Error = err.Error()
 		}
 		out.Tables = append(out.Tables, t)
 	}
-	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/lineproto"
+	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -486,20 +487,11 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 // their next line. A table that cannot be opened is logged and retried
 // when a line names it.
 func (s *sink) openExisting() {
-	ents, err := os.ReadDir(s.opts.DB)
-	if err != nil {
-		return // a fresh database: created with its first table
-	}
-	for _, e := range ents {
-		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(s.opts.DB, e.Name(), format.CtlName)); err != nil {
-			continue
-		}
-		t, err := s.open(e.Name(), nil)
+	names, _ := reader.Tables(s.opts.DB) // none yet: a fresh database
+	for _, name := range names {
+		t, err := s.open(name, nil)
 		if err != nil {
-			s.log.Error("ingest: cannot open table", "table", e.Name(), "err", err)
+			s.log.Error("ingest: cannot open table", "table", name, "err", err)
 			continue
 		}
 		s.tables[t.name] = t
@@ -633,7 +625,7 @@ func (s *sink) layoutFor(l *lineproto.Line) (*layout, int64, error) {
 	if err := store.ValidTableName(name); err != nil {
 		return nil, 0, &lineproto.LineError{Reason: lineproto.ReasonName, Msg: err.Error()}
 	}
-	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); err == nil {
+	if reader.Exists(s.opts.DB, name) {
 		t, err := s.table(l)
 		if err != nil {
 			return nil, 0, err

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -85,8 +84,8 @@ func TestStringFieldBadLines(t *testing.T) {
 		{`t,sym=A n="7" 2`, "type_mismatch", `field "n": column "n" of table t is i64, got a string value`},
 		{`t,sym=A ok="t" 2`, "type_mismatch", `field "ok": column "ok" of table t is bool, got a string value`},
 		{`t,sym=A note=1.5 2`, "type_mismatch", `field "note": column "note" of table t is sym, got a float value (send it as a tag or a quoted string)`},
-		{fmt.Sprintf(`t,sym=A note="%s" 2`, strings.Repeat("x", format.MaxSymLen+1)), "value", fmt.Sprintf(`string field "note": value is %d bytes, a symbol is at most %d`, format.MaxSymLen+1, format.MaxSymLen)},
-		{fmt.Sprintf(`u note="%s" 2`, strings.Repeat("x", format.MaxSymLen+1)), "value", "a symbol is at most"},
+		{fmt.Sprintf(`t,sym=A note="%s" 2`, strings.Repeat("x", store.MaxSymLen+1)), "value", fmt.Sprintf(`string field "note": value is %d bytes, a symbol is at most %d`, store.MaxSymLen+1, store.MaxSymLen)},
+		{fmt.Sprintf(`u note="%s" 2`, strings.Repeat("x", store.MaxSymLen+1)), "value", "a symbol is at most"},
 	} {
 		code, resp, _ := httpDo(t, srv, "POST", "/write", c.line+"\n")
 		if code != http.StatusBadRequest || !strings.Contains(resp, strings.ReplaceAll(c.msg, `"`, `\"`)) {

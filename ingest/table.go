@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -71,12 +70,12 @@ func schemaFor(l *lineproto.Line) (*store.Schema, *lineproto.LineError) {
 		cols = append(cols, store.Column{Name: string(f.Key), Type: kindType(f.Kind)})
 	}
 	for _, t := range l.Tags {
-		if len(t.Value) > format.MaxSymLen {
+		if len(t.Value) > store.MaxSymLen {
 			return nil, symTooLong("tag", t.Key, len(t.Value))
 		}
 	}
 	for _, f := range l.Fields {
-		if f.Kind == lineproto.KindString && len(f.S) > format.MaxSymLen {
+		if f.Kind == lineproto.KindString && len(f.S) > store.MaxSymLen {
 			return nil, symTooLong("string field", f.Key, len(f.S))
 		}
 	}
@@ -202,7 +201,7 @@ func (lo *layout) checkKinds(l *lineproto.Line, idx []int) *lineproto.LineError 
 		if c := idx[i]; c >= 0 && lo.at[c].Type != store.TypeSym {
 			return &lineproto.LineError{Reason: lineproto.ReasonType, Msg: fmt.Sprintf("tag %q: column %q of table %s is %v, not sym (send it as a field)", l.Tags[i].Key, lo.schema.Cols[c].Name, lo.name, lo.at[c].Type)}
 		}
-		if n := len(l.Tags[i].Value); n > format.MaxSymLen {
+		if n := len(l.Tags[i].Value); n > store.MaxSymLen {
 			return symTooLong("tag", l.Tags[i].Key, n)
 		}
 	}
@@ -212,7 +211,7 @@ func (lo *layout) checkKinds(l *lineproto.Line, idx []int) *lineproto.LineError 
 		if c >= 0 && !kindFits(f.Kind, lo.at[c].Type) {
 			return lo.mismatch(f, c)
 		}
-		if f.Kind == lineproto.KindString && len(f.S) > format.MaxSymLen {
+		if f.Kind == lineproto.KindString && len(f.S) > store.MaxSymLen {
 			return symTooLong("string field", f.Key, len(f.S))
 		}
 	}
@@ -220,7 +219,7 @@ func (lo *layout) checkKinds(l *lineproto.Line, idx []int) *lineproto.LineError 
 }
 
 func symTooLong(what string, key []byte, n int) *lineproto.LineError {
-	return &lineproto.LineError{Reason: lineproto.ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, format.MaxSymLen)}
+	return &lineproto.LineError{Reason: lineproto.ReasonValue, Msg: fmt.Sprintf("%s %q: value is %d bytes, a symbol is at most %d", what, key, n, store.MaxSymLen)}
 }
 
 func (lo *layout) mismatch(f *lineproto.Field, c int) *lineproto.LineError {
@@ -420,7 +419,7 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 			return false, nil
 		}
 		n := int(le.Uint32(rec[p:]))
-		if n > format.MaxSymLen {
+		if n > store.MaxSymLen {
 			return false, nil // the general path says why
 		}
 		p += 4 + n
@@ -435,7 +434,7 @@ func (t *table) fillRecord(rec []byte) (bool, error) {
 		p += 9
 		if kind == lineproto.KindString {
 			n := int(le.Uint64(rec[p-8:]))
-			if n > format.MaxSymLen {
+			if n > store.MaxSymLen {
 				return false, nil // the general path says why
 			}
 			p += n

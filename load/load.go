@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/ingest"
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -227,7 +226,7 @@ func (ld *Loader) prepareCSV(f *file) (*csvPrep, error) {
 		}
 	}
 	prep := &csvPrep{header: bytes.Clone(buf[:h])}
-	if _, err := os.Stat(filepath.Join(ld.o.DB, ld.o.Table, format.CtlName)); err == nil {
+	if reader.Exists(ld.o.DB, ld.o.Table) {
 		r, err := reader.Open(ld.o.DB, ld.o.Table, nil)
 		if err != nil {
 			return nil, err

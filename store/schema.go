@@ -74,7 +74,8 @@ type Col struct {
 const (
 	MaxColumns    = 60
 	MaxColNameLen = 55
-	CheckSize     = 4 // the row check word at the end of every row
+	CheckSize     = 4    // the row check word at the end of every row
+	MaxSymLen     = 4096 // the longest symbol, in bytes
 )
 
 // Schema is a table's column list and the row layout derived from it.

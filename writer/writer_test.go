@@ -829,7 +829,7 @@ func TestSymbols(t *testing.T) {
 	tb := newWtTable(t)
 	w := tb.open(t, nil)
 	r := tb.reader(t)
-	names := []string{"AAPL", "with space, comma=eq", "", "é€", strings.Repeat("L", format.MaxSymLen)}
+	names := []string{"AAPL", "with space, comma=eq", "", "é€", strings.Repeat("L", store.MaxSymLen)}
 	for i, n := range names {
 		id, err := w.Symbol([]byte(n))
 		if err != nil || id != uint32(i) {
@@ -849,7 +849,7 @@ func TestSymbols(t *testing.T) {
 			t.Errorf("SymbolString(%d) again = %d", i, id)
 		}
 	}
-	if _, err := w.Symbol(make([]byte, format.MaxSymLen+1)); err == nil {
+	if _, err := w.Symbol(make([]byte, store.MaxSymLen+1)); err == nil {
 		t.Error("an over-long symbol was accepted")
 	}
 	if s := w.Stats(); s.Symbols != len(names) || r.Symbols() != len(names) {

@@ -9,14 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -78,22 +75,10 @@ func (t *timeFlag) Set(s string) error {
 	return nil
 }
 
-// listTables returns the names of the tables in db, sorted.
+// listTables returns the names of the tables in db, sorted (none when db
+// cannot be read).
 func listTables(db string) []string {
-	ents, err := os.ReadDir(db)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, e := range ents {
-		if !e.IsDir() || store.ValidTableName(e.Name()) != nil {
-			continue // also a table being created: ".<name>.tmp-*"
-		}
-		if _, err := os.Stat(filepath.Join(db, e.Name(), format.CtlName)); err == nil {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
+	names, _ := reader.Tables(db)
 	return names
 }
 

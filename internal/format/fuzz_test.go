@@ -102,7 +102,7 @@ func FuzzParseSymEntry(f *testing.F) {
 			}
 			return
 		}
-		if size > len(b) || size != format.SymEntrySize(len(name)) || len(name) > format.MaxSymLen {
+		if size > len(b) || size != format.SymEntrySize(len(name)) || len(name) > store.MaxSymLen {
 			t.Fatalf("entry of size %d (name %d bytes) from %d bytes", size, len(name), len(b))
 		}
 		out := make([]byte, size)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/store"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -163,10 +164,9 @@ func CheckFileHeaderVersion(path string, b []byte, magic string, maxVersion uint
 //	@4  check u32   CRC32C of id u32 LE, dir u64 LE, name
 //	@8  dir u64     first postings directory chunk of this symbol
 //	@16 name [nameLen], zero padded to a multiple of 8
-const (
-	SymEntryHeader = 16
-	MaxSymLen      = 4096
-)
+//
+// A name is at most store.MaxSymLen bytes.
+const SymEntryHeader = 16
 
 // SymEntrySize is the size of an entry for a name of n bytes.
 func SymEntrySize(n int) int { return SymEntryHeader + (n+7)&^7 }
@@ -196,7 +196,7 @@ func ParseSymEntry(path string, off int64, b []byte, id uint32) (name []byte, di
 		return nil, 0, 0, Corruptf(path, off, "symbol %d: entry header truncated", id)
 	}
 	n := int(le.Uint32(b[0:]))
-	if n > MaxSymLen || SymEntrySize(n) > len(b) {
+	if n > store.MaxSymLen || SymEntrySize(n) > len(b) {
 		return nil, 0, 0, Corruptf(path, off, "symbol %d: name length %d does not fit", id, n)
 	}
 	dir = le.Uint64(b[8:])

@@ -245,7 +245,7 @@ func TestCheckFileHeaderRejects(t *testing.T) {
 }
 
 func TestSymEntryRoundTrip(t *testing.T) {
-	names := []string{"", "A", "AAPL", "BRK.B   ", "12345678", "123456789", "with space, comma=eq", "\x00\xff", strings.Repeat("x", format.MaxSymLen)}
+	names := []string{"", "A", "AAPL", "BRK.B   ", "12345678", "123456789", "with space, comma=eq", "\x00\xff", strings.Repeat("x", store.MaxSymLen)}
 	for i, name := range names {
 		t.Run(strconv.Itoa(len(name)), func(t *testing.T) {
 			id, dir := uint32(i*3+1), uint64(1000+i)
@@ -300,7 +300,7 @@ func TestParseSymEntryRejects(t *testing.T) {
 		{"padding_truncated", func(b []byte) []byte { return b[:format.SymEntrySize(6)-1] }, id},
 		{"length_over_max", func(b []byte) []byte {
 			b = append(b, make([]byte, 8192)...)
-			le.PutUint32(b, format.MaxSymLen+1)
+			le.PutUint32(b, store.MaxSymLen+1)
 			return b
 		}, id},
 		{"length_huge", func(b []byte) []byte { le.PutUint32(b, 0xFFFFFFFF); return b }, id},

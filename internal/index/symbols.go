@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/store"
 )
 
 // Symbol dictionary (on-disk contract; docs/FORMAT.md "sym.dat"): entries
@@ -128,8 +129,8 @@ func (s *Symbols) add(name string, dir uint64) {
 // Append writes a new entry for name (writer only) and returns its id; the
 // caller publishes the new count and End through the control file.
 func (s *Symbols) Append(name []byte, dir uint64) (uint32, error) {
-	if len(name) > format.MaxSymLen {
-		return 0, fmt.Errorf("index: symbol is %d bytes, at most %d", len(name), format.MaxSymLen)
+	if len(name) > store.MaxSymLen {
+		return 0, fmt.Errorf("index: symbol is %d bytes, at most %d", len(name), store.MaxSymLen)
 	}
 	need := int64(s.end) + int64(format.SymEntrySize(len(name)))
 	if need > s.m.size.Load() {
@@ -174,7 +175,7 @@ func (s *Symbols) SyncTo(end uint64) error { return s.m.sync(int64(end)) }
 // entry and publishing it leaves one there, with a valid check, naming a
 // postings chunk that a later writer may reuse. Writer only (recovery).
 func (s *Symbols) ClearTail() {
-	end := min(s.end+uint64(format.SymEntrySize(format.MaxSymLen)), uint64(s.m.size.Load()))
+	end := min(s.end+uint64(format.SymEntrySize(store.MaxSymLen)), uint64(s.m.size.Load()))
 	if s.end < end {
 		clear(s.m.b[s.end:end])
 	}

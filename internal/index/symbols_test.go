@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/store"
 )
 
 func newSymbols(t *testing.T) (string, *Symbols) {
@@ -35,7 +36,7 @@ func openSymbolsRO(t *testing.T, path string) *Symbols {
 	return s
 }
 
-var symNames = []string{"AAPL", "MSFT", "BRK.B", "", "with space, comma=eq", "12345678", strings.Repeat("L", format.MaxSymLen), "Z"}
+var symNames = []string{"AAPL", "MSFT", "BRK.B", "", "with space, comma=eq", "12345678", strings.Repeat("L", store.MaxSymLen), "Z"}
 
 func appendAll(t *testing.T, s *Symbols, names []string) {
 	t.Helper()
@@ -76,7 +77,7 @@ func TestSymbolsAppendLookup(t *testing.T) {
 	if s.Name(uint32(len(symNames))) != "" {
 		t.Error("Name of an unknown id is not empty")
 	}
-	if _, err := s.Append(make([]byte, format.MaxSymLen+1), 1); err == nil {
+	if _, err := s.Append(make([]byte, store.MaxSymLen+1), 1); err == nil {
 		t.Error("Append of an over-long name succeeded")
 	}
 	// A duplicate entry (never written by the writer, which looks up

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -186,17 +185,6 @@ func (e *exporter) run() error {
 	if e.o.Progress != nil {
 		e.total = e.res.Rows
 		e.o.Progress(e.res.Rows, e.total)
-	}
-	return nil
-}
-
-// readRow copies row seq into dst, checked against its check word.
-func (e *exporter) readRow(seq uint64, dst store.Row) error {
-	if err := e.r.ReadRow(seq, dst); err != nil {
-		return err
-	}
-	if !format.Valid(seq, dst) {
-		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 	}
 	return nil
 }

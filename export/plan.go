@@ -186,7 +186,7 @@ func (e *exporter) grid(cuts []cut, a, b cut, n uint64) ([]cut, error) {
 // without late rows, where any other is damage.
 func (e *exporter) gridCut(s uint64, last, b cut) (cut, bool, error) {
 	for ; s < b.seq; s++ {
-		if err := e.readRow(s, e.row); err != nil {
+		if err := e.r.ReadRow(s, e.row); err != nil {
 			return cut{}, false, err
 		}
 		ts := e.row.Ts()
@@ -211,7 +211,7 @@ func (e *exporter) firstTs(t int64, to cut) (ts int64, ok bool, err error) {
 		if err != nil || s >= to.seq {
 			return 0, false, err
 		}
-		if err := e.readRow(s, e.row); err != nil {
+		if err := e.r.ReadRow(s, e.row); err != nil {
 			return 0, false, err
 		}
 		return e.row.Ts(), true, nil

@@ -771,18 +771,25 @@ func (it *Iter) Row() store.Row { return it.row }
 // table's layouts: a row of another layout is copied into dst's
 // (Reader.CopyRow). Use it for a row kept past the next Next, or read
 // while the writer may recycle the slot under it.
-func (it *Iter) ReadRow(dst []byte) error {
-	if len(it.row) == len(dst) {
-		copy(dst, it.row)
-		if format.Valid(it.cur, dst) {
+func (it *Iter) ReadRow(dst []byte) error { return it.r.copyView(it.cur, it.row, dst) }
+
+// copyView copies view, row seq as Get returned it, into dst, checked: a
+// copy that fails its check word (the view's live slot recycled while it
+// was copied) is read again through ReadRow, and a row that still fails
+// is ErrCorrupt. A view of another layout than dst's is read again
+// (ReadRow copies it into dst's layout).
+func (r *Reader) copyView(seq uint64, view store.Row, dst []byte) error {
+	if len(view) == len(dst) {
+		copy(dst, view)
+		if format.Valid(seq, dst) {
 			return nil
 		}
 	}
-	if err := it.r.ReadRow(it.cur, dst); err != nil {
+	if err := r.ReadRow(seq, dst); err != nil {
 		return err
 	}
-	if !format.Valid(it.cur, dst) {
-		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, it.cur)
+	if !format.Valid(seq, dst) {
+		return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
 	}
 	return nil
 }

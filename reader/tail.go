@@ -12,6 +12,8 @@ import (
 type Tail struct {
 	r     *Reader
 	next  uint64
+	row   store.Row // the row Poll returned last, and its seq
+	cur   uint64
 	idle  IdleStrategy
 	sym   bool
 	id    uint32
@@ -59,9 +61,16 @@ func (t *Tail) Poll() (row store.Row, seq uint64, ok bool, err error) {
 		if t.sym && le.Uint32(row[t.r.symOff:]) != t.id {
 			continue
 		}
+		t.row, t.cur = row, seq
 		return row, seq, true, nil
 	}
 }
+
+// ReadRow copies the row Poll or Wait returned last into dst, checked, as
+// Iter.ReadRow does: a row kept past the next Poll, or read while the
+// writer may recycle its live slot under the view, is copied so. dst is
+// Schema().RowSize bytes, or the size of any of the table's layouts.
+func (t *Tail) ReadRow(dst []byte) error { return t.r.copyView(t.cur, t.row, dst) }
 
 // Wait returns the next row, idling with the tail's strategy until one is
 // published or ctx is done.

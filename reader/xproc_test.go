@@ -269,6 +269,14 @@ func TestChildXprocTail(t *testing.T) {
 		} else if wasLate {
 			late++
 		}
+		// The tail's own checked copy gives the row too, recycled slot
+		// or not.
+		if err := tail.ReadRow(buf); err != nil {
+			testutil.ChildFatalf(t, "tail.ReadRow of row %d: %v", seq, err)
+		}
+		if err := g.Check(buf, seq, names.Name); err != nil {
+			testutil.ChildFatalf(t, "tail.ReadRow: %v", err)
+		}
 		if lag := (r.Len() - seq) / rps; lag > maxLag {
 			maxLag = lag
 		}

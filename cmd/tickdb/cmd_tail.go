@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -172,7 +171,7 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 	row := s.NewRow() // a checked copy, as query.Run hands rows on
 	pending, empty := 0, 0
 	for {
-		view, seq, ok, err := t.Poll()
+		_, _, ok, err := t.Poll()
 		switch {
 		case err != nil && !tailTransient(err):
 			return err
@@ -188,17 +187,10 @@ func tailLoop(ctx context.Context, r *reader.Reader, t *reader.Tail, f *tailFilt
 				}
 				s, row, *enc = g, g.NewRow(), newEnc(g)
 			}
-			if err := r.CopyRow(seq, row, view); err != nil {
+			// A checked copy: the live slot may be recycled under the
+			// view.
+			if err := t.ReadRow(row); err != nil {
 				return err
-			}
-			if !format.Valid(seq, row) {
-				// The live slot was recycled under the view: read it again.
-				if err := r.ReadRow(seq, row); err != nil {
-					return err
-				}
-				if !format.Valid(seq, row) {
-					return fmt.Errorf("%w: row %d fails its check word", store.ErrCorrupt, seq)
-				}
 			}
 			keep, err := f.keep(r, t, row)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
@@ -134,7 +135,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 	srv, db := testServer(b, &Options{Writer: writer.Options{SegmentSize: 1 << 20}})
 	c := dial(b, srv)
 	fmt.Fprintf(c, "idle,conn=first v=1i\n")
-	for n, _ := readRows(db, "idle"); len(n) == 0; n, _ = readRows(db, "idle") {
+	for n, _ := tablecheck.Rows(db, "idle"); len(n) == 0; n, _ = tablecheck.Rows(db, "idle") {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // the preparer readies the next slots

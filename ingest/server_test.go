@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"runtime"
@@ -17,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
 )
 
 // testServer starts a server on 127.0.0.1 ephemeral ports over a fresh
@@ -99,7 +98,7 @@ func tableRows(t *testing.T, db, table string, count int, timeout time.Duration)
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		rows, err := readRows(db, table)
+		rows, err := tablecheck.Rows(db, table)
 		if err == nil && len(rows) >= count {
 			if len(rows) > count {
 				t.Fatalf("table %s: %d rows, want %d:\n%s", table, len(rows), count, strings.Join(rows, "\n"))
@@ -111,48 +110,6 @@ func tableRows(t *testing.T, db, table string, count int, timeout time.Duration)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func readRows(db, table string) ([]string, error) {
-	r, err := reader.Open(db, table, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	s := r.Schema()
-	var out []string
-	var it reader.Iter
-	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
-		return nil, err
-	}
-	for it.Next() {
-		out = append(out, formatRow(r, s, it.Row()))
-	}
-	return out, it.Err()
-}
-
-func formatRow(r *reader.Reader, s *store.Schema, row store.Row) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", row.Ts())
-	for i := 1; i < len(s.Cols); i++ {
-		c := s.ColAt(i)
-		b.WriteString(" " + s.Cols[i].Name + "=")
-		switch c.Type {
-		case store.TypeSym:
-			name, err := r.SymbolName(row.Sym(c))
-			if err != nil {
-				name = "?" + err.Error()
-			}
-			b.WriteString(name)
-		case store.TypeF64:
-			fmt.Fprintf(&b, "%g", row.F64(c))
-		case store.TypeI64:
-			fmt.Fprintf(&b, "%d", row.I64(c))
-		case store.TypeBool:
-			fmt.Fprintf(&b, "%t", row.Bool(c))
-		}
-	}
-	return b.String()
 }
 
 // rejected reads the rejected-lines counter for reason.
@@ -382,7 +339,7 @@ func TestListenerBackpressure(t *testing.T) {
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := readRows(db, "bp")
+	rows, err := tablecheck.Rows(db, "bp")
 	if err != nil || len(rows) == 0 || len(rows) > written/len(line) {
 		t.Fatalf("%d rows stored of %d written (%v)", len(rows), written/len(line), err)
 	}

@@ -2,8 +2,8 @@ package load
 
 import (
 	"errors"
-	"strconv"
-	"strings"
+
+	"github.com/tickdb/tickdb/internal/textfmt"
 )
 
 // ErrBadFile is what a *FileError satisfies through errors.Is: a file
@@ -30,7 +30,7 @@ func (e *FileError) Error() string {
 	if e.Bad == 1 {
 		lines = " bad line"
 	}
-	return e.File + ": " + commas(e.Bad) + lines + "; nothing stored from it"
+	return e.File + ": " + textfmt.Commas(e.Bad) + lines + "; nothing stored from it"
 }
 
 // Unwrap makes errors.Is(err, ErrBadFile) hold, and errors.Is(err,
@@ -41,24 +41,4 @@ func (e *FileError) Unwrap() []error {
 		return []error{ErrBadFile, e.Header}
 	}
 	return []error{ErrBadFile}
-}
-
-// commas formats n with thousands separators, as the CLI prints counts.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

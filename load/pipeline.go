@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/tickdb/tickdb/internal/textfmt"
 	"github.com/tickdb/tickdb/lineproto"
 )
 
@@ -275,7 +276,7 @@ func (ld *Loader) pass(f *file, commit bool) (int64, error) {
 	created := f.prep == nil || !f.prep.create
 	for b := range full {
 		if err := f.ctx.Err(); err != nil {
-			return bad, fmt.Errorf("%s: interrupted, with %s rows stored: %w", f.name, commas(ld.st.Rows), err)
+			return bad, fmt.Errorf("%s: interrupted, with %s rows stored: %w", f.name, textfmt.Commas(ld.st.Rows), err)
 		}
 		if b.err != nil {
 			return bad, fmt.Errorf("%s: %w", f.name, b.err)

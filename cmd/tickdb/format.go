@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tickdb/tickdb/internal/textfmt"
 )
 
 // byteSize is a flag value in bytes that accepts K, M and G suffixes
@@ -80,24 +82,7 @@ func abs(n int) int {
 }
 
 // commas formats n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func commas(n int64) string { return textfmt.Commas(n) }
 
 // fmtNs formats a duration in ns with three significant digits.
 func fmtNs(ns int64) string {

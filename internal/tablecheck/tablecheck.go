@@ -3,9 +3,13 @@
 package tablecheck
 
 import (
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
 )
 
 // Verify runs reader.Verify on a table and fails t unless it is clean,
@@ -20,4 +24,49 @@ func Verify(t testing.TB, db, name string, rows uint64) {
 	if rep.Rows != rows || rep.Unpublished != 0 || rep.Postings+rep.Compacted != rows {
 		t.Fatalf("verify: %+v, want %d rows", rep, rows)
 	}
+}
+
+// Rows reads every row of a table as a text line "ts col=value ..." in
+// schema order, symbols by name, floats as %g: what tests compare a
+// table's contents with.
+func Rows(db, table string) ([]string, error) {
+	r, err := reader.Open(db, table, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := r.Schema()
+	var out []string
+	var it reader.Iter
+	if err := r.Range(math.MinInt64, math.MaxInt64, &it); err != nil {
+		return nil, err
+	}
+	for it.Next() {
+		out = append(out, formatRow(r, s, it.Row()))
+	}
+	return out, it.Err()
+}
+
+func formatRow(r *reader.Reader, s *store.Schema, row store.Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", row.Ts())
+	for i := 1; i < len(s.Cols); i++ {
+		c := s.ColAt(i)
+		b.WriteString(" " + s.Cols[i].Name + "=")
+		switch c.Type {
+		case store.TypeSym:
+			name, err := r.SymbolName(row.Sym(c))
+			if err != nil {
+				name = "?" + err.Error()
+			}
+			b.WriteString(name)
+		case store.TypeF64:
+			fmt.Fprintf(&b, "%g", row.F64(c))
+		case store.TypeI64:
+			fmt.Fprintf(&b, "%d", row.I64(c))
+		case store.TypeBool:
+			fmt.Fprintf(&b, "%t", row.Bool(c))
+		}
+	}
+	return b.String()
 }

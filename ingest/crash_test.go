@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 )
@@ -107,7 +108,7 @@ func waitRows(t *testing.T, db string, n int) {
 // and that it verifies clean, and returns n.
 func checkPrefix(t *testing.T, db string) int {
 	t.Helper()
-	verifyAll(t, db)
+	tablecheck.VerifyAll(t, db)
 	r, err := reader.Open(db, "s", nil)
 	if err != nil {
 		t.Fatal(err)

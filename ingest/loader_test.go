@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
@@ -91,7 +92,7 @@ func TestLoaderCheckThenAppend(t *testing.T) {
 	if st := ld.Stats(); st["f"].Durable != 3 || st["g"].Durable != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	verifyAll(t, db)
+	tablecheck.VerifyAll(t, db)
 }
 
 // A new table takes any first timestamp, before the epoch too, from a
@@ -143,7 +144,7 @@ func TestLoaderNewTableNegativeTs(t *testing.T) {
 	if rows := tableRows(t, db, "c", 2, 0); rows[0] != "-7 v=1" {
 		t.Fatalf("rows %q", rows)
 	}
-	verifyAll(t, db)
+	tablecheck.VerifyAll(t, db)
 }
 
 // CheckAt checks lines without a timestamp as AppendLines with the same

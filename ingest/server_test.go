@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
-	"github.com/tickdb/tickdb/reader"
 )
 
 // testServer starts a server on 127.0.0.1 ephemeral ports over a fresh
@@ -45,27 +43,9 @@ func testServer(t testing.TB, o *Options) (*Server, string) {
 		if err := srv.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		verifyAll(t, db)
+		tablecheck.VerifyAll(t, db)
 	})
 	return srv, db
-}
-
-// verifyAll checks every table in db: clean, and nothing unpublished.
-func verifyAll(t testing.TB, db string) {
-	t.Helper()
-	ents, err := os.ReadDir(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		rep, err := reader.Verify(db, e.Name(), nil)
-		if err != nil || rep.Unpublished != 0 {
-			t.Errorf("verify %s: %+v, %v", e.Name(), rep, err)
-		}
-	}
 }
 
 // counterValue reads a counter or gauge.

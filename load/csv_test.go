@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/ingest"
+	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
@@ -518,7 +519,7 @@ func TestLoaderPlanCreate(t *testing.T) {
 	if rows[0] != "1 sym=A price=NaN size=5" || rows[1] != "2 sym=B price=1.5 size=0" {
 		t.Fatalf("rows %q", rows)
 	}
-	verifyAll(t, db)
+	tablecheck.VerifyAll(t, db)
 }
 
 // BenchmarkCSVParse is the CSV scanner and converter alone, per row:

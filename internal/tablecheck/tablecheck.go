@@ -26,6 +26,22 @@ func Verify(t testing.TB, db, name string, rows uint64) {
 	}
 }
 
+// VerifyAll runs reader.Verify on every table of db and fails t unless
+// each is clean with nothing unpublished.
+func VerifyAll(t testing.TB, db string) {
+	t.Helper()
+	names, err := reader.Tables(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		rep, err := reader.Verify(db, name, nil)
+		if err != nil || rep.Unpublished != 0 {
+			t.Errorf("verify %s: %+v, %v", name, rep, err)
+		}
+	}
+}
+
 // Rows reads every row of a table as a text line "ts col=value ..." in
 // schema order, symbols by name, floats as %g: what tests compare a
 // table's contents with.

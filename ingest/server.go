@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -133,6 +134,7 @@ type Server struct {
 	httpDone chan error
 	streams  chan struct{} // a token per open /tail stream
 	closing  chan struct{} // closed when HTTP shuts down: streams end
+	dbLock   *os.File      // the database's server lock (dblock.go), held until Close
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
@@ -144,7 +146,11 @@ func Start(opts *Options) (*Server, error) {
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
 	}
-	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{})}
+	lock, err := lockDB(o.DB)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock}
 	o.Writer.OnFlush = s.m.flushed
 	var rings []*ring
 	if o.ILPAddr != "off" {
@@ -157,6 +163,7 @@ func Start(opts *Options) (*Server, error) {
 	if o.ILPAddr != "off" {
 		lis, err := newListener(s, o.ILPAddr, rings)
 		if err != nil {
+			lock.Close()
 			return nil, err
 		}
 		s.lis = lis
@@ -167,6 +174,7 @@ func Start(opts *Options) (*Server, error) {
 			if s.lis != nil {
 				s.lis.closeFds()
 			}
+			lock.Close()
 			return nil, fmt.Errorf("ingest: http listen on %s: %w", o.HTTPAddr, err)
 		}
 		s.httpLis = hl
@@ -247,6 +255,7 @@ func (s *Server) Close() error {
 	close(s.sink.stopc)
 	<-s.sink.donec
 	s.closeErr = s.sink.err
+	s.dbLock.Close() // after every table's writer is closed
 	return s.closeErr
 }
 

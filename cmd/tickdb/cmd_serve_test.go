@@ -122,6 +122,28 @@ func TestServeCommand(t *testing.T) {
 	}
 }
 
+// TestServeSecondOnHeldDB: a second serve on a database a live serve holds
+// exits non-zero at once, naming the holder's pid, and the first goes on.
+func TestServeSecondOnHeldDB(t *testing.T) {
+	db, live := testutil.DB(t)
+	p := startServe(t, "--db", db, "--live-dir", live)
+	start := time.Now()
+	code, _, stderr := execCLI(t, "serve", "--db", db, "--live-dir", live, "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, fmt.Sprintf("already served by another process (pid %d)", p.c.Pid)) {
+		t.Fatalf("second serve: exit %d after %v, stderr:\n%s", code, time.Since(start), stderr)
+	}
+	if strings.Contains(stderr, "started") {
+		t.Fatalf("second serve said it started:\n%s", stderr)
+	}
+	c, err := net.DialTimeout("tcp", p.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "trades,sym=AAPL price=1.5 1000\n")
+	c.Close()
+	waitCount(t, p, db, "trades", 1)
+}
+
 func TestServeBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

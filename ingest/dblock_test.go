@@ -50,3 +50,38 @@ func write(t *testing.T, srv *Server, body string) {
 		t.Fatalf("POST /write: %d %s", code, msg)
 	}
 }
+
+// TestILPExposureWithToken: with a token, a TCP address beyond loopback is
+// refused (ErrILPExposed) unless ILPInsecure; loopback, "off" and no
+// token are fine.
+func TestILPExposureWithToken(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		insecure    bool
+		refused     bool
+	}{
+		{"0.0.0.0:0", "tok", false, true},
+		{":0", "tok", false, true},
+		{"[::]:0", "tok", false, true},
+		{"0.0.0.0:0", "tok", true, false},
+		{"127.0.0.1:0", "tok", false, false},
+		{"localhost:0", "tok", false, false},
+		{"off", "tok", false, false},
+		{"0.0.0.0:0", "", false, false},
+	} {
+		err := checkILPExposure(tc.addr, tc.token, tc.insecure)
+		if got := errors.Is(err, ErrILPExposed); got != tc.refused {
+			t.Errorf("%+v: err %v, want refused=%v", tc, err, tc.refused)
+		}
+	}
+	// Start itself refuses, before it takes the database or a port.
+	db := t.TempDir()
+	srv, err := Start(&Options{DB: db, ILPAddr: "0.0.0.0:0", HTTPAddr: "127.0.0.1:0", Token: "tok"})
+	if err == nil {
+		srv.Close()
+		t.Fatal("Start took an exposed TCP listener with a token set")
+	}
+	if !errors.Is(err, ErrILPExposed) || !strings.Contains(err.Error(), "--ilp-insecure") {
+		t.Fatalf("Start: %v", err)
+	}
+}

@@ -34,6 +34,12 @@ type Options struct {
 	// Token, when set, is required on every HTTP endpoint but /health and
 	// /settings, as "Authorization: Bearer <t>" or "Token <t>".
 	Token string
+	// ILPInsecure lets the line-protocol TCP listener listen beyond
+	// loopback while Token is set. The TCP port takes no token (Token
+	// guards HTTP only), so by default Start refuses that combination
+	// (ErrILPExposed): a token on HTTP would otherwise suggest a guard
+	// the TCP port does not have.
+	ILPInsecure bool
 	// MaxConns is the line-protocol connection limit (default 4096).
 	MaxConns int
 	// IdleTimeout closes a connection that sent nothing for this long
@@ -145,6 +151,9 @@ func Start(opts *Options) (*Server, error) {
 	o := opts.withDefaults()
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
+	}
+	if err := checkILPExposure(o.ILPAddr, o.Token, o.ILPInsecure); err != nil {
+		return nil, err
 	}
 	lock, err := lockDB(o.DB)
 	if err != nil {

@@ -18,6 +18,7 @@ type serveOpts struct {
 	ilp, http     string
 	cpu           int
 	token         string
+	ilpInsecure   bool
 	flush         string
 	flushInterval time.Duration
 	ooo           string
@@ -50,8 +51,13 @@ A table is created from its first line. HTTP also serves GET /query,
 (Prometheus), /settings (for QuestDB's clients), /health, and a web
 console at / (tables, queries, a live candlestick chart).
 
-Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
-it gracefully: every accepted row is made durable before it exits 0.`,
+Both listeners bind 127.0.0.1 unless told otherwise. --token guards HTTP
+only: the line-protocol TCP port takes no token, so with a token set serve
+refuses to listen for TCP beyond loopback unless --ilp-insecure says the
+network in front of it is trusted. One serve per database: a second one on
+a --db that a live serve holds exits at once, naming its pid. SIGINT or
+SIGTERM stop it gracefully: every accepted row is made durable before it
+exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, o) },
 	}
@@ -59,7 +65,8 @@ it gracefully: every accepted row is made durable before it exits 0.`,
 	f.StringVar(&o.ilp, "ilp", "127.0.0.1:9009", `line-protocol TCP address ("off" to disable)`)
 	f.StringVar(&o.http, "http", "127.0.0.1:9000", `HTTP address ("off" to disable)`)
 	f.IntVar(&o.cpu, "cpu", -1, "pin the writer thread to this CPU (-1: not pinned)")
-	f.StringVar(&o.token, "token", "", "require this token on HTTP (Authorization: Bearer or Token)")
+	f.StringVar(&o.token, "token", "", "require this token on HTTP (Authorization: Bearer or Token); the TCP port takes no token, so with one set serve refuses a --ilp address beyond loopback unless --ilp-insecure")
+	f.BoolVar(&o.ilpInsecure, "ilp-insecure", false, "with --token, let the line-protocol TCP listener listen beyond loopback, open to anyone who reaches it")
 	f.StringVar(&o.flush, "flush", "interval", "flush policy: interval, sync or none")
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
 	f.DurationVar(&o.lateWindow, "late-window", ingest.DefaultLateWindow, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: none")
@@ -115,7 +122,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	}
 	srv, err := ingest.Start(&ingest.Options{
 		DB: g.db, ILPAddr: o.ilp, HTTPAddr: o.http, Loops: o.loops,
-		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token,
+		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, ILPInsecure: o.ilpInsecure,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),

@@ -153,6 +153,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"serve", "--out-of-order", "maybe"}, "want reject or stamp"},
 		{[]string{"serve", "--ilp", "256.1.1.1:1"}, "ilp address"},
 		{[]string{"serve", "--max-streams", "0"}, "want both positive"},
+		{[]string{"serve", "--token", "tok", "--ilp", "0.0.0.0:0"}, "--ilp-insecure"},
 	} {
 		var out, errb strings.Builder
 		if code := run(append(tc.args, "--db", t.TempDir(), "--http", "off"), &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tickdb/tickdb/internal/testutil"
 )
 
 // The real-client tests run the official QuestDB and InfluxDB JavaScript
@@ -410,10 +412,7 @@ func clientsNode(t *testing.T) string {
 	t.Helper()
 	missing := func(msg string) {
 		msg += "; install Node.js 20.18.1 or later with npm to run the real-client tests"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.Need(t, msg)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -382,7 +382,7 @@ func TestTailSlowClientCutOff(t *testing.T) {
 		}
 		t0 := time.Now()
 		writeLines(t, srv, tickLines("slow", ts, batch))
-		if d := time.Since(t0); d > 5*time.Second {
+		if d := time.Since(t0); d > 30*time.Second { // a hang, not a timing: a blocked writer never answers
 			t.Fatalf("a write took %v with a slow stream open", d)
 		}
 		ts += batch * 1e6

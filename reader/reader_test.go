@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -455,29 +456,49 @@ func TestTailWaitCanceled(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%T: Wait on an empty table: %v", idle, err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		if d := time.Since(start); d > 10*time.Second { // a hang, not a timing
 			t.Fatalf("%T: Wait took %v to notice the deadline", idle, d)
 		}
 	}
 	w.Close()
 }
 
+// TestBackoff runs the strategy in a synctest bubble, where time moves only
+// by sleeping, so the time each Idle took is exactly the sleep it chose:
+// none while spinning or yielding, then MinSleep doubling to MaxSleep, and
+// MinSleep again after Reset.
 func TestBackoff(t *testing.T) {
-	b := &reader.Backoff{Spins: 2, Yields: 2, MinSleep: time.Microsecond, MaxSleep: 4 * time.Microsecond}
-	start := time.Now()
-	for i := range 10 {
-		b.Idle(i)
+	idle := func(b *reader.Backoff, empty int) time.Duration {
+		start := time.Now()
+		b.Idle(empty)
+		return time.Since(start)
 	}
-	b.Reset()
-	b.Idle(100)
-	if time.Since(start) > time.Second {
-		t.Fatal("Backoff slept far past its cap")
+	check := func(b *reader.Backoff, steps []int, want []time.Duration) {
+		t.Helper()
+		for i, empty := range steps {
+			if got := idle(b, empty); got != want[i] {
+				t.Errorf("%+v: Idle(%d) slept %v, want %v", *b, empty, got, want[i])
+			}
+		}
 	}
-	var zero reader.Backoff // defaults
-	zero.Idle(0)
-	zero.Idle(150)
-	zero.Idle(250)
-	zero.Reset()
+	const us = time.Microsecond
+	synctest.Test(t, func(t *testing.T) {
+		b := &reader.Backoff{Spins: 2, Yields: 2, MinSleep: us, MaxSleep: 4 * us}
+		check(b, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}, []time.Duration{0, 0, 0, 0, us, 2 * us, 4 * us, 4 * us, 4 * us})
+		b.Reset()
+		check(b, []int{0, 100, 101}, []time.Duration{0, us, 2 * us})
+
+		var zero reader.Backoff // defaults: 100 spins, 100 yields, 1 µs to 1 ms
+		check(&zero, []int{0, 99, 150, 199}, []time.Duration{0, 0, 0, 0})
+		want := []time.Duration{}
+		for d := us; len(want) < 14; d = min(2*d, time.Millisecond) {
+			want = append(want, d)
+		}
+		check(&zero, []int{200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213}, want)
+		if want[len(want)-1] != time.Millisecond {
+			t.Fatalf("the default cap was not reached: %v", want)
+		}
+	})
 }
 
 // TestReadAfterWriterClosed: rows a reader saw in the live slots stay

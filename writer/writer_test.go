@@ -902,13 +902,16 @@ func TestLagAlarm(t *testing.T) {
 		o.OnLag = func(l uint64) { calls.Add(1); lag.Store(l) }
 	})
 	ids := tb.symbols(t, w, "A")
+	start := time.Now()
 	for i := range uint64(5) {
 		tb.appendN(t, w, i*20, 20, ids)
 		w.Publish()
 	}
-	// Rate-limited to one call per second.
-	if calls.Load() != 1 || lag.Load() < 20 {
-		t.Fatalf("OnLag called %d times, last lag %d", calls.Load(), lag.Load())
+	// Rate-limited to one call per second: one, unless the five publishes
+	// took over a second on a busy machine (then at most one per second
+	// begun).
+	if n, most := calls.Load(), 1+int64(time.Since(start)/time.Second); n < 1 || n > most || lag.Load() < 20 {
+		t.Fatalf("OnLag called %d times (at most %d), last lag %d", n, most, lag.Load())
 	}
 	if s := w.Stats(); s.LagAlarms < 5 {
 		t.Errorf("LagAlarms %d, want one per publish over the limit", s.LagAlarms)

@@ -64,14 +64,11 @@ func serveDo(t *testing.T, p *serveProc, method, path, body string) string {
 // ticks and waits for the last candle to change, and fails on any error
 // the page logs or throws. With TICKDB_CONSOLE_SCREENSHOT=FILE it saves a
 // screenshot there (docs/console.png in README is made so). Without a
-// browser it skips, unless CI=true, where it fails.
+// browser it skips, unless under CI (testutil.Need), where it fails.
 func TestConsoleBrowser(t *testing.T) {
 	exe := chromiumPath()
 	if exe == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no chromium on PATH (CI installs Debian's chromium: .ci/run)")
-		}
-		t.Skip("no chromium on PATH (apt-get install chromium, or set CHROMIUM): the browser test is skipped")
+		testutil.Need(t, "no chromium on PATH (apt-get install chromium, or set CHROMIUM; CI installs Debian's chromium: .ci/run)")
 	}
 	db, live := testutil.DB(t)
 	p := startServe(t, "--db", db, "--live-dir", live, "--token", "tok")
@@ -206,19 +203,20 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("latest panel:\n%v\nwant (GET /latest):\n%v", got, want)
 	}
 	// A tick of MSFT and one of a new symbol: MSFT's row shows its tick
-	// within a second, IBM's row comes between AAPL's and MSFT's, AAPL's
-	// stays.
+	// (live, without a reload; how fast is TestConsolePerf's business, so
+	// the bound here is generous for two busy cores), IBM's row comes
+	// between AAPL's and MSFT's, AAPL's stays.
 	lastMSFT := px["MSFT"] + 0.75
 	serveDo(t, p, "POST", "/write", fmt.Sprintf("trades,sym=MSFT price=%s,size=42i %d\ntrades,sym=IBM price=150.5,size=7i %d\n",
 		strconv.FormatFloat(lastMSFT, 'f', -1, 64), time.Now().UnixNano(), time.Now().UnixNano()))
 	published := time.Now()
 	{
-		ctx, cancel := context.WithTimeout(bctx, time.Second)
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
 		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//table[@id="latest"]//tr[@data-sym="MSFT"]/td[3][.="`+strconv.FormatFloat(lastMSFT, 'f', -1, 64)+`"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#latest tbody tr[data-sym="IBM"]`)))
 		cancel()
 		if err != nil {
-			t.Fatalf("the latest panel did not take MSFT's tick within 1 s: %v (shows %v)", err, grid("#latest"))
+			t.Fatalf("the latest panel did not take MSFT's tick within 30 s: %v (shows %v)", err, grid("#latest"))
 		}
 	}
 	t.Logf("latest panel took the tick in %v", time.Since(published))

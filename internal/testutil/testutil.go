@@ -32,3 +32,16 @@ func DB(t testing.TB) (db, live string) {
 	t.Helper()
 	return t.TempDir(), LiveDir(t)
 }
+
+// Need fails the test under CI (CI set to anything but "", "0" or
+// "false": CI systems set CI=true or CI=1) and skips it otherwise: a
+// prerequisite (a browser, a Python with numpy, root to mount a file
+// system) that CI installs must not turn into a quiet skip there.
+func Need(t testing.TB, msg string) {
+	t.Helper()
+	switch os.Getenv("CI") {
+	case "", "0", "false":
+		t.Skip(msg)
+	}
+	t.Fatal(msg)
+}

@@ -59,8 +59,10 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 	fail := func(step string, err error) error {
 		lock.Close()
 		w.closed = true
+		o.Group.leaveIfSet()
 		return fmt.Errorf("writer: %s: %s: %w", what, step, err)
 	}
+	w.reopening = true
 	if err := w.Close(); err != nil {
 		return fail("close", err)
 	}
@@ -94,6 +96,7 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 	if err := w.open(); err != nil {
 		w.closeFiles()
 		w.closed = true
+		o.Group.leaveIfSet()
 		return fmt.Errorf("writer: %s: reopen: %w", what, err)
 	}
 	w.start()

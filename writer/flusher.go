@@ -3,6 +3,7 @@ package writer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -60,6 +61,11 @@ type flusher struct {
 	allocEnd  int64
 	allocStep int64
 	noAlloc   bool
+	// job is the flusher as its writer's Group runs it (nil: its own
+	// goroutine, run). hotPark is the path of the hot copy being written
+	// while the job, idle, has closed its files (group_jobs.go: park).
+	job     *job
+	hotPark string
 }
 
 // The durable files' allocation steps (flusher.allocate).
@@ -74,6 +80,9 @@ func newFlusher(w *Writer) *flusher {
 	f.allocStep = allocFirst
 	f.durable = w.ctl.Durable()
 	f.symSync = w.ctl.SymBytes()
+	if w.opts.Group != nil {
+		return f // the group's workers lend their buffers
+	}
 	buf, err := mmap.MapAnon(w.opts.FlushBytes)
 	if err != nil {
 		w.fail.set(err)
@@ -83,6 +92,10 @@ func newFlusher(w *Writer) *flusher {
 }
 
 func (f *flusher) wake() {
+	if f.job != nil {
+		f.job.kick(0)
+		return
+	}
 	select {
 	case f.kickc <- struct{}{}:
 	default:
@@ -90,6 +103,13 @@ func (f *flusher) wake() {
 }
 
 func (f *flusher) stop() {
+	if f.job != nil {
+		f.job.stop()
+		f.closeFd()
+		close(f.donec)
+		f.broadcast() // waiters see donec closed
+		return
+	}
 	close(f.stopc)
 	<-f.donec
 }
@@ -115,21 +135,28 @@ func (f *flusher) run() {
 		case <-f.kickc:
 		case <-t.C:
 		}
-		if f.w.fail.get() != nil {
-			f.broadcast()
-			continue
-		}
-		v := f.w.ctl.Visible()
-		limit := v
-		if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
-			limit = v >> f.w.shift << f.w.shift
-		}
-		if err := f.flushTo(limit); err != nil {
-			f.w.fail.set(fmt.Errorf("writer: flusher: %w", err))
-			f.w.log.Error("writer: flusher failed", "table", f.w.name, "err", err)
-		}
-		f.broadcast()
+		f.round(math.MaxUint64)
 	}
+}
+
+// round is one pass of the flusher: it writes the rows published (under
+// FlushOnSync and FlushNone, unless a Sync waits, the sealed segments)
+// below most, and wakes the waiters.
+func (f *flusher) round(most uint64) {
+	if f.w.fail.get() != nil {
+		f.broadcast()
+		return
+	}
+	v := f.w.ctl.Visible()
+	limit := v
+	if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
+		limit = v >> f.w.shift << f.w.shift
+	}
+	if err := f.flushTo(min(limit, most)); err != nil {
+		f.w.fail.set(fmt.Errorf("writer: flusher: %w", err))
+		f.w.log.Error("writer: flusher failed", "table", f.w.name, "err", err)
+	}
+	f.broadcast()
 }
 
 func (f *flusher) broadcast() {
@@ -271,6 +298,9 @@ func (f *flusher) allocate(fd *os.File, off, n int64) error {
 
 func (f *flusher) file(n uint64) (*os.File, error) {
 	if f.fdSeg == n+1 {
+		if f.fd == nil {
+			return f.unpark(n) // closed while idle (group_jobs.go)
+		}
 		return f.fd, nil
 	}
 	f.closeFd()
@@ -285,8 +315,8 @@ func (f *flusher) file(n uint64) (*os.File, error) {
 func (f *flusher) closeFd() {
 	if f.fd != nil {
 		f.fd.Close()
-		f.fd, f.fdSeg = nil, 0
 	}
+	f.fd, f.fdSeg = nil, 0
 	f.dropHot()
 }
 
@@ -339,5 +369,9 @@ func (f *flusher) dropHot() {
 	if f.hot != nil {
 		dropHot(f.hot)
 		f.hot = nil
+	}
+	if f.hotPark != "" {
+		os.Remove(f.hotPark)
+		f.hotPark = ""
 	}
 }

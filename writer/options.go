@@ -147,6 +147,12 @@ type Options struct {
 	FIFO bool
 	// Logger receives start/stop/warning lines (default: discard).
 	Logger *slog.Logger
+	// Group, when set, runs the writer's flusher, preparer and
+	// checkpointer on the group's shared workers instead of goroutines
+	// (and a flush buffer) of its own: for a process that writes many
+	// tables (ingest.Server makes one for all its tables). nil: the
+	// writer's own goroutines. The group must outlive the writer.
+	Group *Group
 
 	compactHook func(seg uint64, step int) // tests: called after each step of a compaction swap
 	columnHook  func(step int)             // tests: called after each step of AddColumn (columns.go)

@@ -28,8 +28,15 @@ type preparer struct {
 	kickc chan struct{}
 	stopc chan struct{}
 	donec chan struct{}
-	ahead uint64 // rows kept populated ahead of the writer
-	last  uint64 // writer position when ahead last doubled
+	// pausec holds the goroutine between steps until the channel it
+	// receives is closed (reserve.go: the writer maps index files again).
+	pausec chan chan struct{}
+	ahead  uint64 // rows kept populated ahead of the writer
+	last   uint64 // writer position when ahead last doubled
+	// job is the preparer as its writer's Group runs it (nil: its own
+	// goroutine, run); dead is set once a step failed (it runs no more).
+	job  *job
+	dead bool
 }
 
 // popStart is the distance, in bytes of rows, the preparer first keeps
@@ -37,7 +44,7 @@ type preparer struct {
 const popStart = 256 << 10
 
 func newPreparer(w *Writer) *preparer {
-	p := &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	p := &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), pausec: make(chan chan struct{})}
 	p.ahead = max(min(popStart/w.rowSize, w.rps), 2<<w.strideShft)
 	p.last = w.seq
 	w.sh.kickEvery.Store(p.ahead / 2)
@@ -45,6 +52,10 @@ func newPreparer(w *Writer) *preparer {
 }
 
 func (p *preparer) wake() {
+	if p.job != nil {
+		p.job.kick(0)
+		return
+	}
 	select {
 	case p.kickc <- struct{}{}:
 	default:
@@ -52,28 +63,48 @@ func (p *preparer) wake() {
 }
 
 func (p *preparer) stop() {
-	close(p.stopc)
+	close(p.stopc) // a step in progress stops populating (stopping)
+	if p.job != nil {
+		p.job.stop()
+		close(p.donec)
+		return
+	}
 	<-p.donec
 }
 
+// prepTick is how often the preparer looks again without being woken:
+// its own goroutine always, a Group's job while a slot it needs is not
+// free yet (group_jobs.go).
+const prepTick = 10 * time.Millisecond
+
 func (p *preparer) run() {
 	defer close(p.donec)
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(prepTick)
 	defer t.Stop()
 	for {
-		if err := p.step(); err != nil {
-			p.w.fail.set(fmt.Errorf("writer: preparer: %w", err))
-			p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
+		if !p.once() {
 			return
 		}
-		p.w.sh.prepSteps.Add(1)
 		select {
 		case <-p.stopc:
 			return
 		case <-p.kickc:
 		case <-t.C:
+		case r := <-p.pausec:
+			<-r
 		}
 	}
+}
+
+// once runs a step; on an error it fails the writer and reports false.
+func (p *preparer) once() bool {
+	if err := p.step(); err != nil {
+		p.w.fail.set(fmt.Errorf("writer: preparer: %w", err))
+		p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
+		return false
+	}
+	p.w.sh.prepSteps.Add(1)
+	return true
 }
 
 func (p *preparer) step() error {

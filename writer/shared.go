@@ -49,15 +49,28 @@ type shared struct {
 	lastLagWarn atomic.Int64
 	dropTo      atomic.Uint64 // retention: delete the segment files below this one (writer → checkpointer)
 	prepSteps   atomic.Uint64 // preparer steps completed (tests wait on it)
+	remaps      atomic.Uint64 // index files mapped again, larger (reserve.go)
+	// flushRun is when a Group last began the flush job (unix ns):
+	// written by the worker, read by the writer's Publish to space the
+	// job's runs FlushInterval apart (group_jobs.go).
+	flushRun atomic.Int64
 }
 
+// atomicBool is a flag shared between goroutines (group.go's job.busy).
+type atomicBool = atomic.Bool
+
 // failure is the first background error (flusher or preparer); once set
-// the writer refuses further work.
-type failure struct{ v atomic.Pointer[error] }
+// the writer refuses further work. onSet, when set before the background
+// work starts, is called once with the first error: the flusher's
+// waiters wake to see it (in a Group no ticker wakes them).
+type failure struct {
+	v     atomic.Pointer[error]
+	onSet func()
+}
 
 func (f *failure) set(err error) {
-	if err != nil {
-		f.v.CompareAndSwap(nil, &err)
+	if err != nil && f.v.CompareAndSwap(nil, &err) && f.onSet != nil {
+		f.onSet()
 	}
 }
 

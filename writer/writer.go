@@ -73,6 +73,12 @@ type Writer struct {
 	ck     *checkpointer
 	closed bool
 	final  Stats // the counters at Close
+	// reopening is set by AddColumns around its Close: the writer stays a
+	// member of its Group through the reopen.
+	reopening bool
+	// grouped is the flusher when a Group runs it (nil: its own
+	// goroutine polls): publish tells it about new rows.
+	grouped *flusher
 
 	// Retention (retain.go): the first row not deleted, and the segments
 	// below dropped already deletes (under dropMu).
@@ -110,13 +116,22 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 			return nil, fmt.Errorf("writer: create table %s: %w", name, err)
 		}
 	}
+	if g := o.Group; g != nil {
+		// A member from Open to Close (AddColumn's reopen included): the
+		// group refuses to close under it.
+		if err := g.join(); err != nil {
+			return nil, err
+		}
+	}
 	lock, err := lockTable(dir)
 	if err != nil {
+		o.Group.leaveIfSet()
 		return nil, err
 	}
 	w := &Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
 	if err := w.open(); err != nil {
 		w.closeFiles()
+		o.Group.leaveIfSet()
 		return nil, err
 	}
 	w.start()
@@ -124,14 +139,19 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 }
 
 // start starts the flusher, the preparer and the checkpointer of a writer
-// that open has readied.
+// that open has readied: goroutines of their own, or jobs of its Group.
 func (w *Writer) start() {
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
-	go w.fl.run()
-	go w.prep.run()
-	go w.ck.run()
+	w.fail.onSet = w.fl.broadcast
+	if g := w.opts.Group; g != nil {
+		w.startJobs(g)
+	} else {
+		go w.fl.run()
+		go w.prep.run()
+		go w.ck.run()
+	}
 	w.prep.wake()
 	if w.hotEnabled() {
 		// Hot segments recovered warm may lack their copies (a writer
@@ -591,6 +611,9 @@ func (w *Writer) publish() {
 		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
 		w.ooo = 0
 	}
+	if w.grouped != nil {
+		w.grouped.published() // a Group has no ticker: tell its flush job
+	}
 }
 
 func (w *Writer) checkLag() {
@@ -670,6 +693,11 @@ func (w *Writer) addSymbol(name []byte) (uint32, error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
+	if w.idxTight() {
+		if err := w.remapIndexes(); err != nil {
+			return 0, err
+		}
+	}
 	dir, err := w.pw.NewSymbol()
 	if err != nil {
 		return 0, err
@@ -707,6 +735,11 @@ type Stats struct {
 	// read their HotRows from there.
 	HotSegments uint64
 	HotRows     uint64
+	// IndexReserved is the address space the index files' mappings take
+	// (a reservation that follows their sizes), Remaps how often one was
+	// mapped again, larger, since Open.
+	IndexReserved int64
+	Remaps        uint64
 }
 
 // Stats returns the current counters (after Close, the final ones).
@@ -730,7 +763,9 @@ func (w *Writer) stats() Stats {
 		Flushes:    w.sh.flushes.Load(),
 		FlushBytes: w.sh.flushBytes.Load(),
 		LagAlarms:  w.sh.lagAlarms.Load(),
+		Remaps:     w.sh.remaps.Load(),
 	}
+	st.IndexReserved = w.reserved()
 	st.HotSegments, st.HotRows = w.hotSegs()
 	return st
 }
@@ -765,6 +800,11 @@ func (w *Writer) roll() error {
 		return ErrClosed
 	}
 	w.publish()
+	if w.idxTight() {
+		if err := w.remapIndexes(); err != nil {
+			return err
+		}
+	}
 	n := w.seq >> w.shift
 	w.sh.pos.Store(w.seq)
 	w.sh.curSeg.Store(n)
@@ -852,6 +892,9 @@ func (w *Writer) Close() error {
 	w.final = w.stats()
 	if e := w.closeFiles(); err == nil {
 		err = e
+	}
+	if !w.reopening {
+		w.opts.Group.leaveIfSet()
 	}
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err

@@ -98,7 +98,6 @@ type Ctl struct {
 	TableID [16]byte
 	Geometry
 	b        []byte
-	f        *os.File
 	writable bool
 	lockSeq  uint64 // writer: last seqlock value stored
 }
@@ -159,7 +158,11 @@ func OpenCtl(path string, writable bool) (*Ctl, error) {
 		f.Close()
 		return nil, err
 	}
-	c := &Ctl{Path: path, b: b, f: f, writable: writable}
+	// The mapping keeps the file alive: nothing needs the descriptor
+	// (msync works on the mapping), and a process with a thousand tables
+	// would hold a thousand of them.
+	f.Close()
+	c := &Ctl{Path: path, b: b, writable: writable}
 	if err := c.parseHeader(); err != nil {
 		c.Close()
 		return nil, err
@@ -208,11 +211,6 @@ func (c *Ctl) parseHeader() error {
 func (c *Ctl) Close() error {
 	err := mmap.Unmap(c.b)
 	c.b = nil
-	if c.f != nil {
-		if e := c.f.Close(); err == nil {
-			err = e
-		}
-	}
 	return err
 }
 

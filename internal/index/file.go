@@ -12,9 +12,15 @@ import (
 
 // mappedFile is an index file mapped with a large fixed virtual size that
 // grows underneath the mapping (fallocate), so nobody ever remaps it.
+//
+// A reader keeps the file open (rf: covers refreshes the size with
+// fstat). The writer does not: the mapping keeps the file alive, and the
+// rare operations that need a descriptor (grow, trim, punch) open the
+// file for their call (file), so a table's index files cost its writer
+// no descriptor (a thousand tables in one process, four files each).
 type mappedFile struct {
 	Path string
-	f    *os.File
+	rf   *os.File // the reader's descriptor (nil in the writer)
 	b    []byte
 	// size is the bytes known to exist (writer: allocated; reader: last
 	// fstat). Atomic because the writer's preparer grows the file while the
@@ -22,6 +28,8 @@ type mappedFile struct {
 	// user of sync/atomic; mapped words go through store's helpers.
 	size    atomic.Int64
 	rw      bool
+	max     int        // the largest reservation the file's kind takes (reserve.go)
+	old     [][]byte   // the writer's earlier mappings, unmapped at Close (reserve.go)
 	version uint32     // the header's version word
 	growMu  sync.Mutex // serialises growth (writer goroutine and preparer)
 }
@@ -63,6 +71,10 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 		f.Close()
 		return nil, format.Corruptf(path, st.Size(), "file is %d bytes, shorter than its header", st.Size())
 	}
+	max := reserve
+	if writable {
+		reserve = writerReserve(st.Size(), magic, max)
+	}
 	b, err := mmap.MapShared(f, reserve, writable)
 	if err != nil {
 		f.Close()
@@ -74,7 +86,11 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 	// machines), and what a query needs is read ahead explicitly
 	// (WillNeed) instead.
 	_ = mmap.AdviseRandom(b)
-	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
+	m := &mappedFile{Path: path, rf: f, b: b, rw: writable, max: max}
+	if writable {
+		f.Close()
+		m.rf = nil
+	}
 	m.size.Store(st.Size())
 	if m.version, err = format.CheckFileHeaderVersion(path, b, magic, maxVersion, tableID); err != nil {
 		m.Close()
@@ -86,7 +102,35 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 func (m *mappedFile) Close() error {
 	err := mmap.Unmap(m.b)
 	m.b = nil
-	if e := m.f.Close(); err == nil {
+	for _, b := range m.old {
+		if e := mmap.Unmap(b); err == nil {
+			err = e
+		}
+	}
+	m.old = nil
+	if m.rf != nil {
+		if e := m.rf.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// file opens the writer's file for one operation that needs a descriptor;
+// the caller closes it.
+func (m *mappedFile) file() (*os.File, error) {
+	return os.OpenFile(m.Path, os.O_RDWR, 0)
+}
+
+// punch frees the disk blocks of bytes [off, off+n), keeping the size.
+// Writer side.
+func (m *mappedFile) punch(off, n int64) error {
+	f, err := m.file()
+	if err != nil {
+		return err
+	}
+	err = mmap.PunchHole(f, off, n)
+	if e := f.Close(); err == nil {
 		err = e
 	}
 	return err
@@ -112,7 +156,10 @@ func (m *mappedFile) covers(end int64) bool {
 	if end > int64(len(m.b)) {
 		return false
 	}
-	st, err := m.f.Stat()
+	if m.rf == nil {
+		return false // the writer's size is its own
+	}
+	st, err := m.rf.Stat()
 	if err != nil {
 		return false
 	}
@@ -133,7 +180,15 @@ func (m *mappedFile) grow(size int64) error {
 	if size > int64(len(m.b)) {
 		return fmt.Errorf("index: %s would grow to %d bytes, past its %d-byte reservation", m.Path, size, len(m.b))
 	}
-	if err := mmap.Fallocate(m.f, size); err != nil {
+	f, err := m.file()
+	if err != nil {
+		return err
+	}
+	err = mmap.Fallocate(f, size)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
 		return err
 	}
 	// Pre-faulting is an optimisation: a kernel without
@@ -171,7 +226,7 @@ func (m *mappedFile) sync(end int64) error {
 func (m *mappedFile) trim(from int64) error {
 	from = (from + format.BlockSize - 1) &^ (format.BlockSize - 1)
 	if size := m.size.Load(); from < size {
-		if err := mmap.PunchHole(m.f, from, size-from); err != nil {
+		if err := m.punch(from, size-from); err != nil {
 			return fmt.Errorf("index: trim %s from %d: %w", m.Path, from, err)
 		}
 	}

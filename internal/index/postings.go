@@ -624,7 +624,7 @@ func (p *Postings) PunchBelow(dirs []uint64, nextChunk, floor uint64) (int, erro
 			j++
 		}
 		off, n := int64(punch[i])*format.BlockSize, int64(j-i)*format.BlockSize
-		if err := mmap.PunchHole(p.m.f, off, n); err != nil {
+		if err := p.m.punch(off, n); err != nil {
 			return 0, fmt.Errorf("index: punch %s [%d, %d): %w", p.m.Path, off, off+n, err)
 		}
 		i = j

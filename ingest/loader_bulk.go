@@ -49,7 +49,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 	t := newTable(name, w, sk.log)
 	sk.tables[name] = t
 	sk.last = t
-	sk.refreshStats(true)
+	sk.copyStats(t)
 	return nil
 }
 

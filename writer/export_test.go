@@ -25,3 +25,8 @@ func SetColumnHook(o *Options, f func(step int)) { o.columnHook = f }
 // SetPostMaxDelta lowers the postings' early-close distance of a writer
 // opened with o (index.PostWriter.SetMaxDelta).
 func SetPostMaxDelta(o *Options, n uint64) { o.postMaxDelta = n }
+
+// SetIndexReserve makes the writers opened with o map their ts.idx,
+// post.idx and late.idx with n bytes of address space (reserve.go), so
+// that tests grow them past it.
+func SetIndexReserve(o *Options, n int) { o.idxReserve = n }

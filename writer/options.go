@@ -160,6 +160,10 @@ type Options struct {
 	// (index.PostWriter.SetMaxDelta): tests, which cannot put 2^24 rows
 	// between two rows of a symbol.
 	postMaxDelta uint64
+	// idxReserve, when set, maps ts.idx, post.idx and late.idx with this
+	// much address space at open (reserve.go): tests, which cannot grow
+	// an index file to a quarter of the real floor.
+	idxReserve int
 }
 
 func (o *Options) withDefaults() Options {

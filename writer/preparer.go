@@ -40,8 +40,11 @@ type preparer struct {
 }
 
 // popStart is the distance, in bytes of rows, the preparer first keeps
-// populated ahead of the writer (and the open path pre-faults).
-const popStart = 256 << 10
+// populated ahead of the writer (and the open path pre-faults): what a
+// table of a few rows holds of shared memory (a thousand tables, 32 MiB).
+// It doubles as the writer uses it, so a busy table reaches a segment
+// within a few MiB of rows.
+const popStart = 32 << 10
 
 func newPreparer(w *Writer) *preparer {
 	p := &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), pausec: make(chan chan struct{})}

@@ -249,6 +249,13 @@ func (w *Writer) open() error {
 	if err := w.openLate(); err != nil {
 		return err
 	}
+	if r := w.opts.idxReserve; r > 0 {
+		for _, remap := range []func(int) error{w.ts.Remap, w.post.Remap, w.late.Remap} {
+			if err := remap(r); err != nil {
+				return err
+			}
+		}
+	}
 	w.pw = index.NewPostWriter(w.post, 1)
 	w.pw.Grow = w.growPostings
 	if w.opts.postMaxDelta != 0 {

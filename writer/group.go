@@ -70,8 +70,9 @@ type Group struct {
 
 // GroupOptions configures NewGroup; zero fields take the defaults.
 type GroupOptions struct {
-	// Flushers is the number of flush workers (default 2): how many
-	// tables' O_DIRECT writes may be in flight at once.
+	// Flushers is the number of flush workers (default
+	// DefaultFlushers): how many tables' O_DIRECT writes may be in
+	// flight at once.
 	Flushers int
 	// Preparers (default 1) and Checkpointers (default 1) run the
 	// preparer steps and the checkpoints (and the retention, compaction
@@ -83,6 +84,14 @@ type GroupOptions struct {
 	// writers' own Options.FlushBytes does not apply in a group.
 	FlushBytes int
 }
+
+// DefaultFlushers is GroupOptions.Flushers' default. A table's flush is
+// one O_DSYNC write, which waits on the device (a few hundred µs here)
+// rather than a core, and writes to different files proceed in parallel:
+// a thousand tables written in turn need as many writes a second, which
+// two workers took here at about 2,500 a second with 16 waiting writes
+// at once (p50 4 ms), eight at 5,000 to 6,700 (p50 under 2 ms).
+const DefaultFlushers = 8
 
 // jobKind names a writer's kinds of background work; each has its pool.
 type jobKind int
@@ -113,7 +122,7 @@ func NewGroup(o *GroupOptions) (*Group, error) {
 		r = *o
 	}
 	if r.Flushers <= 0 {
-		r.Flushers = 2
+		r.Flushers = DefaultFlushers
 	}
 	if r.Preparers <= 0 {
 		r.Preparers = 1
@@ -142,7 +151,7 @@ func NewGroup(o *GroupOptions) (*Group, error) {
 		bufs[i] = b
 	}
 	for k := range jobKinds {
-		p := &pool{kind: k, cond: sync.NewCond(&g.mu), lock: k != prepJob}
+		p := &pool{kind: k, cond: sync.NewCond(&g.mu), lock: k == ckJob}
 		g.pools[k] = p
 		for i := range counts[k] {
 			var buf []byte
@@ -410,7 +419,8 @@ func (g *Group) newJob(kind jobKind, run func([]byte) time.Duration, pending fun
 
 // kick asks for a run: after delay (> 0) or at once. A job queued or
 // running already is left as it is, but for a kick at once, which brings
-// a scheduled job forward and has a running one run again.
+// a scheduled job forward and has a running one without a pending check
+// run again. The caller stores what the run is to see before it kicks.
 func (j *job) kick(delay time.Duration) {
 	g := j.g
 	g.mu.Lock()
@@ -430,7 +440,10 @@ func (j *job) kick(delay time.Duration) {
 			g.push(j)
 		}
 	case jobRunning:
-		if delay <= 0 {
+		// A job with a pending check (the flusher) looks for work again
+		// as its run ends (settle), after this kick's state: running it
+		// again would be a run for nothing.
+		if delay <= 0 && j.pending == nil {
 			j.state = jobRerun
 		}
 	case jobPaused:

@@ -36,6 +36,7 @@ type serveOpts struct {
 	hotBytes      byteSize
 	maxStreams    int
 	streamTimeout time.Duration
+	flushWorkers  int
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -84,6 +85,7 @@ exits 0.`,
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
 	f.Var(&o.hotBytes, "hot-bytes", "shared memory per table for copies of its newest sealed, durable segments, read from memory instead of disk (0: none)")
 	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
+	f.IntVar(&o.flushWorkers, "flush-workers", writer.DefaultFlushers, "flush workers shared by every table: how many tables' durable writes may be in flight at once")
 	return cmd
 }
 
@@ -125,6 +127,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, ILPInsecure: o.ilpInsecure,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
+		Group: writer.GroupOptions{Flushers: o.flushWorkers},
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})

@@ -453,18 +453,24 @@ func (j *job) kick(delay time.Duration) {
 
 // stop ends the job: a running one finishes its run first, a queued or
 // scheduled one does not run. It returns once no run is in progress.
-func (j *job) stop() { j.hold(jobStopped) }
+func (j *job) stop() { j.hold(jobStopped, false) }
 
-// pause holds the job as stop does, until resume.
-func (j *job) pause() { j.hold(jobPaused) }
+// pause holds the job as stop does, until resume. With try it holds it
+// only if it is not running, and reports whether it did.
+func (j *job) pause(try bool) bool { return j.hold(jobPaused, try) }
 
-func (j *job) hold(to jobState) {
+// hold moves the job to state to (paused or stopped), waiting for a run
+// in progress; with try it does nothing while one runs and reports false.
+func (j *job) hold(to jobState, try bool) bool {
 	g := j.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if try && j.onWorker {
+		return false
+	}
 	switch j.state {
 	case jobStopped:
-		return
+		return true
 	case jobRunning, jobRerun:
 		if j.state == jobRerun {
 			j.kicked = true
@@ -478,6 +484,7 @@ func (j *job) hold(to jobState) {
 		j.state = to
 	}
 	j.busy.Store(true)
+	return true
 }
 
 // wait waits until the run in progress of j, held (paused or stopped)

@@ -294,7 +294,7 @@ func TestIndexRemap(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := w.Stats()
-			if st.Remaps < 3 || st.IndexReserved <= r0 {
+			if st.Remaps < 2 || st.IndexReserved <= r0 {
 				t.Fatalf("%d remaps, reservation %d bytes (from %d)", st.Remaps, st.IndexReserved, r0)
 			}
 			if st.Late == 0 {

@@ -106,6 +106,7 @@ func (p *preparer) once() bool {
 		p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
 		return false
 	}
+	p.populateIndexes()
 	p.w.sh.prepSteps.Add(1)
 	return true
 }

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/index"
 )
@@ -30,11 +31,21 @@ func (w *Writer) idxTight() bool {
 }
 
 // remapIndexes maps the index files that idxTight finds tight again,
-// larger. Writer goroutine, at a roll or before a new symbol.
+// larger. Writer goroutine, at a roll or before a new symbol. It holds
+// the preparer and the checkpointer for it; while one of them is in the
+// middle of its work (a checkpoint's msync takes tens of ms) it leaves
+// the remap to the next roll or symbol, unless a file is urgent (half
+// its reservation used: a quarter is still free), when it waits.
 func (w *Writer) remapIndexes() error {
-	resume := w.holdBackground()
-	defer resume()
+	t0 := time.Now()
 	m := w.idxMargin()
+	urgent := w.ts.Urgent(m) || w.post.Urgent(m) || w.late.Urgent(m)
+	resume, ok := w.holdBackground(!urgent)
+	if !ok {
+		w.sh.remapsPut.Add(1)
+		return nil
+	}
+	defer resume()
 	for _, x := range []struct {
 		name  string
 		tight func(int64) bool
@@ -54,7 +65,11 @@ func (w *Writer) remapIndexes() error {
 			w.sh.remaps.Add(1)
 		}
 	}
-	w.log.Info("writer: index files mapped again", "table", w.name, "reserved", w.reserved())
+	// The room grown ahead is not faulted in the new mappings: the
+	// preparer does that on its next step (populateIndexes), off this
+	// goroutine (the roll waits for nothing).
+	w.sh.repopulate.Store(true)
+	w.log.Info("writer: index files mapped again", "table", w.name, "reserved", w.reserved(), "took", time.Since(t0))
 	return nil
 }
 
@@ -63,40 +78,81 @@ func (w *Writer) reserved() int64 {
 	return index.Reserved(w.ts, w.post, w.late, w.syms)
 }
 
-// holdBackground holds the preparer and the checkpointer (a step or pass
-// in progress finishes first) and returns what lets them go on.
-func (w *Writer) holdBackground() (resume func()) {
-	rp := w.prep.pause()
-	rc := w.ck.pause()
-	return func() { rc(); rp() }
+// holdBackground holds the preparer and the checkpointer and returns
+// what lets them go on. A step or pass in progress finishes first; with
+// try, it holds neither and reports false instead of waiting for one.
+func (w *Writer) holdBackground(try bool) (resume func(), ok bool) {
+	rp, ok := w.prep.pause(try)
+	if !ok {
+		return nil, false
+	}
+	rc, ok := w.ck.pause(try)
+	if !ok {
+		rp()
+		return nil, false
+	}
+	return func() { rc(); rp() }, true
 }
 
-// pause holds the preparer between steps until resume is called.
-func (p *preparer) pause() (resume func()) {
+// pause holds the preparer between steps until resume is called (with
+// try, only if it is between steps now).
+func (p *preparer) pause(try bool) (resume func(), ok bool) {
 	if p.job != nil {
-		p.job.pause()
-		return p.job.resume
+		if !p.job.pause(try) {
+			return nil, false
+		}
+		return p.job.resume, true
 	}
+	return pauseLoop(p.pausec, p.donec, try)
+}
+
+// pause holds the checkpointer between passes, as preparer.pause.
+func (c *checkpointer) pause(try bool) (resume func(), ok bool) {
+	if c.job != nil {
+		if !c.job.pause(try) {
+			return nil, false
+		}
+		return c.job.resume, true
+	}
+	return pauseLoop(c.pausec, c.donec, try)
+}
+
+// pauseLoop holds a background goroutine between its runs through its
+// pause channel: it takes the channel sent and waits for its close.
+func pauseLoop(pausec chan chan struct{}, donec chan struct{}, try bool) (resume func(), ok bool) {
 	r := make(chan struct{})
+	if try {
+		select {
+		case pausec <- r:
+			return func() { close(r) }, true
+		case <-donec:
+			return func() {}, true // ended (a failed step): nothing runs
+		default:
+			return nil, false
+		}
+	}
 	select {
-	case p.pausec <- r:
-		return func() { close(r) }
-	case <-p.donec:
-		return func() {} // ended (a failed step): nothing runs
+	case pausec <- r:
+		return func() { close(r) }, true
+	case <-donec:
+		return func() {}, true
 	}
 }
 
-// pause holds the checkpointer between passes until resume is called.
-func (c *checkpointer) pause() (resume func()) {
-	if c.job != nil {
-		c.job.pause()
-		return c.job.resume
+// populateIndexes pre-faults, in the index files' new mappings, the room
+// grown ahead of the writer's published position (the preparer, after a
+// remap).
+func (p *preparer) populateIndexes() {
+	w := p.w
+	if !w.sh.repopulate.Swap(false) {
+		return
 	}
-	r := make(chan struct{})
-	select {
-	case c.pausec <- r:
-		return func() { close(r) }
-	case <-c.donec:
-		return func() {}
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		w.sh.repopulate.Store(true) // writer mid-publish: the next step
+		return
 	}
+	w.ts.PopulateFrom(snap.Visible >> w.strideShft)
+	w.post.PopulateFrom(snap.NextChunk)
+	w.late.PopulateFrom(snap.Late)
 }

@@ -50,6 +50,8 @@ type shared struct {
 	dropTo      atomic.Uint64 // retention: delete the segment files below this one (writer → checkpointer)
 	prepSteps   atomic.Uint64 // preparer steps completed (tests wait on it)
 	remaps      atomic.Uint64 // index files mapped again, larger (reserve.go)
+	repopulate  atomic.Bool   // a remap left the room ahead unfaulted (writer → preparer)
+	remapsPut   atomic.Uint64 // remaps left for later: the preparer or checkpointer was busy
 	// flushRun is when a Group last began the flush job (unix ns):
 	// written by the worker, read by the writer's Publish to space the
 	// job's runs FlushInterval apart (group_jobs.go).

@@ -56,6 +56,7 @@ removed after each run.`,
 	f.IntVar(&o.cfg.Clients, "clients", 16, "concurrent HTTP clients")
 	f.StringVar(&o.cfg.Dir, "dir", os.TempDir(), "directory for the databases (on disk)")
 	f.StringArrayVar(&o.cfg.ServeArgs, "serve-arg", nil, "an argument added to serve's command line (repeatable)")
+	f.StringVar(&o.cfg.Binary, "serve-binary", "", "the tickdb executable run as serve (default: this one), to compare builds")
 	f.BoolVar(&o.cfg.Keep, "keep", false, "keep the databases")
 	f.BoolVar(&o.json, "json", false, "print the results as JSON")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")

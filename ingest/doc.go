@@ -34,7 +34,10 @@
 // (each blocking in epoll_wait) parse lines and hand encoded records to
 // the writer goroutine through bounded single-producer rings (ring.go, the
 // package's only file with atomics); HTTP requests reach it through a
-// channel. Only the writer goroutine touches tables.
+// channel. Only the writer goroutine touches tables. Every table's
+// background work (flushing, preparing, checkpointing) runs on one
+// writer.Group the server makes (Options.Group sizes it): a few threads
+// whatever the number of tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).

@@ -48,6 +48,9 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 		}
 	}
 	pw.next = next
+	if cap(pw.syms) < len(dirs) {
+		pw.syms = make([]symPost, 0, len(dirs)+len(dirs)/4)
+	}
 	pw.syms = pw.syms[:0]
 	w := pw.w
 	v3 := p.shift == lineShift
@@ -58,7 +61,7 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 			return format.Corruptf(p.m.Path, 0, "symbol %d has no postings directory", id)
 		}
 		if first >= limit {
-			clear(w[first*wpu : (first+1)*wpu])
+			clearWords(w[first*wpu : (first+1)*wpu])
 			c, err := pw.alloc(p.blockUnits(0))
 			if err != nil {
 				return err
@@ -77,8 +80,8 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 		for {
 			for i := 1; i <= nslots; i++ {
 				if c := w[dir*wpu+uint64(i)]; c >= limit {
-					clear(w[dir*wpu+uint64(i) : dir*wpu+uint64(nslots)+1])
-					w[dir*wpu] = 0
+					clearWords(w[dir*wpu+uint64(i) : dir*wpu+uint64(nslots)+1])
+					clearWords(w[dir*wpu : dir*wpu+1])
 					break
 				}
 			}
@@ -145,8 +148,8 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 				case pos < keep:
 				case pos == keep:
 					// Later slots and the link are dropped (stray ones too).
-					clear(w[dir*wpu+uint64(i)+1 : dir*wpu+uint64(nslots)+1])
-					w[dir*wpu] = 0
+					clearWords(w[dir*wpu+uint64(i)+1 : dir*wpu+uint64(nslots)+1])
+					clearWords(w[dir*wpu : dir*wpu+1])
 					s = symPost{dir: dir, slot: int32(i + 1), first: isFirst}
 					pw.resume(&s, c, uint64(pos), fill)
 				default:
@@ -168,7 +171,7 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 			if err != nil {
 				return err
 			}
-			clear(w[first*wpu : (first+1)*wpu])
+			clearWords(w[first*wpu : (first+1)*wpu])
 			w[first*wpu+1] = c
 			s = symPost{dir: first, slot: 2, first: v3}
 			pw.open(&s, c, 0)
@@ -178,6 +181,36 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 		pw.syms = append(pw.syms, s)
 	}
 	return nil
+}
+
+// clearWords zeroes ws, storing only from its first word that is not zero
+// already: a restart's Reset dirties no page of a symbol it leaves as it
+// was (a write to each symbol's pages would cost a million page faults,
+// and their writeback, at a million symbols).
+func clearWords(ws []uint64) {
+	for i, v := range ws {
+		if v != 0 {
+			clear(ws[i:])
+			return
+		}
+	}
+}
+
+// clearBytes is clearWords for bytes.
+func clearBytes(b []byte) {
+	for len(b) >= 8 {
+		if le.Uint64(b) != 0 {
+			clear(b)
+			return
+		}
+		b = b[8:]
+	}
+	for i, v := range b {
+		if v != 0 {
+			clear(b[i:])
+			return
+		}
+	}
 }
 
 // PunchBelow frees the data blocks of the symbols whose first directories

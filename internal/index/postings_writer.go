@@ -100,21 +100,21 @@ func (pw *PostWriter) open(s *symPost, c, j uint64) {
 func (pw *PostWriter) resume(s *symPost, c, j uint64, fill int) {
 	pu := pw.p.blockUnits(j) * pw.p.wpu // the block's words
 	if fill == 0 {
-		clear(pw.w[c*pw.p.wpu : c*pw.p.wpu+pu])
+		clearWords(pw.w[c*pw.p.wpu : c*pw.p.wpu+pu])
 		pw.open(s, c, j)
 		return
 	}
 	cb := c << pw.p.shift
 	s.c, s.cend = c, cb+pu*8
 	if pw.p.v == format.PostVersion1 {
-		clear(pw.w[c*pw.p.wpu+uint64(fill) : c*pw.p.wpu+pu])
+		clearWords(pw.w[c*pw.p.wpu+uint64(fill) : c*pw.p.wpu+pu])
 		s.at, s.end, s.base, s.lim = cb+uint64(fill)*8, s.cend, ^uint64(0), ^uint64(0)
 		return
 	}
 	s.at, s.end, s.base, s.lim = s.cend, s.cend-putTail, pw.w[c*pw.p.wpu]-2, pw.lim
 	if fill < pw.p.BlockLen(j) {
 		s.at = cb + entryOff2(fill)
-		clear(pw.b[s.at:s.cend])
+		clearBytes(pw.b[s.at:s.cend])
 	}
 }
 

@@ -83,38 +83,83 @@ func (s *Symbols) Refresh(count, end uint64) error {
 	if end > uint64(len(s.m.b)) || !s.m.covers(int64(end)) {
 		return format.Corruptf(s.m.Path, int64(end), "published dictionary end %d is past the end of the file", end)
 	}
-	for uint64(len(s.names)) < count {
-		if s.end >= end {
-			return format.Corruptf(s.m.Path, int64(s.end), "published %d symbols, entries end after %d", count, len(s.names))
-		}
-		id := uint32(len(s.names))
-		name, dir, size, err := format.ParseSymEntry(s.m.Path, int64(s.end), s.m.b[s.end:end], id)
-		if err != nil {
-			return err
-		}
-		s.add(string(name), dir)
-		s.end += uint64(size)
-	}
-	return nil
+	return s.decode(end, int(count), true)
 }
 
 // Scan decodes entries from the current end until one fails its check or
 // the file ends: recovery uses it when the published count is not trusted.
 // It returns the number of symbols then known.
 func (s *Symbols) Scan() int {
-	for {
-		id := uint32(len(s.names))
-		if !s.m.covers(int64(s.end) + format.SymEntryHeader) {
-			return len(s.names)
-		}
-		limit := uint64(s.m.size.Load())
-		name, dir, size, err := format.ParseSymEntry(s.m.Path, int64(s.end), s.m.b[s.end:limit], id)
-		if err != nil || (len(name) == 0 && dir == 0) {
-			return len(s.names)
-		}
-		s.add(string(name), dir)
-		s.end += uint64(size)
+	_ = s.decode(uint64(s.m.size.Load()), -1, false)
+	return len(s.names)
+}
+
+// decode decodes the entries from s.end below limit: count symbols in all
+// (strict: the published ones, a failure is damage), or (count < 0) until
+// one fails its check. The new names share one string and go into a map
+// sized for them: a million symbols cost three allocations here, not a
+// million, and no rehash.
+func (s *Symbols) decode(limit uint64, count int, strict bool) error {
+	var (
+		buf  []byte
+		offs []uint32
+		dirs []uint64
+		err  error
+	)
+	end := s.end
+	if n := count - len(s.names); n > 0 {
+		offs, dirs = make([]uint32, 0, n+1), make([]uint64, 0, n)
 	}
+	for id := len(s.names); count < 0 || id < count; id++ {
+		if strict && end >= limit {
+			err = format.Corruptf(s.m.Path, int64(end), "published %d symbols, entries end after %d", count, id)
+			break
+		}
+		if !strict && !s.m.covers(int64(end)+format.SymEntryHeader) {
+			break
+		}
+		if buf == nil {
+			buf = make([]byte, 0, min(limit-end, 1<<31))
+		}
+		name, dir, size, perr := format.ParseSymEntry(s.m.Path, int64(end), s.m.b[end:limit], uint32(id))
+		if perr != nil {
+			if strict {
+				err = perr
+			}
+			break
+		}
+		if !strict && len(name) == 0 && dir == 0 {
+			break
+		}
+		offs = append(offs, uint32(len(buf)))
+		buf = append(buf, name...)
+		dirs = append(dirs, dir)
+		end += uint64(size)
+	}
+	if len(dirs) == 0 {
+		return err
+	}
+	all := string(buf)
+	offs = append(offs, uint32(len(all)))
+	first := len(s.names)
+	if first == 0 {
+		// The whole dictionary at once (an open): one map sized for it,
+		// filled last to first so that of two equal names (a damaged
+		// dictionary) the first id stays, one map operation a name.
+		s.ids = make(map[string]uint32, len(dirs))
+		s.names, s.dirs = make([]string, len(dirs)), dirs
+		for i := len(dirs) - 1; i >= 0; i-- {
+			name := all[offs[i]:offs[i+1]]
+			s.names[i] = name
+			s.ids[name] = uint32(i)
+		}
+	} else {
+		for i, dir := range dirs {
+			s.add(all[offs[i]:offs[i+1]], dir)
+		}
+	}
+	s.end = end
+	return err
 }
 
 func (s *Symbols) add(name string, dir uint64) {

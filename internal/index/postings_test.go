@@ -464,6 +464,34 @@ func testDataChunksDamage(t *testing.T, v uint32) {
 		_, err := p.DataChunks(nil, dir, next)
 		wantCorrupt(t, err, p.Path(), p.WordOff(dir, 0))
 	})
+	if v == format.PostVersion3 {
+		t.Run("first_directory_big_block_not_aligned", func(t *testing.T) {
+			p, dir, next := build(t, dirFull+10)
+			p.w[dir*p.wpu+smallSlots]++ // block 6, of 64 lines
+			_, err := p.DataChunks(nil, dir, next)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, smallSlots))
+		})
+		t.Run("first_directory_links_to_unaligned", func(t *testing.T) {
+			p, dir, next := build(t, dirFull+10)
+			p.w[dir*p.wpu]++
+			_, err := p.DataChunks(nil, dir, next)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, 0))
+		})
+		t.Run("block_ends_past_next", func(t *testing.T) {
+			p, dir, _ := build(t, 100) // blocks 0 to 2
+			c := p.Word(dir, 3)        // block 2, of 4 lines
+			_, err := p.DataChunks(nil, dir, c+2)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, 3))
+			var ch Chain
+			if err := p.LoadChain(&ch, dir, c+2); err != nil || ch.Len() != 3 {
+				t.Fatalf("LoadChain: %d blocks, %v", ch.Len(), err)
+			}
+			if ch.Block(2) != 0 || ch.Err() == nil {
+				t.Fatalf("Chain.Block of a block past next: %v", ch.Err())
+			}
+			wantCorrupt(t, ch.Err(), p.Path(), p.WordOff(dir, 3))
+		})
+	}
 	t.Run("data_chunk_repeated", func(t *testing.T) {
 		p, dir, next := build(t, 5*n)
 		p.w[dir*p.wpu+3] = p.Word(dir, 2)

@@ -133,6 +133,7 @@ type Server struct {
 	httpDone chan error
 	streams  chan struct{} // a token per open /tail stream
 	closing  chan struct{} // closed when HTTP shuts down: streams end
+	readers  *readerPool   // open readers for HTTP queries (readers.go)
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
@@ -144,7 +145,7 @@ func Start(opts *Options) (*Server, error) {
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
 	}
-	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{})}
+	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), readers: newReaderPool(o.DB)}
 	o.Writer.OnFlush = s.m.flushed
 	var rings []*ring
 	if o.ILPAddr != "off" {
@@ -241,6 +242,7 @@ func (s *Server) Close() error {
 		cancel()
 		<-s.httpDone
 	}
+	s.readers.close()
 	if s.lis != nil {
 		s.lis.stop()
 	}

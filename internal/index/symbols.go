@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"hash/maphash"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
@@ -23,8 +24,17 @@ type Symbols struct {
 	m     *mappedFile
 	names []string
 	dirs  []uint64
-	ids   map[string]uint32
-	end   uint64 // file offset just past the last decoded entry
+	// ids finds a name's id: open addressing, linear probing, at most
+	// half full, a 32-byte slot a name (aligned, so one cache line) that
+	// holds the name itself when it has at most 23 bytes (an option
+	// contract's has 21): a lookup then reads one line, where a Go map
+	// of strings reads a group, a string header and the name's bytes,
+	// three cache misses (and page walks) at a million symbols, the
+	// largest cost of a row then. No pointers for the collector either.
+	ids  []symSlot
+	nids int // names in ids
+	seed maphash.Seed
+	end  uint64 // file offset just past the last decoded entry
 }
 
 // CreateSymbols creates an empty sym.dat at path.
@@ -38,7 +48,7 @@ func OpenSymbols(path string, tableID [16]byte, writable bool) (*Symbols, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Symbols{m: m, ids: map[string]uint32{}, end: format.BlockSize}, nil
+	return &Symbols{m: m, seed: maphash.MakeSeed(), end: format.BlockSize}, nil
 }
 
 // Path is the file's path.
@@ -70,8 +80,82 @@ func (s *Symbols) Dirs() []uint64 { return s.dirs }
 
 // Lookup returns the id of name without allocating.
 func (s *Symbols) Lookup(name []byte) (uint32, bool) {
-	id, ok := s.ids[string(name)]
-	return id, ok
+	if len(s.ids) == 0 {
+		return 0, false
+	}
+	h := maphash.Bytes(s.seed, name)
+	mask := uint64(len(s.ids) - 1)
+	key := uint32(h>>32) | 1
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := &s.ids[i]
+		if e.key == 0 {
+			return 0, false
+		}
+		if e.key == key && s.same(e, name) {
+			return e.id, true
+		}
+	}
+}
+
+// symSlot is a slot of Symbols.ids: key is the name's hash's high 32 bits
+// with bit 0 set (0: empty), n its length and name its bytes when it has
+// at most inlineName, else n is inlineName+1 and the name is names[id].
+type symSlot struct {
+	key  uint32
+	id   uint32
+	n    uint8
+	name [inlineName]byte
+}
+
+// inlineName is the longest name a slot holds.
+const inlineName = 23
+
+// same reports whether slot e holds name.
+func (s *Symbols) same(e *symSlot, name []byte) bool {
+	if int(e.n) <= inlineName {
+		return int(e.n) == len(name) && string(e.name[:e.n]) == string(name)
+	}
+	return s.names[e.id] == string(name)
+}
+
+// index adds name's id to ids unless name is there already (the first id
+// of a name stays), growing ids to keep it at most half full.
+func (s *Symbols) index(name string, id uint32) {
+	if 2*(s.nids+1) > len(s.ids) {
+		s.rehash(2 * (s.nids + 1))
+	}
+	h := maphash.String(s.seed, name)
+	mask := uint64(len(s.ids) - 1)
+	key := uint32(h>>32) | 1
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := &s.ids[i]
+		if e.key == 0 {
+			e.key, e.id = key, id
+			if len(name) <= inlineName {
+				e.n = uint8(copy(e.name[:], name))
+			} else {
+				e.n = inlineName + 1
+			}
+			s.nids++
+			return
+		}
+		if e.key == key && (int(e.n) <= inlineName && string(e.name[:e.n]) == name || int(e.n) > inlineName && s.names[e.id] == name) {
+			return
+		}
+	}
+}
+
+// rehash makes ids room for n names (a power of two, at least 2n slots)
+// and indexes every name of names again.
+func (s *Symbols) rehash(n int) {
+	size := 64
+	for size < 2*max(n, len(s.names)) {
+		size *= 2
+	}
+	s.ids, s.nids = make([]symSlot, size), 0
+	for id, name := range s.names {
+		s.index(name, uint32(id))
+	}
 }
 
 // Refresh decodes entries up to count symbols and the end offset published
@@ -141,22 +225,15 @@ func (s *Symbols) decode(limit uint64, count int, strict bool) error {
 	}
 	all := string(buf)
 	offs = append(offs, uint32(len(all)))
-	first := len(s.names)
-	if first == 0 {
-		// The whole dictionary at once (an open): one map sized for it,
-		// filled last to first so that of two equal names (a damaged
-		// dictionary) the first id stays, one map operation a name.
-		s.ids = make(map[string]uint32, len(dirs))
-		s.names, s.dirs = make([]string, len(dirs)), dirs
-		for i := len(dirs) - 1; i >= 0; i-- {
-			name := all[offs[i]:offs[i+1]]
-			s.names[i] = name
-			s.ids[name] = uint32(i)
-		}
-	} else {
-		for i, dir := range dirs {
-			s.add(all[offs[i]:offs[i+1]], dir)
-		}
+	if len(s.names) == 0 {
+		// The whole dictionary at once (an open): sized once.
+		s.names, s.dirs = make([]string, 0, len(dirs)), make([]uint64, 0, len(dirs))
+	}
+	if 2*(s.nids+len(dirs)) > len(s.ids) {
+		s.rehash(s.nids + len(dirs))
+	}
+	for i, dir := range dirs {
+		s.add(all[offs[i]:offs[i+1]], dir)
 	}
 	s.end = end
 	return err
@@ -166,9 +243,7 @@ func (s *Symbols) add(name string, dir uint64) {
 	id := uint32(len(s.names))
 	s.names = append(s.names, name)
 	s.dirs = append(s.dirs, dir)
-	if _, dup := s.ids[name]; !dup {
-		s.ids[name] = id
-	}
+	s.index(name, id)
 }
 
 // Append writes a new entry for name (writer only) and returns its id; the
@@ -196,16 +271,12 @@ func (s *Symbols) Truncate(count int) {
 	if count >= len(s.names) {
 		return
 	}
-	for _, n := range s.names[count:] {
-		if id, ok := s.ids[n]; ok && int(id) >= count {
-			delete(s.ids, n)
-		}
-	}
 	end := uint64(format.BlockSize)
 	for _, n := range s.names[:count] {
 		end += uint64(format.SymEntrySize(len(n)))
 	}
 	s.names, s.dirs, s.end = s.names[:count], s.dirs[:count], end
+	s.rehash(count)
 }
 
 // Sync writes the dictionary back up to End.

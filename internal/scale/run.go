@@ -71,14 +71,16 @@ type Result struct {
 	// Serve's memory: the peaks while ingesting (VmHWM included), and
 	// after the restart once it accepted a write.
 	Mem, MemRestart Mem
-	// Latest through GET /latest (a fresh reader per request, as serve
-	// answers): one symbol, warm (median of the repetitions after the
-	// first, which is First); every symbol, with the rows it returned.
-	LatestOne, LatestOneFirst, LatestAll time.Duration
-	LatestAllRows                        int64
+	// Latest through GET /latest: one symbol, warm (median of the
+	// repetitions after the first, which is First); every symbol, warm
+	// (the better of two after the first, which is AllFirst), with the
+	// rows it returned.
+	LatestOne, LatestOneFirst, LatestAll, LatestAllFirst time.Duration
+	LatestAllRows                                        int64
 	// The same in this process over an open reader (the library's
-	// warm figure): one symbol (median), every symbol.
-	LibOne, LibAll time.Duration
+	// warm figure): one symbol (median), every symbol (the second time;
+	// the first, which sorts the names once, is LibAllFirst).
+	LibOne, LibAll, LibAllFirst time.Duration
 }
 
 // Rate is rows over a time.
@@ -349,16 +351,25 @@ func latest(cfg *Config, s *serve, w Workload, res *Result, rd *reader.Reader, p
 		}
 	}
 	res.LatestOne = median(times)
-	t0 := time.Now()
-	n, err := get("http://" + s.web + "/latest?format=csv&table=" + w.Table)
-	if err != nil {
-		return err
+	for i := range 3 {
+		t0 := time.Now()
+		n, err := get("http://" + s.web + "/latest?format=csv&table=" + w.Table)
+		if err != nil {
+			return err
+		}
+		el := time.Since(t0)
+		if n != int64(w.Symbols) {
+			return fmt.Errorf("GET /latest: %d rows, want one for each of %d symbols", n, w.Symbols)
+		}
+		res.LatestAllRows = n
+		switch {
+		case i == 0:
+			res.LatestAllFirst = el
+		case i == 1 || el < res.LatestAll:
+			res.LatestAll = el
+		}
 	}
-	res.LatestAll, res.LatestAllRows = time.Since(t0), n
-	if n != int64(w.Symbols) {
-		return fmt.Errorf("GET /latest: %d rows, want one for each of %d symbols", n, w.Symbols)
-	}
-	cfg.logf("%s: latest over HTTP: one %v (first %v), all %v", w.Name(), res.LatestOne, res.LatestOneFirst, res.LatestAll)
+	cfg.logf("%s: latest over HTTP: one %v (first %v), all %v (first %v)", w.Name(), res.LatestOne, res.LatestOneFirst, res.LatestAll, res.LatestAllFirst)
 
 	// In process, over the reader open since the ingest.
 	id, ok := rd.SymbolID([]byte(probe))
@@ -375,14 +386,20 @@ func latest(cfg *Config, s *serve, w Workload, res *Result, rd *reader.Reader, p
 		times = append(times, time.Since(t0))
 	}
 	res.LibOne = median(times)
-	t0 = time.Now()
-	nl, err := query.Latest(context.Background(), rd, query.LatestQuery{Table: w.Table}, func(store.Row) error { return nil })
-	if err != nil {
-		return err
-	}
-	res.LibAll = time.Since(t0)
-	if nl != int64(w.Symbols) {
-		return fmt.Errorf("query.Latest: %d rows, want %d", nl, w.Symbols)
+	for i := range 2 {
+		t0 := time.Now()
+		nl, err := query.Latest(context.Background(), rd, query.LatestQuery{Table: w.Table}, func(store.Row) error { return nil })
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			res.LibAllFirst = time.Since(t0)
+		} else {
+			res.LibAll = time.Since(t0)
+		}
+		if nl != int64(w.Symbols) {
+			return fmt.Errorf("query.Latest: %d rows, want %d", nl, w.Symbols)
+		}
 	}
 	cfg.logf("%s: latest in process: one %v, all %v", w.Name(), res.LibOne, res.LibAll)
 	return nil

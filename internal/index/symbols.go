@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -31,8 +32,9 @@ type Symbols struct {
 	// of strings reads a group, a string header and the name's bytes,
 	// three cache misses (and page walks) at a million symbols, the
 	// largest cost of a row then. No pointers for the collector either.
-	ids  []symSlot
-	nids int // names in ids
+	ids  []uint64 // slotWords words a slot, in memory of its own (idsMem)
+	mem  []byte   // ids' mapping (huge pages where the kernel gives them)
+	nids int      // names in ids
 	seed maphash.Seed
 	end  uint64 // file offset just past the last decoded entry
 }
@@ -54,8 +56,11 @@ func OpenSymbols(path string, tableID [16]byte, writable bool) (*Symbols, error)
 // Path is the file's path.
 func (s *Symbols) Path() string { return s.m.Path }
 
-// Close unmaps the file.
-func (s *Symbols) Close() error { return s.m.Close() }
+// Close unmaps the file and the name table.
+func (s *Symbols) Close() error {
+	s.releaseIDs()
+	return s.m.Close()
+}
 
 // Len is the number of decoded symbols.
 func (s *Symbols) Len() int { return len(s.names) }
@@ -84,89 +89,120 @@ func (s *Symbols) Lookup(name []byte) (uint32, bool) {
 		return 0, false
 	}
 	h := maphash.Bytes(s.seed, name)
-	mask := uint64(len(s.ids) - 1)
-	key := uint32(h>>32) | 1
+	var k [slotWords - 1]uint64
+	packName(&k, name)
+	mask := uint64(len(s.ids)/slotWords - 1)
+	key := uint64(uint32(h>>32) | 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		e := &s.ids[i]
-		if e.key == 0 {
+		e := s.ids[i*slotWords : i*slotWords+slotWords : i*slotWords+slotWords]
+		if e[0] == 0 {
 			return 0, false
 		}
-		if e.key == key && s.same(e, name) {
-			return e.id, true
+		if e[0]>>32 == key && s.same(e, &k, name) {
+			return uint32(e[0]) - 1, true
 		}
 	}
 }
 
-// symSlot is a slot of Symbols.ids: key is the name's hash's high 32 bits
-// with bit 0 set (0: empty), n its length and name its bytes when it has
-// at most inlineName, else n is inlineName+1 and the name is names[id].
-type symSlot struct {
-	key  uint32
-	id   uint32
-	n    uint8
-	name [inlineName]byte
+// A slot of Symbols.ids is slotWords words, 32 bytes aligned (one cache
+// line): word 0 is the name's hash's high 32 bits with bit 0 set (0:
+// empty) above id+1; words 1 to 3 hold the name's length (byte 0, or
+// inlineName+1 for a longer name, which is then names[id]) and its bytes
+// (bytes 1 to inlineName), little-endian, zero padded.
+const (
+	slotWords  = 4
+	inlineName = 23
+	// pageSlots is the slots of a 4 KiB page.
+	pageSlots = format.BlockSize / (8 * slotWords)
+)
+
+// packName puts name's length and, when it fits, bytes in k as a slot
+// holds them.
+func packName(k *[slotWords - 1]uint64, name []byte) {
+	var b [8 * (slotWords - 1)]byte
+	if len(name) <= inlineName {
+		b[0] = byte(len(name))
+		copy(b[1:], name)
+	} else {
+		b[0] = inlineName + 1
+	}
+	for i := range k {
+		k[i] = le.Uint64(b[8*i:])
+	}
 }
 
-// inlineName is the longest name a slot holds.
-const inlineName = 23
-
-// pageSlots is the slots of a 4 KiB page.
-const pageSlots = format.BlockSize / 32
-
-// same reports whether slot e holds name.
-func (s *Symbols) same(e *symSlot, name []byte) bool {
-	if int(e.n) <= inlineName {
-		return int(e.n) == len(name) && string(e.name[:e.n]) == string(name)
+// same reports whether slot e, whose key matched, holds name (packed in k).
+func (s *Symbols) same(e []uint64, k *[slotWords - 1]uint64, name []byte) bool {
+	if e[1] != k[0] || e[2] != k[1] || e[3] != k[2] {
+		return false
 	}
-	return s.names[e.id] == string(name)
+	return len(name) <= inlineName || s.names[uint32(e[0])-1] == string(name)
 }
 
 // index adds name's id to ids unless name is there already (the first id
 // of a name stays), growing ids to keep it at most half full.
 func (s *Symbols) index(name string, id uint32) {
-	if 2*(s.nids+1) > len(s.ids) {
+	if 2*(s.nids+1) > len(s.ids)/slotWords {
 		s.rehash(2 * (s.nids + 1))
 	}
 	h := maphash.String(s.seed, name)
-	mask := uint64(len(s.ids) - 1)
-	key := uint32(h>>32) | 1
+	var k [slotWords - 1]uint64
+	packName(&k, []byte(name))
+	mask := uint64(len(s.ids)/slotWords - 1)
+	key := uint64(uint32(h>>32) | 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		e := &s.ids[i]
-		if e.key == 0 {
-			e.key, e.id = key, id
-			if len(name) <= inlineName {
-				e.n = uint8(copy(e.name[:], name))
-			} else {
-				e.n = inlineName + 1
-			}
+		e := s.ids[i*slotWords : i*slotWords+slotWords : i*slotWords+slotWords]
+		if e[0] == 0 {
+			e[0] = key<<32 | uint64(id+1)
+			e[1], e[2], e[3] = k[0], k[1], k[2]
 			s.nids++
 			return
 		}
-		if e.key == key && (int(e.n) <= inlineName && string(e.name[:e.n]) == name || int(e.n) > inlineName && s.names[e.id] == name) {
+		if e[0]>>32 == key && s.same(e, &k, []byte(name)) {
 			return
 		}
 	}
 }
 
 // rehash makes ids room for n names (a power of two, at least 2n slots)
-// and indexes every name of names again.
+// and indexes every name of names again. The table is mapped apart from
+// the Go heap, in huge pages where the kernel gives them: at a million
+// symbols, 64 MiB in 32 pages rather than 16,000, a fault each at open
+// and a page walk, in a virtual machine a costly one, at most lookups.
 func (s *Symbols) rehash(n int) {
 	size := 64
 	for size < 2*max(n, len(s.names)) {
 		size *= 2
 	}
-	s.ids, s.nids = make([]symSlot, size), 0
-	// Write each page of a large table first, in order: the probes read
-	// a slot before writing it, and a page first read is the shared zero
-	// page, whose write then costs a second fault and a TLB shootdown
-	// (an interrupt to every CPU): twice 16,000 faults at a million
-	// symbols, most of an open's time.
-	for i := 0; i < len(s.ids); i += pageSlots {
-		s.ids[i].key = 0
+	s.releaseIDs()
+	b, err := mmap.MapAnon(size * slotWords * 8)
+	if err != nil {
+		// (No memory for the map: the heap then, where the same
+		// shortage would panic anyway.)
+		b = make([]byte, size*slotWords*8)
+	} else {
+		_ = mmap.AdviseHuge(b) // advice: 4 KiB pages without it
+		s.mem = b
+	}
+	s.ids, s.nids = mmap.Words(b), 0
+	// Write each page first, in order: the probes read a slot before
+	// writing it, and a page first read is the shared zero page, whose
+	// write then costs a second fault and a TLB shootdown (an interrupt
+	// to every CPU).
+	for i := 0; i < len(s.ids); i += pageSlots * slotWords {
+		s.ids[i] = 0
 	}
 	for id, name := range s.names {
 		s.index(name, uint32(id))
 	}
+}
+
+// releaseIDs unmaps the table.
+func (s *Symbols) releaseIDs() {
+	if s.mem != nil {
+		_ = mmap.Unmap(s.mem)
+	}
+	s.ids, s.mem = nil, nil
 }
 
 // Refresh decodes entries up to count symbols and the end offset published
@@ -240,7 +276,7 @@ func (s *Symbols) decode(limit uint64, count int, strict bool) error {
 		// The whole dictionary at once (an open): sized once.
 		s.names, s.dirs = make([]string, 0, len(dirs)), make([]uint64, 0, len(dirs))
 	}
-	if 2*(s.nids+len(dirs)) > len(s.ids) {
+	if 2*(s.nids+len(dirs)) > len(s.ids)/slotWords {
 		s.rehash(s.nids + len(dirs))
 	}
 	for i, dir := range dirs {

@@ -48,10 +48,10 @@ func (pw *PostWriter) Reset(dirs []uint64, seq, limit uint64, punched bool) erro
 		}
 	}
 	pw.next = next
-	if cap(pw.syms) < len(dirs) {
-		pw.syms = make([]symPost, 0, len(dirs)+len(dirs)/4)
-	}
 	pw.syms = pw.syms[:0]
+	if cap(pw.syms) < len(dirs) {
+		pw.grow(len(dirs))
+	}
 	w := pw.w
 	v3 := p.shift == lineShift
 	nfirst := p.firstSlots()

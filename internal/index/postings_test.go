@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
@@ -729,5 +730,13 @@ func testPostingsGrowAndReopen(t *testing.T, v uint32) {
 	other[0]++
 	if _, err := OpenPostings(p.Path(), other, false); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("OpenPostings with another table id: %v", err)
+	}
+}
+
+// TestSymPostSize: a cursor is one cache line, and grow maps them by
+// symPostSize.
+func TestSymPostSize(t *testing.T) {
+	if n := unsafe.Sizeof(symPost{}); n != symPostSize {
+		t.Fatalf("symPost is %d bytes, symPostSize %d", n, symPostSize)
 	}
 }

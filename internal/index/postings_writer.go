@@ -1,7 +1,10 @@
 package index
 
 import (
+	"slices"
+
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // symPost is the writer's cursor into one symbol's postings: Put's four
@@ -19,15 +22,19 @@ type symPost struct {
 	cend  uint64 // file offset of its end
 }
 
+// symPostSize is a symPost's size (TestSymPostSize).
+const symPostSize = 64
+
 // PostWriter appends to the postings. Writer goroutine only.
 type PostWriter struct {
-	p     *Postings
-	b     []byte   // p.b
-	w     []uint64 // p.w
-	syms  []symPost
-	next  uint64 // next address to allocate
-	width uint64 // entry bytes: 8 or 3
-	lim   uint64 // version 2 and 3: entries stay below it (MaxDelta)
+	p      *Postings
+	b      []byte    // p.b
+	w      []uint64  // p.w
+	syms   []symPost // in symMem, off the Go heap (grow)
+	symMem []byte
+	next   uint64 // next address to allocate
+	width  uint64 // entry bytes: 8 or 3
+	lim    uint64 // version 2 and 3: entries stay below it (MaxDelta)
 	// Grow is called with the chunks the file must hold when allocation
 	// reaches its end; the writer points it at its preparer-aware growth.
 	Grow func(need uint64) error
@@ -143,8 +150,43 @@ func (pw *PostWriter) NewSymbol() (uint64, error) {
 	pw.w[dir*pw.p.wpu+1] = data
 	s.dir = dir
 	pw.open(&s, data, 0)
+	if len(pw.syms) == cap(pw.syms) {
+		pw.grow(len(pw.syms) + 1)
+	}
 	pw.syms = append(pw.syms, s)
 	return dir, nil
+}
+
+// grow gives the cursors room for n symbols (a quarter more), in memory
+// mapped apart from the Go heap with huge pages advised: the cursor is
+// the append path's first load of a row, and at a million symbols (64
+// MiB of cursors) one in 4 KiB pages is a TLB miss, and in a virtual
+// machine a costly page walk, on most rows; huge pages make it a cache
+// miss alone. Where mapping fails the cursors stay on the heap.
+func (pw *PostWriter) grow(n int) {
+	n += n / 4
+	if n < 1024 {
+		n = 1024
+	}
+	b, err := mmap.MapAnon(n * symPostSize)
+	if err != nil {
+		pw.syms = slices.Grow(pw.syms, n-len(pw.syms))
+		return
+	}
+	_ = mmap.AdviseHuge(b) // advice: 4 KiB pages without it
+	syms := mmap.Slice[symPost](b)[:len(pw.syms)]
+	copy(syms, pw.syms)
+	pw.Release()
+	pw.syms, pw.symMem = syms, b
+}
+
+// Release unmaps the cursors' memory: the writer calls it when it
+// closes; the PostWriter is not used after.
+func (pw *PostWriter) Release() {
+	if pw.symMem != nil {
+		_ = mmap.Unmap(pw.symMem)
+	}
+	pw.syms, pw.symMem = nil, nil
 }
 
 // Add records that row seq has symbol id: one store, and an allocation

@@ -86,6 +86,8 @@ func dur(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "-"
+	case d < time.Microsecond:
+		return fmt.Sprintf("%d ns", d.Nanoseconds())
 	case d < time.Millisecond:
 		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
 	case d < 10*time.Millisecond:

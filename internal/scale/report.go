@@ -50,6 +50,7 @@ func WriteTable(out io.Writer, rs []Result) error {
 	row("GET /latest one symbol (first)", func(r *Result) string {
 		return fmt.Sprintf("%s (%s)", dur(r.LatestOne), dur(r.LatestOneFirst))
 	})
+	row("  the same of serve idle, restarted", func(r *Result) string { return dur(r.LatestOneIdle) })
 	row("GET /latest all symbols (first)", func(r *Result) string {
 		return fmt.Sprintf("%s (%s)", dur(r.LatestAll), dur(r.LatestAllFirst))
 	})

@@ -77,6 +77,10 @@ type Result struct {
 	// rows it returned.
 	LatestOne, LatestOneFirst, LatestAll, LatestAllFirst time.Duration
 	LatestAllRows                                        int64
+	// LatestOneIdle is LatestOne asked of the restarted serve, idle
+	// (after an ingest, serve goes on building hot copies of the sealed
+	// segments for a while, and the queries above share its cores).
+	LatestOneIdle time.Duration
 	// The same in this process over an open reader (the library's
 	// warm figure): one symbol (median), every symbol (the second time;
 	// the first, which sorts the names once, is LibAllFirst).
@@ -245,6 +249,9 @@ func runOne(cfg *Config, w Workload) (res Result, err error) {
 	}
 	res.Restart = time.Since(s.started)
 	res.MemRestart, _ = s.Now()
+	if res.LatestOneIdle, _, err = latestOne(s, w, probe); err != nil {
+		return res, err
+	}
 	cfg.logf("%s: restart to a write visible %v (listening after %v)", w.Name(), res.Restart, res.Listen)
 	if _, err = s.Stop(5 * time.Minute); err != nil {
 		return res, err
@@ -332,25 +339,10 @@ const latestReps = 21
 // latest times GET /latest for one symbol and for all, and the same
 // through the library over an open reader.
 func latest(cfg *Config, s *serve, w Workload, res *Result, rd *reader.Reader, probe string) error {
-	one := "http://" + s.web + "/latest?format=csv&table=" + w.Table + "&sym=" + url.QueryEscape(probe)
-	var times []time.Duration
-	for i := range latestReps {
-		t0 := time.Now()
-		n, err := get(one)
-		if err != nil {
-			return err
-		}
-		el := time.Since(t0)
-		if n != 1 {
-			return fmt.Errorf("GET /latest for %s: %d rows, want 1", probe, n)
-		}
-		if i == 0 {
-			res.LatestOneFirst = el
-		} else {
-			times = append(times, el)
-		}
+	var err error
+	if res.LatestOne, res.LatestOneFirst, err = latestOne(s, w, probe); err != nil {
+		return err
 	}
-	res.LatestOne = median(times)
 	for i := range 3 {
 		t0 := time.Now()
 		n, err := get("http://" + s.web + "/latest?format=csv&table=" + w.Table)
@@ -377,7 +369,7 @@ func latest(cfg *Config, s *serve, w Workload, res *Result, rd *reader.Reader, p
 		return fmt.Errorf("reader: no symbol %s", probe)
 	}
 	row := rd.Schema().NewRow()
-	times = times[:0]
+	var times []time.Duration
 	for range latestReps {
 		t0 := time.Now()
 		if _, ok, err := rd.LastSym(id, math.MaxInt64, row); err != nil || !ok {
@@ -403,6 +395,30 @@ func latest(cfg *Config, s *serve, w Workload, res *Result, rd *reader.Reader, p
 	}
 	cfg.logf("%s: latest in process: one %v, all %v", w.Name(), res.LibOne, res.LibAll)
 	return nil
+}
+
+// latestOne asks GET /latest for symbol probe latestReps times: the
+// median of all but the first, and the first.
+func latestOne(s *serve, w Workload, probe string) (warm, first time.Duration, err error) {
+	one := "http://" + s.web + "/latest?format=csv&table=" + w.Table + "&sym=" + url.QueryEscape(probe)
+	var times []time.Duration
+	for i := range latestReps {
+		t0 := time.Now()
+		n, err := get(one)
+		if err != nil {
+			return 0, 0, err
+		}
+		el := time.Since(t0)
+		if n != 1 {
+			return 0, 0, fmt.Errorf("GET /latest for %s: %d rows, want 1", probe, n)
+		}
+		if i == 0 {
+			first = el
+		} else {
+			times = append(times, el)
+		}
+	}
+	return median(times), first, nil
 }
 
 // get reads url's body and counts its lines past the CSV header.

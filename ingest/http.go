@@ -384,7 +384,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		bad(err.Error())
 		return
 	}
-	rd, err := reader.Open(h.s.opts.DB, table, nil)
+	pr, err := h.s.readers.get(table)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
 			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
@@ -393,7 +393,8 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
 		return
 	}
-	defer rd.Close()
+	rd, ok := pr.r, false
+	defer func() { h.s.readers.put(table, pr, ok) }()
 	var enc *query.Encoder
 	if newEnc == nil {
 		enc = query.NewEncoder(w, f, tf, rd.Schema(), table, rd.SymbolName)
@@ -427,6 +428,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		h.s.log.Warn("ingest: "+endpoint+" failed mid-stream", "table", table, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+	ok = true
 	if err := enc.Close(); err != nil {
 		h.s.log.Debug("ingest: "+endpoint+" write", "err", err)
 	}

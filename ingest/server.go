@@ -141,6 +141,7 @@ type Server struct {
 	streams  chan struct{} // a token per open /tail stream
 	closing  chan struct{} // closed when HTTP shuts down: streams end
 	dbLock   *os.File      // the database's server lock (dblock.go), held until Close
+	readers  *readerPool   // open readers for HTTP queries (readers.go)
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
@@ -159,7 +160,7 @@ func Start(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock}
+	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock, readers: newReaderPool(o.DB)}
 	o.Writer.OnFlush = s.m.flushed
 	var rings []*ring
 	if o.ILPAddr != "off" {
@@ -258,6 +259,7 @@ func (s *Server) Close() error {
 		cancel()
 		<-s.httpDone
 	}
+	s.readers.close()
 	if s.lis != nil {
 		s.lis.stop()
 	}

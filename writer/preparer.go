@@ -131,13 +131,9 @@ func (p *preparer) step() error {
 			return err
 		}
 	}
-	// Those rows fill one chunk per EntriesPerChunk rows (512, or 1341
-	// in a version 2 file), plus a directory now and then; symbols whose
-	// partial chunk fills (or, version 2, closes early: a row 2^24 rows
-	// after its chunk's first) meanwhile take a few more (a symbol added
-	// takes its two from Symbol, off the append path). Allocation past
-	// this grows the file itself.
-	chunks := snap.NextChunk + 2*p.ahead/uint64(w.post.EntriesPerChunk()) + w.ctl.SymCount()/4 + 16
+	// Postings: room for those rows' entries and a quarter more symbols
+	// (Postings.AheadChunks). Allocation past this grows the file itself.
+	chunks := w.post.AheadChunks(snap.NextChunk, 2*p.ahead, w.ctl.SymCount())
 	if w.post.Chunks() < chunks {
 		if err := w.post.Grow(chunks + chunks/4); err != nil {
 			return err

@@ -938,6 +938,9 @@ func (w *Writer) closeFiles() error {
 			s.b, s.rows = nil, nil
 		}
 	}
+	if w.pw != nil {
+		w.pw.Release()
+	}
 	if w.post != nil {
 		errs = append(errs, w.post.Close())
 	}

@@ -57,10 +57,10 @@ type failedOpen struct {
 	until time.Time
 }
 
-// txn is an HTTP request's records, applied all or nothing.
+// txn is an HTTP request's staged rows (http_stage.go), applied all or
+// nothing.
 type txn struct {
-	buf   []byte
-	lines int
+	stage *stage
 	res   chan txnResult
 }
 
@@ -499,12 +499,14 @@ func (s *sink) openExisting() {
 	s.refreshStats(true)
 }
 
-// apply runs an HTTP request: it checks every line first, against the
-// tables as they are or, for a table the request creates, against the
+// apply runs an HTTP request: it checks every row first (check), against
+// the tables as they are or, for a table the request creates, against the
 // schema its first line in the request gives, including the time order;
-// only when all lines pass does it store them.
+// only when all rows pass does it store them (storeStaged), table by
+// table, each table's rows in line order.
 func (s *sink) apply(t *txn) {
 	res := txnResult{}
+	s.now = time.Now().UnixNano()
 	if table, err := s.check(t); err != nil {
 		if le, ok := asLineErr(err); ok {
 			s.m.rejected(s.label(table), le.Reason.String())
@@ -514,21 +516,14 @@ func (s *sink) apply(t *txn) {
 		t.res <- res
 		return
 	}
-	s.now = time.Now().UnixNano()
 	touched := map[*table]bool{}
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
-		tb, err := s.store(&s.line)
-		if err != nil {
+	for _, st := range t.stage.tables {
+		if err := s.storeStaged(st, touched); err != nil {
 			// check passed, so this is a write failure: the rows before it
 			// stay (they may already be visible), and the client hears why.
-			if le, ok := asLineErr(err); ok {
-				le.Line = int(s.meta.lineNo)
-			}
 			res.err = err
 			break
 		}
-		touched[tb] = true
 	}
 	for tb := range touched {
 		if s.tables[tb.name] != tb {
@@ -545,16 +540,23 @@ func (s *sink) apply(t *txn) {
 }
 
 // check validates a request without changing anything. On a bad line it
-// also returns the line's table name.
+// returns the first (by line number) and its table's name.
 func (s *sink) check(t *txn) ([]byte, error) {
 	c := newChecker(s)
-	var l lineproto.Line
-	var m recordMeta
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &l, &m)
-		if err := c.line(&l); err != nil {
-			return l.Measurement, withLine(err, m.lineNo)
+	var bad *stagedTable
+	var badErr error
+	first := uint64(math.MaxUint64)
+	for _, st := range t.stage.tables {
+		line, err := c.staged(st, first)
+		if err != nil {
+			bad, badErr, first = st, withLine(err, line), line
 		}
+	}
+	if badErr != nil {
+		return bad.name, badErr
+	}
+	if n := t.stage.truncLine; n != 0 {
+		return nil, withLine(&lineproto.LineError{Reason: lineproto.ReasonTableFull, Msg: errStageTruncated.Error()}, n)
 	}
 	return nil, nil
 }
@@ -604,13 +606,27 @@ func (c *checker) line(l *lineproto.Line) error {
 		}
 		st.lo = newLayout(st.lo.name, s)
 	}
-	if l.HasTs {
-		win := c.s.opts.Writer.LateWindow
-		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
-		}
-		st.lastTs = max(st.lastTs, l.Ts)
+	return c.time(st, l.Ts, l.HasTs)
+}
+
+// time checks a row's time against its table's (the late window, under
+// the reject policy) and moves the table's last time as storing the row
+// would. It is the one time check of a line (line) or of a staged row
+// (staged) about to be stored, as appendTs is the one place a row gets
+// its time when it is.
+func (c *checker) time(st *checkState, ts int64, hasTs bool) error {
+	if !hasTs {
+		// Stored at the writer's clock, never before the table's last
+		// row (appendTs); s.now is the time of the request being
+		// checked (0 for a Loader's check, which stores later).
+		st.lastTs = max(st.lastTs, c.s.now)
+		return nil
 	}
+	win := c.s.opts.Writer.LateWindow
+	if ts < st.lastTs && uint64(st.lastTs)-uint64(ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+		return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, st.lastTs, win, "the table's last row")}
+	}
+	st.lastTs = max(st.lastTs, ts)
 	return nil
 }
 

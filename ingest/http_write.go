@@ -43,10 +43,13 @@ const (
 	gzipCost = 64 << 10
 	// MinBodyProgress is the progress rule: the read deadline of a write
 	// body moves ReadTimeout ahead only once the client has sent this
-	// many more bytes, so a body must arrive at no less than
-	// MinBodyProgress bytes per ReadTimeout (2.1 KiB/s at the default
-	// 30 s) or be cut off, whatever its Content-Length; a body smaller
-	// than this must arrive whole within ReadTimeout.
+	// many more bytes, on the wire or decompressed, so a body must
+	// arrive at no less than MinBodyProgress bytes per ReadTimeout (2.1
+	// KiB/s at the default 30 s) or be cut off, whatever its
+	// Content-Length; a body smaller than this must arrive whole within
+	// ReadTimeout. (Decompressed bytes count too: a client that
+	// compresses as it sends may send a highly compressible body's few
+	// wire bytes slowly while it delivers text fast.)
 	MinBodyProgress = 64 << 10
 )
 
@@ -78,13 +81,21 @@ type progressReader struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	got     int64 // bytes since the deadline last moved
+	text    int64 // decompressed bytes since then
 	err     error
 }
 
 // restart moves the read deadline ReadTimeout ahead.
 func (p *progressReader) restart() {
-	p.got = 0
+	p.got, p.text = 0, 0
 	_ = p.rc.SetReadDeadline(time.Now().Add(p.timeout))
+}
+
+// decompressed counts n bytes of decompressed text as progress.
+func (p *progressReader) decompressed(n int) {
+	if p.text += int64(n); p.text >= MinBodyProgress && p.err == nil {
+		p.restart()
+	}
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
@@ -130,6 +141,7 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	mem := &reqMemory{m: h.mem, afterWait: pr.restart}
 	defer mem.release()
 	st := newStage(mem.charge)
+	defer st.free() // after the writer is done with it: submit waits for that
 	if fail := h.readBody(r, pr, gz, prec, st, mem); fail != nil {
 		h.fail(w, fail)
 		return
@@ -139,7 +151,8 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := h.s.sink.submit(&txn{stage: st, res: make(chan txnResult, 1)})
-	mem.release() // the writer is done with the rows
+	st.free() // the writer is done with the rows
+	mem.release()
 	if res.err != nil {
 		res.release()
 		if le, ok := asLineErr(res.err); ok {
@@ -210,6 +223,9 @@ func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec in
 		n, rerr := src.Read(buf[len(buf):cap(buf)])
 		full = len(buf)+n == cap(buf)
 		buf = buf[:len(buf)+n]
+		if gz {
+			pr.decompressed(n)
+		}
 		if total += int64(n); total > o.MaxDecompressed {
 			return &writeFail{status: http.StatusRequestEntityTooLarge, code: "request too large",
 				msg: fmt.Sprintf("body is over the %d-byte limit decompressed (--max-body-decompressed)", o.MaxDecompressed)}

@@ -43,6 +43,8 @@ type sink struct {
 	stopc   chan struct{} // closed by stop: drain what is queued, then exit
 	donec   chan struct{}
 	loopsWG *sync.WaitGroup // producers still running; the sink exits after them
+	cur     *txnRun         // the HTTP request being applied a slice at a time (sink_txn.go)
+	waiting []*txn          // requests queued behind it
 	err     error           // the first error closing the tables
 
 	statsMu sync.Mutex
@@ -142,9 +144,13 @@ func (s *sink) run() {
 	idle := 0
 	for {
 		work := s.drain()
+		if s.cur != nil || len(s.waiting) > 0 {
+			s.advance()
+			work = true
+		}
 		select {
 		case t := <-s.txc:
-			s.apply(t)
+			s.take(t)
 			work = true
 		default:
 		}
@@ -189,7 +195,7 @@ func (s *sink) run() {
 		select {
 		case t := <-s.txc:
 			s.park.awake()
-			s.apply(t)
+			s.take(t)
 			s.publish()
 			idle = 0
 		case <-s.stopc:
@@ -222,8 +228,8 @@ func (s *sink) drain() bool {
 	for _, r := range s.rings {
 		for range 4 {
 			b := r.peek()
-			if b == nil {
-				break
+			if b == nil || s.cur != nil && s.touchesLocked(b) {
+				break // (a batch for a locked table waits, and its ring)
 			}
 			s.applyBatch(b)
 			if b.readNs != 0 && len(s.reads) < cap(s.reads) {
@@ -411,7 +417,7 @@ func (s *sink) publish() {
 	t0 := time.Now()
 	defer func() { s.m.publishSec.Observe(time.Since(t0).Seconds()) }()
 	for _, t := range s.tables {
-		if t.dirty {
+		if t.dirty && (s.cur == nil || !s.cur.locksName(t.name)) {
 			t.w.Publish()
 			t.dirty = false
 			s.m.addAccepted(t.name, t.accepted)
@@ -497,68 +503,6 @@ func (s *sink) openExisting() {
 		s.tables[t.name] = t
 	}
 	s.refreshStats(true)
-}
-
-// apply runs an HTTP request: it checks every row first (check), against
-// the tables as they are or, for a table the request creates, against the
-// schema its first line in the request gives, including the time order;
-// only when all rows pass does it store them (storeStaged), table by
-// table, each table's rows in line order.
-func (s *sink) apply(t *txn) {
-	res := txnResult{}
-	s.now = time.Now().UnixNano()
-	if table, err := s.check(t); err != nil {
-		if le, ok := asLineErr(err); ok {
-			s.m.rejected(s.label(table), le.Reason.String())
-			s.m.logBad(s.log, "ingest: request rejected", "table", string(table), "err", err)
-		}
-		res.err = err
-		t.res <- res
-		return
-	}
-	touched := map[*table]bool{}
-	for _, st := range t.stage.tables {
-		if err := s.storeStaged(st, touched); err != nil {
-			// check passed, so this is a write failure: the rows before it
-			// stay (they may already be visible), and the client hears why.
-			res.err = err
-			break
-		}
-	}
-	for tb := range touched {
-		if s.tables[tb.name] != tb {
-			continue // dropped: its writer failed adding a column
-		}
-		tb.w.Publish()
-		tb.dirty = false
-		s.m.addAccepted(tb.name, tb.accepted)
-		tb.accepted = 0
-		tb.waiters.Add(1)
-		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
-	}
-	t.res <- res
-}
-
-// check validates a request without changing anything. On a bad line it
-// returns the first (by line number) and its table's name.
-func (s *sink) check(t *txn) ([]byte, error) {
-	c := newChecker(s)
-	var bad *stagedTable
-	var badErr error
-	first := uint64(math.MaxUint64)
-	for _, st := range t.stage.tables {
-		line, err := c.staged(st, first)
-		if err != nil {
-			bad, badErr, first = st, withLine(err, line), line
-		}
-	}
-	if badErr != nil {
-		return bad.name, badErr
-	}
-	if n := t.stage.truncLine; n != 0 {
-		return nil, withLine(&lineproto.LineError{Reason: lineproto.ReasonTableFull, Msg: errStageTruncated.Error()}, n)
-	}
-	return nil, nil
 }
 
 // checker validates lines against the tables as they are and, for a table

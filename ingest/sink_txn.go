@@ -239,9 +239,13 @@ func (s *sink) startRun(t *txn) *txnRun {
 
 // step checks or stores about n more rows of r and reports whether r has
 // ended (and its client has been answered).
-func (s *sink) step(r *txnRun, n int) bool {
+func (s *sink) step(r *txnRun, n int) (ended bool) {
 	t0 := time.Now()
-	defer func() { r.busy += time.Since(t0) }()
+	defer func() {
+		if r.busy += time.Since(t0); ended {
+			s.m.writeApply.Observe(r.busy.Seconds())
+		}
+	}()
 	s.now = r.now
 	tables := r.t.stage.tables
 	for !r.storing {
@@ -320,7 +324,6 @@ func (s *sink) finish(r *txnRun, err error) {
 			res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
 		}
 	}
-	s.m.writeApply.Observe(r.busy.Seconds())
 	r.t.res <- res
 }
 

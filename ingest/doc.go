@@ -33,8 +33,11 @@
 // goroutine. Inside a Server, a fixed number of event-loop goroutines
 // (each blocking in epoll_wait) parse lines and hand encoded records to
 // the writer goroutine through bounded single-producer rings (ring.go, the
-// package's only file with atomics); HTTP requests reach it through a
-// channel. Only the writer goroutine touches tables.
+// package's only file with atomics); an HTTP write's goroutine parses its
+// body as it arrives into staged rows (http_write.go, http_stage.go) and
+// hands them to the writer through a channel, which applies a large
+// request a slice at a time between other work (sink_txn.go). Only the
+// writer goroutine touches tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).
@@ -52,7 +55,10 @@
 //
 // Bad lines are skipped, counted and logged (at most 10 lines a second),
 // never stored in part. Over TCP nothing tells the client; over HTTP the
-// request fails whole with 400. A table's name must be a valid table name
+// request fails whole with 400. HTTP writes are bounded (Options): the
+// body on the wire and decompressed (413), the memory all of them hold
+// together (503 with Retry-After), the time a body or its headers may
+// stall (408), the connections open (503 at accept). A table's name must be a valid table name
 // ([A-Za-z0-9_.-]); symbols (tag values and string fields) are at most
 // 4 KiB; a line needs at least one field. A line break inside a string
 // value must be escaped: lines are split at a raw one.

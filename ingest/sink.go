@@ -43,6 +43,8 @@ type sink struct {
 	stopc   chan struct{} // closed by stop: drain what is queued, then exit
 	donec   chan struct{}
 	loopsWG *sync.WaitGroup // producers still running; the sink exits after them
+	cur     *txnRun         // the HTTP request being applied a slice at a time (sink_txn.go)
+	waiting []*txn          // requests queued behind it
 	err     error           // the first error closing the tables
 
 	statsMu sync.Mutex
@@ -57,10 +59,10 @@ type failedOpen struct {
 	until time.Time
 }
 
-// txn is an HTTP request's records, applied all or nothing.
+// txn is an HTTP request's staged rows (http_stage.go), applied all or
+// nothing.
 type txn struct {
-	buf   []byte
-	lines int
+	stage *stage
 	res   chan txnResult
 }
 
@@ -142,9 +144,13 @@ func (s *sink) run() {
 	idle := 0
 	for {
 		work := s.drain()
+		if s.cur != nil || len(s.waiting) > 0 {
+			s.advance()
+			work = true
+		}
 		select {
 		case t := <-s.txc:
-			s.apply(t)
+			s.take(t)
 			work = true
 		default:
 		}
@@ -189,7 +195,7 @@ func (s *sink) run() {
 		select {
 		case t := <-s.txc:
 			s.park.awake()
-			s.apply(t)
+			s.take(t)
 			s.publish()
 			idle = 0
 		case <-s.stopc:
@@ -222,8 +228,8 @@ func (s *sink) drain() bool {
 	for _, r := range s.rings {
 		for range 4 {
 			b := r.peek()
-			if b == nil {
-				break
+			if b == nil || s.cur != nil && s.touchesLocked(b) {
+				break // (a batch for a locked table waits, and its ring)
 			}
 			s.applyBatch(b)
 			if b.readNs != 0 && len(s.reads) < cap(s.reads) {
@@ -411,7 +417,7 @@ func (s *sink) publish() {
 	t0 := time.Now()
 	defer func() { s.m.publishSec.Observe(time.Since(t0).Seconds()) }()
 	for _, t := range s.tables {
-		if t.dirty {
+		if t.dirty && (s.cur == nil || !s.cur.locksName(t.name)) {
 			t.w.Publish()
 			t.dirty = false
 			s.m.addAccepted(t.name, t.accepted)
@@ -499,66 +505,6 @@ func (s *sink) openExisting() {
 	s.refreshStats(true)
 }
 
-// apply runs an HTTP request: it checks every line first, against the
-// tables as they are or, for a table the request creates, against the
-// schema its first line in the request gives, including the time order;
-// only when all lines pass does it store them.
-func (s *sink) apply(t *txn) {
-	res := txnResult{}
-	if table, err := s.check(t); err != nil {
-		if le, ok := asLineErr(err); ok {
-			s.m.rejected(s.label(table), le.Reason.String())
-			s.m.logBad(s.log, "ingest: request rejected", "table", string(table), "err", err)
-		}
-		res.err = err
-		t.res <- res
-		return
-	}
-	s.now = time.Now().UnixNano()
-	touched := map[*table]bool{}
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
-		tb, err := s.store(&s.line)
-		if err != nil {
-			// check passed, so this is a write failure: the rows before it
-			// stay (they may already be visible), and the client hears why.
-			if le, ok := asLineErr(err); ok {
-				le.Line = int(s.meta.lineNo)
-			}
-			res.err = err
-			break
-		}
-		touched[tb] = true
-	}
-	for tb := range touched {
-		if s.tables[tb.name] != tb {
-			continue // dropped: its writer failed adding a column
-		}
-		tb.w.Publish()
-		tb.dirty = false
-		s.m.addAccepted(tb.name, tb.accepted)
-		tb.accepted = 0
-		tb.waiters.Add(1)
-		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
-	}
-	t.res <- res
-}
-
-// check validates a request without changing anything. On a bad line it
-// also returns the line's table name.
-func (s *sink) check(t *txn) ([]byte, error) {
-	c := newChecker(s)
-	var l lineproto.Line
-	var m recordMeta
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &l, &m)
-		if err := c.line(&l); err != nil {
-			return l.Measurement, withLine(err, m.lineNo)
-		}
-	}
-	return nil, nil
-}
-
 // checker validates lines against the tables as they are and, for a table
 // an earlier checked line would create, against the schema that line
 // gives, time order included, storing nothing.
@@ -604,13 +550,27 @@ func (c *checker) line(l *lineproto.Line) error {
 		}
 		st.lo = newLayout(st.lo.name, s)
 	}
-	if l.HasTs {
-		win := c.s.opts.Writer.LateWindow
-		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
-		}
-		st.lastTs = max(st.lastTs, l.Ts)
+	return c.time(st, l.Ts, l.HasTs)
+}
+
+// time checks a row's time against its table's (the late window, under
+// the reject policy) and moves the table's last time as storing the row
+// would. It is the one time check of a line (line) or of a staged row
+// (staged) about to be stored, as appendTs is the one place a row gets
+// its time when it is.
+func (c *checker) time(st *checkState, ts int64, hasTs bool) error {
+	if !hasTs {
+		// Stored at the writer's clock, never before the table's last
+		// row (appendTs); s.now is the time of the request being
+		// checked (0 for a Loader's check, which stores later).
+		st.lastTs = max(st.lastTs, c.s.now)
+		return nil
 	}
+	win := c.s.opts.Writer.LateWindow
+	if ts < st.lastTs && uint64(st.lastTs)-uint64(ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+		return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, st.lastTs, win, "the table's last row")}
+	}
+	st.lastTs = max(st.lastTs, ts)
 	return nil
 }
 

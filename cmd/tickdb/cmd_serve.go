@@ -36,10 +36,16 @@ type serveOpts struct {
 	hotBytes      byteSize
 	maxStreams    int
 	streamTimeout time.Duration
+	readTimeout   time.Duration
+	maxHTTPConns  int
+	maxBody       byteSize
+	maxDecomp     byteSize
+	writeMemory   byteSize
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes}
+	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes,
+		maxBody: 256 << 20, maxDecomp: ingest.DefaultMaxDecompressed, writeMemory: ingest.DefaultMaxWriteMemory}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the line protocol over TCP (epoll) and HTTP into the database",
@@ -57,7 +63,18 @@ refuses to listen for TCP beyond loopback unless --ilp-insecure says the
 network in front of it is trusted. One serve per database: a second one on
 a --db that a live serve holds exits at once, naming its pid. SIGINT or
 SIGTERM stop it gracefully: every accepted row is made durable before it
-exits 0.`,
+exits 0.
+
+An HTTP write is all or nothing: 204 once every row is durable; any other
+answer stored nothing, so a client may always retry it. Its body is parsed
+as it arrives (gzip too) and held as compact rows, about their stored size;
+the limits, each answered with nothing stored: --max-body on the wire and
+--max-body-decompressed (413); --max-write-memory for all write requests
+together (503 with Retry-After: 1 after a second's wait; 413 for a request
+that alone needs more); a body that brings less than 64 KiB (on the wire or
+decompressed) in a --read-timeout is cut off (408), and so are headers
+that take longer; a connection over --max-http-conns is answered 503 and
+closed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, o) },
 	}
@@ -73,7 +90,12 @@ exits 0.`,
 	f.StringVar(&o.ooo, "out-of-order", "reject", "rows later than --late-window: reject (counted) or stamp (stored with the arrival time)")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
 	f.IntVar(&o.maxConns, "max-conns", 4096, "line-protocol connection limit")
-	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections idle this long")
+	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections, and HTTP connections between requests, idle this long")
+	f.DurationVar(&o.readTimeout, "read-timeout", ingest.DefaultReadTimeout, "cut off an HTTP request whose headers take longer than this, or whose body brings less than 64 KiB in this long (408); responses are not cut")
+	f.IntVar(&o.maxHTTPConns, "max-http-conns", 4096, "HTTP connection limit (a connection over it is answered 503 and closed)")
+	f.Var(&o.maxBody, "max-body", "largest HTTP write body on the wire (413 over it)")
+	f.Var(&o.maxDecomp, "max-body-decompressed", "largest HTTP write body once decompressed (413 over it)")
+	f.Var(&o.writeMemory, "max-write-memory", "memory all HTTP write requests together may hold, about their rows' stored size (503 with Retry-After over it)")
 	f.Var(&o.lineLimit, "line-limit", "longest line accepted (bytes, or with K/M)")
 	f.IntVar(&o.loops, "loops", 2, "epoll event loops")
 	f.IntVar(&o.maxStreams, "max-streams", ingest.DefaultMaxStreams, "GET /tail streams open at once (503 over it)")
@@ -98,6 +120,9 @@ func hotOption(n int64) int64 {
 func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	if o.maxStreams <= 0 || o.streamTimeout <= 0 {
 		return fmt.Errorf("--max-streams %d, --stream-write-timeout %v: want both positive", o.maxStreams, o.streamTimeout)
+	}
+	if o.readTimeout <= 0 || o.maxHTTPConns <= 0 {
+		return fmt.Errorf("--read-timeout %v, --max-http-conns %d: want both positive", o.readTimeout, o.maxHTTPConns)
 	}
 	if o.retainAge < 0 || o.compactAfter < 0 {
 		return fmt.Errorf("--retain-age %v, --compact-after %v: negative", o.retainAge, o.compactAfter)
@@ -125,6 +150,8 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, ILPInsecure: o.ilpInsecure,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
+		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),
+		MaxDecompressed: int64(o.maxDecomp), MaxWriteMemory: int64(o.writeMemory),
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})

@@ -252,7 +252,7 @@ func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *lineproto.Line
 	}
 	defer h.parsers.Put(p)
 	p.Precision = prec
-	t := &txn{res: make(chan txnResult, 1), buf: make([]byte, 0, len(data)+len(data)/2)}
+	t := &txn{res: make(chan txnResult, 1), buf: make([]byte, 0, len(data)+len(data)/2), prec: prec}
 	var l lineproto.Line
 	lineNo := 0
 	for len(data) > 0 {

@@ -61,6 +61,7 @@ type failedOpen struct {
 type txn struct {
 	buf   []byte
 	lines int
+	prec  int64 // the request's precision: ns per unit of its timestamps
 	res   chan txnResult
 }
 
@@ -310,9 +311,12 @@ func (s *sink) store(l *lineproto.Line) (*table, error) {
 // keys and values, and a line the table would refuse as out of order adds
 // nothing.
 func (s *sink) addColumns(t *table, l *lineproto.Line) error {
+	if err := s.checkTime(t, l.Ts, l.HasTs); err != nil {
+		return err
+	}
 	if last := t.w.LastTs(); l.HasTs && l.Ts < last && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
 		if win := s.opts.Writer.LateWindow; uint64(last)-uint64(l.Ts) > uint64(win) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, l.Ts, last, s.now, fixOf(s.opts))
 		}
 	}
 	if err := t.addColumns(l); err != nil {
@@ -354,10 +358,13 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	} else if last := t.w.LastTs(); ts < last {
 		ts = last
 	}
+	if err := s.checkTime(t, ts, hasTs); err != nil {
+		return err
+	}
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, ts, t.w.LastTs(), s.now, fixOf(s.opts))
 		}
 		return err
 	}
@@ -468,6 +475,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		o.LiveDir = filepath.Join(s.opts.LiveRoot, name)
 	}
 	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); errors.Is(err, os.ErrNotExist) {
+		if err := s.checkNewTime(l); err != nil {
+			return nil, err // a bad line creates no table
+		}
 		schema, lerr := schemaFor(l)
 		if lerr != nil {
 			return nil, lerr
@@ -479,7 +489,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		return nil, err
 	}
 	s.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
-	return newTable(name, w, s.log), nil
+	t := newTable(name, w, s.log)
+	s.noteFar(t)
+	return t, nil
 }
 
 // openExisting opens every table already in the database, so a restart
@@ -505,6 +517,7 @@ func (s *sink) openExisting() {
 // only when all lines pass does it store them.
 func (s *sink) apply(t *txn) {
 	res := txnResult{}
+	s.now = time.Now().UnixNano() // the check and the store see one clock
 	if table, err := s.check(t); err != nil {
 		if le, ok := asLineErr(err); ok {
 			s.m.rejected(s.label(table), le.Reason.String())
@@ -514,7 +527,6 @@ func (s *sink) apply(t *txn) {
 		t.res <- res
 		return
 	}
-	s.now = time.Now().UnixNano()
 	touched := map[*table]bool{}
 	for p := 0; p < len(t.buf); {
 		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
@@ -548,6 +560,7 @@ func (s *sink) apply(t *txn) {
 // also returns the line's table name.
 func (s *sink) check(t *txn) ([]byte, error) {
 	c := newChecker(s)
+	c.fix = unitFix{unit: time.Duration(max(t.prec, 1)), http: true}
 	var l lineproto.Line
 	var m recordMeta
 	for p := 0; p < len(t.buf); {
@@ -566,6 +579,7 @@ type checker struct {
 	s    *sink
 	seen map[string]*checkState
 	idx  []int
+	fix  unitFix // how the lines' senders give a timestamp's unit
 }
 
 type checkState struct {
@@ -574,7 +588,7 @@ type checkState struct {
 }
 
 func newChecker(s *sink) *checker {
-	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns)}
+	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns), fix: fixOf(s.opts)}
 }
 
 // line checks one line; a bad one gives a *LineError (Line left 0).
@@ -604,10 +618,13 @@ func (c *checker) line(l *lineproto.Line) error {
 		}
 		st.lo = newLayout(st.lo.name, s)
 	}
+	if err := c.checkTime(l, st.lastTs); err != nil {
+		return err
+	}
 	if l.HasTs {
 		win := c.s.opts.Writer.LateWindow
 		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
+			return c.s.lateErr(c.s.tables[string(l.Measurement)], string(l.Measurement), l.Ts, st.lastTs, c.s.now, c.fix)
 		}
 		st.lastTs = max(st.lastTs, l.Ts)
 	}
@@ -688,13 +705,4 @@ func (s *sink) closeTables() {
 		s.statsMu.Unlock()
 		s.log.Info("ingest: table closed", "table", name, "rows", st.Appended, "durable", st.Durable)
 	}
-}
-
-// lateMsg says why a line's timestamp ts was refused: before the table's
-// newest row (whose ts is last), by more than the late window win.
-func lateMsg(ts, last int64, win time.Duration, what string) string {
-	if win <= 0 {
-		return fmt.Sprintf("timestamp %d is before %s (%d); the table takes no late rows (late window 0)", ts, what, last)
-	}
-	return fmt.Sprintf("timestamp %d is before %s (%d) by more than the late window (%v)", ts, what, last, win)
 }

@@ -192,7 +192,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	want := []string{
 		bad + `: line 4: field "venue": column "venue" of table trades is f64, got a boolean value`,
 		bad + `: line 5: field "price": column "price" of table trades is f64, got a string value`,
-		bad + `: line 6: timestamp 5 is before the table's last row (30)`,
+		bad + `: line 6: timestamp 5 (1970-01-01T00:00:00.000000005Z) is before the last row of table trades (30, 1970-01-01T00:00:00.00000003Z)`,
 		bad + `: line 7, byte 20: field "price": malformed number "1..5"`,
 		bad + `: line 9, byte 14: no field after the tags ("70" would be the timestamp)`,
 		`tickdb: ` + bad + `: 5 bad lines; nothing stored from it (--skip-bad stores the good lines)`,
@@ -235,7 +235,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	// anything is stored.
 	stamped := ingestFile(t, "stamped.ilp", "trades,sym=D price=1\ntrades,sym=D price=2 100\n")
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, stamped)
-	if code != 1 || !strings.Contains(errs, stamped+": line 2: timestamp 100 is before the table's last row") {
+	if code != 1 || !strings.Contains(errs, stamped+": line 2: timestamp 100 (1970-01-01T00:00:00.0000001Z) is before the last row of table trades") {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
 	wantRows(t, db, "trades", `10 sym="A" price=1`, `90 sym="C" price=9`)
@@ -281,8 +281,8 @@ func TestIngestSkipBad(t *testing.T) {
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q:\n%s", code, out, errs)
 	}
-	for _, want := range []string{f + ": line 2, byte ", f + ": line 5: timestamp 25 is before",
-		f + `: line 6: field "x": column "x" of table trades is f64, got a boolean value`, f + ": line 7: timestamp 35 is before",
+	for _, want := range []string{f + ": line 2, byte ", f + ": line 5: timestamp 25 (1970-01-01T00:00:00.000000025Z) is before",
+		f + `: line 6: field "x": column "x" of table trades is f64, got a boolean value`, f + ": line 7: timestamp 35 (1970-01-01T00:00:00.000000035Z) is before",
 		"tickdb ingest: 4 rows stored from 1 file", ", 4 bad lines skipped: trades 4\n"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr has no %q:\n%s", want, errs)
@@ -547,7 +547,7 @@ func TestIngestLateWindow(t *testing.T) {
 	db, live := testutil.DB(t)
 	f := ingestFile(t, "late.lp", "t,sym=A v=1 1000\nt,sym=A v=2 900\nt,sym=A v=3 2000\n")
 	code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f)
-	if code != 1 || !strings.Contains(errs, "line 2: timestamp 900 is before") {
+	if code != 1 || !strings.Contains(errs, "line 2: timestamp 900 (1970-01-01T00:00:00.0000009Z) is before") {
 		t.Fatalf("without a window: exit %d\n%s", code, errs)
 	}
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, "--late-window", "200ns", f)

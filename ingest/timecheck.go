@@ -219,8 +219,10 @@ func validTsUnit(u time.Duration) error {
 func aheadText(ts, now int64) string {
 	d := uint64(ts) - uint64(now)
 	switch {
-	case d < uint64(48*time.Hour):
+	case d < uint64(time.Minute):
 		return time.Duration(d).Round(time.Millisecond).String()
+	case d < uint64(48*time.Hour):
+		return time.Duration(d).Round(time.Second).String()
 	case d < uint64(730*24*time.Hour):
 		return fmt.Sprintf("%.1f days", float64(d)/float64(24*time.Hour))
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,10 @@ type Options struct {
 	// Progress, when set, is called as a pass over a file starts, after
 	// each chunk it reads, and when it ends (Done).
 	Progress func(Progress)
+	// Logger, when set, receives the tables' open and close lines and the
+	// error naming a table that already holds a row more than MaxFuture
+	// ahead of the clock (its lines are then refused).
+	Logger *slog.Logger
 }
 
 // Progress is where a pass over a file is.
@@ -127,7 +132,7 @@ func New(o *Options) *Loader {
 	ld := &Loader{
 		o: *o,
 		ld: ingest.NewLoader(&ingest.Options{DB: o.DB, LiveRoot: o.LiveRoot, Writer: o.Writer,
-			MaxFuture: o.MaxFuture, TsUnit: o.TsUnit, Allow1970: o.Allow1970}),
+			MaxFuture: o.MaxFuture, TsUnit: o.TsUnit, Allow1970: o.Allow1970, Logger: o.Logger}),
 		st: Stats{Tables: map[string]int64{}},
 	}
 	if o.Table != "" {

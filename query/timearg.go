@@ -47,8 +47,8 @@ func ParseTime(s string) (int64, error) {
 		}
 		if u := GuessUnit(v, time.Now().UnixNano()); u != 0 {
 			meant := v * int64(u)
-			return 0, fmt.Errorf("%w: time %q is integer ns, %s; as %s it is %s: write %d (ns) or %s",
-				ErrBadQuery, s, FormatNs(v), UnitName(u), FormatNs(meant), meant, FormatNs(meant))
+			return 0, fmt.Errorf("%w: time %q is integer ns, %s; as %s it is %s: write %d (ns) or %s (or, for %s itself, that)",
+				ErrBadQuery, s, FormatNs(v), UnitName(u), FormatNs(meant), meant, FormatNs(meant), FormatNs(v))
 		}
 		return v, nil
 	}

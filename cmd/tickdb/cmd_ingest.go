@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -181,6 +182,8 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 		DB: g.db, LiveRoot: o.liveDir, Writer: writer.Options{LateWindow: o.late},
 		Table: o.table, SkipBad: o.skipBad,
 		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
+		// Errors only: a table that holds a far-future row says so.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Report: func(file string, err error) {
 			if reported < ingestMaxReports {
 				fmt.Fprintf(stderr, "%s: %v\n", file, err)

@@ -58,7 +58,9 @@ bad line (reason future), never stored, so one bad clock cannot make every
 later real-time row late. A timestamp that reads as the first weeks of 1970
 in ns but as now in seconds, ms or µs is a bad line (reason ts_unit) that
 names the fix: precision=s|ms|us on HTTP, --ts-unit for the TCP listener's
-lines; --allow-1970 stores such rows as given.
+lines; --allow-1970 stores such rows as given. A table that already holds a
+row far ahead (written before this check, or with it off) is named in an
+error at start, with the way out (docs/DESIGN.md, Ingestion).
 
 Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
 it gracefully: every accepted row is made durable before it exits 0.`,

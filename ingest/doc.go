@@ -25,7 +25,11 @@
 // column, typed the same way, once the whole line is known good
 // (writer.Writer.AddColumn; rows before read it as missing). A line
 // without a timestamp gets the writer's clock, never earlier than the
-// table's last row. docs/DESIGN.md ("Ingestion") has the whole path.
+// table's last row. A row more than Options.MaxFuture ahead of the clock,
+// and one whose timestamp reads as seconds, ms or µs given as ns, are bad
+// lines (reasons future and ts_unit; timecheck.go), so that no single row
+// makes later real-time rows late. docs/DESIGN.md ("Ingestion") has the
+// whole path.
 //
 // # Concurrency
 //

@@ -150,7 +150,7 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	res := h.s.sink.submit(&txn{stage: st, res: make(chan txnResult, 1)})
+	res := h.s.sink.submit(&txn{stage: st, prec: prec, res: make(chan txnResult, 1)})
 	st.free() // the writer is done with the rows
 	mem.release()
 	if res.err != nil {

@@ -160,7 +160,7 @@ func newLoop(srv *Server, l *listener, r *ring) (*loop, error) {
 	return &loop{
 		l: l, srv: srv, epfd: epfd, evfd: evfd, conns: map[int32]*conn{},
 		rbuf:   make([]byte, o.LineLimit+o.ReadBuffer+1),
-		parser: lineproto.Parser{}, ring: r, log: srv.log, m: srv.m,
+		parser: lineproto.Parser{Precision: int64(max(o.TsUnit, time.Nanosecond))}, ring: r, log: srv.log, m: srv.m,
 		events: make([]unix.EpollEvent, 256), lastIdleScan: time.Now(),
 		acceptBo: acceptBackoff{log: srv.log, what: "line protocol"},
 	}, nil

@@ -87,6 +87,24 @@ type Options struct {
 	// LiveRoot, when set, holds each table's live segments in
 	// LiveRoot/<table> (default: the writer's default, /dev/shm).
 	LiveRoot string
+	// MaxFuture is how far ahead of the server's clock a row's timestamp
+	// may be (default DefaultMaxFuture, a minute; MaxFutureOff or any
+	// negative value: no limit). A row further ahead is a bad line
+	// (reason future), never stored: stored, it would make every
+	// real-time row after it late. The clock is read once per batch of
+	// lines (per request over HTTP, per file for Loader's CheckAt and
+	// AppendLines).
+	MaxFuture time.Duration
+	// TsUnit is the unit of the line-protocol listener's timestamps, and
+	// of the Loader's lines' in its messages: time.Nanosecond (default),
+	// Microsecond, Millisecond or Second. HTTP requests give theirs with
+	// the precision parameter.
+	TsUnit time.Duration
+	// Allow1970 stores timestamps that read as the first weeks of 1970 in
+	// ns but as now in seconds, ms or µs (query.GuessUnit); without it
+	// such a line is a bad line (reason ts_unit) whose message names the
+	// unit to give.
+	Allow1970 bool
 	// Writer is the template for every table's writer options (flush
 	// policy, out-of-order policy, segment size); Schema, LiveDir and
 	// Logger are set per table.
@@ -158,6 +176,12 @@ func (o *Options) withDefaults() *Options {
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
+	if r.MaxFuture == 0 {
+		r.MaxFuture = DefaultMaxFuture
+	}
+	if r.TsUnit == 0 {
+		r.TsUnit = time.Nanosecond
+	}
 	return &r
 }
 
@@ -189,6 +213,9 @@ func Start(opts *Options) (*Server, error) {
 	o := opts.withDefaults()
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
+	}
+	if err := validTsUnit(o.TsUnit); err != nil {
+		return nil, err
 	}
 	if err := checkILPExposure(o.ILPAddr, o.Token, o.ILPInsecure); err != nil {
 		return nil, err

@@ -63,6 +63,7 @@ type failedOpen struct {
 // nothing.
 type txn struct {
 	stage *stage
+	prec  int64 // the request's precision: ns per unit of its timestamps
 	res   chan txnResult
 }
 
@@ -316,9 +317,12 @@ func (s *sink) store(l *lineproto.Line) (*table, error) {
 // keys and values, and a line the table would refuse as out of order adds
 // nothing.
 func (s *sink) addColumns(t *table, l *lineproto.Line) error {
+	if err := s.checkTime(t, l.Ts, l.HasTs); err != nil {
+		return err
+	}
 	if last := t.w.LastTs(); l.HasTs && l.Ts < last && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
 		if win := s.opts.Writer.LateWindow; uint64(last)-uint64(l.Ts) > uint64(win) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, l.Ts, last, s.now, fixOf(s.opts))
 		}
 	}
 	if err := t.addColumns(l); err != nil {
@@ -360,10 +364,13 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	} else if last := t.w.LastTs(); ts < last {
 		ts = last
 	}
+	if err := s.checkTime(t, ts, hasTs); err != nil {
+		return err
+	}
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, ts, t.w.LastTs(), s.now, fixOf(s.opts))
 		}
 		return err
 	}
@@ -474,6 +481,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		o.LiveDir = filepath.Join(s.opts.LiveRoot, name)
 	}
 	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); errors.Is(err, os.ErrNotExist) {
+		if err := s.checkNewTime(l); err != nil {
+			return nil, err // a bad line creates no table
+		}
 		schema, lerr := schemaFor(l)
 		if lerr != nil {
 			return nil, lerr
@@ -485,7 +495,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		return nil, err
 	}
 	s.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
-	return newTable(name, w, s.log), nil
+	t := newTable(name, w, s.log)
+	s.noteFar(t)
+	return t, nil
 }
 
 // openExisting opens every table already in the database, so a restart
@@ -512,6 +524,7 @@ type checker struct {
 	s    *sink
 	seen map[string]*checkState
 	idx  []int
+	fix  unitFix // how the lines' senders give a timestamp's unit
 }
 
 type checkState struct {
@@ -520,7 +533,7 @@ type checkState struct {
 }
 
 func newChecker(s *sink) *checker {
-	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns)}
+	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns), fix: fixOf(s.opts)}
 }
 
 // line checks one line; a bad one gives a *LineError (Line left 0).
@@ -553,22 +566,28 @@ func (c *checker) line(l *lineproto.Line) error {
 	return c.time(st, l.Ts, l.HasTs)
 }
 
-// time checks a row's time against its table's (the late window, under
-// the reject policy) and moves the table's last time as storing the row
-// would. It is the one time check of a line (line) or of a staged row
-// (staged) about to be stored, as appendTs is the one place a row gets
-// its time when it is.
+// time checks a row's time against its table's (the time rule of
+// timecheck.go, then the late window under the reject policy) and moves
+// the table's last time as storing the row would. It is the one time
+// check of a line (line) or of a staged row (staged) about to be stored,
+// as appendTs is the one place a row gets its time when it is.
 func (c *checker) time(st *checkState, ts int64, hasTs bool) error {
+	name, now, fut := st.lo.name, c.s.now, uint64(c.s.opts.MaxFuture)
+	if hasTs && oddTs(ts, now, fut) || aheadOf(st.lastTs, now, fut) {
+		if err := c.s.timeErr(name, c.s.tables[name], ts, hasTs, st.lastTs, now, c.fix); err != nil {
+			return err
+		}
+	}
 	if !hasTs {
 		// Stored at the writer's clock, never before the table's last
 		// row (appendTs); s.now is the time of the request being
 		// checked (0 for a Loader's check, which stores later).
-		st.lastTs = max(st.lastTs, c.s.now)
+		st.lastTs = max(st.lastTs, now)
 		return nil
 	}
 	win := c.s.opts.Writer.LateWindow
 	if ts < st.lastTs && uint64(st.lastTs)-uint64(ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-		return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, st.lastTs, win, "the table's last row")}
+		return c.s.lateErr(c.s.tables[name], name, ts, st.lastTs, now, c.fix)
 	}
 	st.lastTs = max(st.lastTs, ts)
 	return nil
@@ -648,13 +667,4 @@ func (s *sink) closeTables() {
 		s.statsMu.Unlock()
 		s.log.Info("ingest: table closed", "table", name, "rows", st.Appended, "durable", st.Durable)
 	}
-}
-
-// lateMsg says why a line's timestamp ts was refused: before the table's
-// newest row (whose ts is last), by more than the late window win.
-func lateMsg(ts, last int64, win time.Duration, what string) string {
-	if win <= 0 {
-		return fmt.Sprintf("timestamp %d is before %s (%d); the table takes no late rows (late window 0)", ts, what, last)
-	}
-	return fmt.Sprintf("timestamp %d is before %s (%d) by more than the late window (%v)", ts, what, last, win)
 }

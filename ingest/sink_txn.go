@@ -231,6 +231,7 @@ type txnRun struct {
 // startRun begins applying t.
 func (s *sink) startRun(t *txn) *txnRun {
 	r := &txnRun{t: t, now: time.Now().UnixNano(), c: newChecker(s), badLine: math.MaxUint64, touched: map[*table]bool{}}
+	r.c.fix = unitFix{unit: time.Duration(max(t.prec, 1)), http: true} // hints name precision=
 	if len(t.stage.tables) > 0 {
 		r.check.init(t.stage.tables[0], r.badLine)
 	}

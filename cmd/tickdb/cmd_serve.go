@@ -41,6 +41,9 @@ type serveOpts struct {
 	maxBody       byteSize
 	maxDecomp     byteSize
 	writeMemory   byteSize
+	maxFuture     time.Duration
+	tsUnit        string
+	allow1970     bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -65,6 +68,15 @@ a --db that a live serve holds exits at once, naming its pid. SIGINT or
 SIGTERM stop it gracefully: every accepted row is made durable before it
 exits 0.
 
+Timestamps: a row more than --max-future ahead of the server's clock is a
+bad line (reason future), never stored, so one bad clock cannot make every
+later real-time row late. A timestamp that reads as the first weeks of 1970
+in ns but as now in seconds, ms or µs is a bad line (reason ts_unit) that
+names the fix: precision=s|ms|us on HTTP, --ts-unit for the TCP listener's
+lines; --allow-1970 stores such rows as given. A table that already holds a
+row far ahead (written before this check, or with it off) is named in an
+error at start, with the way out (docs/DESIGN.md, Ingestion).
+
 An HTTP write is all or nothing: 204 once every row is durable; any other
 answer stored nothing, so a client may always retry it. Its body is parsed
 as it arrives (gzip too) and held as compact rows, about their stored size;
@@ -88,6 +100,9 @@ closed.`,
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
 	f.DurationVar(&o.lateWindow, "late-window", ingest.DefaultLateWindow, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: none")
 	f.StringVar(&o.ooo, "out-of-order", "reject", "rows later than --late-window: reject (counted) or stamp (stored with the arrival time)")
+	f.DurationVar(&o.maxFuture, "max-future", ingest.DefaultMaxFuture, "refuse rows more than this far ahead of the server's clock (reason future); 0: no limit")
+	f.StringVar(&o.tsUnit, "ts-unit", "ns", "unit of the TCP listener's timestamps: s, ms, us or ns (HTTP takes precision=)")
+	f.BoolVar(&o.allow1970, "allow-1970", false, "store timestamps that read as the first weeks of 1970 in ns but as now in s, ms or µs (else a bad line, reason ts_unit)")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
 	f.IntVar(&o.maxConns, "max-conns", 4096, "line-protocol connection limit")
 	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections, and HTTP connections between requests, idle this long")
@@ -136,6 +151,13 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	if err != nil {
 		return fmt.Errorf("--flush: %w", err)
 	}
+	if o.maxFuture < 0 {
+		return fmt.Errorf("--max-future %v: negative (0 turns the check off)", o.maxFuture)
+	}
+	tsUnit, err := ingest.ParseTsUnit(o.tsUnit)
+	if err != nil {
+		return fmt.Errorf("--ts-unit: %w", err)
+	}
 	var ooo writer.OutOfOrderPolicy
 	switch o.ooo {
 	case "reject":
@@ -152,6 +174,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
 		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),
 		MaxDecompressed: int64(o.maxDecomp), MaxWriteMemory: int64(o.writeMemory),
+		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})
@@ -178,6 +201,14 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	}
 	log.Info("tickdb serve: stopped")
 	return nil
+}
+
+// maxFutureOption is Options.MaxFuture for a --max-future value (0: off).
+func maxFutureOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return ingest.MaxFutureOff
+	}
+	return d
 }
 
 func addrString(a fmt.Stringer) string {

@@ -89,7 +89,7 @@ func TestHTTPStagedRows(t *testing.T) {
 func TestHTTPStampedThenOlder(t *testing.T) {
 	srv, db := testServer(t, &Options{ILPAddr: "off"})
 	code, resp, _ := httpDo(t, srv, "POST", "/write", "late,sym=A v=1\nlate,sym=A v=2 1000\n")
-	if code != http.StatusBadRequest || !strings.Contains(resp, `"line":2`) || !strings.Contains(resp, "before the table's last row") {
+	if code != http.StatusBadRequest || !strings.Contains(resp, `"line":2`) || !strings.Contains(resp, "before the last row of table late") {
 		t.Fatalf("%d %s, want 400 naming line 2 as late", code, resp)
 	}
 	if reader.Exists(db, "late") {

@@ -632,6 +632,6 @@ func (p *Postings) PunchBelow(dirs []uint64, nextChunk, floor uint64) (int, erro
 	return len(punch), nil
 }
 
-// Trim frees the disk blocks of the chunks from chunk n on (the room grown
-// ahead of the published chunk count): maintenance when a table closes.
+// Trim cuts the file after chunk n-1 (the room grown ahead of the
+// published chunk count goes): maintenance when a table closes.
 func (p *Postings) Trim(n uint64) error { return p.m.trim(int64(n) * format.BlockSize) }

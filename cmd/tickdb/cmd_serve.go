@@ -32,7 +32,7 @@ type serveOpts struct {
 	retainAge     time.Duration
 	retainBytes   byteSize
 	compactAfter  time.Duration
-	hotBytes      byteSize
+	hotBytes      byteSizeZero
 	maxStreams    int
 	streamTimeout time.Duration
 }

@@ -233,6 +233,9 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, http.StatusBadRequest, "invalid", "failed to write line protocol: "+le.Error(), le.Line)
 			return
 		}
+		if h.refuse(w, res.err) {
+			return // no room: 503 (health.go)
+		}
 		h.writeError(w, http.StatusInternalServerError, "internal error", res.err.Error(), 0)
 		return
 	}
@@ -291,11 +294,6 @@ func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, `{"config":{"release.type":"OSS","release.version":"tickdb","accepting.writes":["http","tcp"],`+
 		`"line.proto.support.versions":[1],"ilp.proto.transports":["tcp","http"],"cairo.max.file.name.length":127},`+
 		`"preferences.version":0,"preferences":{}}`)
-}
-
-func (h *httpAPI) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 }
 
 // query is GET /query: table, sym, from, to, limit, format (json or csv,

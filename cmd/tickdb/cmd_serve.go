@@ -50,6 +50,11 @@ A table is created from its first line. HTTP also serves GET /query,
 (Prometheus), /settings (for QuestDB's clients), /health, and a web
 console at / (tables, queries, a live candlestick chart).
 
+A full disk refuses writes before storing them: HTTP gets 503 with
+Retry-After, line-protocol lines wait (the connections are read no further
+until there is room), reads go on, and /health says degraded; writes
+resume by themselves once there is room.
+
 Both listeners bind 127.0.0.1 unless told otherwise. SIGINT or SIGTERM stop
 it gracefully: every accepted row is made durable before it exits 0.`,
 		Args: cobra.NoArgs,

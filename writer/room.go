@@ -129,7 +129,10 @@ func (w *Writer) Reserve(n int) error {
 	if need <= w.stop {
 		return nil
 	}
-	return w.awaitReserved(min(need, (w.seq>>w.shift+2)<<w.shift))
+	// The preparer reserves up to the end of the segment after the one
+	// the writer is in (curSeg: at a segment's end, before the roll, the
+	// one it is leaving).
+	return w.awaitReserved(min(need, (w.sh.curSeg.Load()+2)<<w.shift))
 }
 
 // makeRoom runs for the row at w.seq when the fast paths stop at w.stop:

@@ -215,3 +215,31 @@ func TestRoomIOErrorClose(t *testing.T) {
 	}
 	tb.checkAll(t, n, ids)
 }
+
+// TestReserve: Reserve of more rows than the preparer keeps ahead waits
+// for it (never past the end of the next segment) and succeeds with room;
+// the rows then go in, across rolls; after Close it says ErrClosed.
+func TestReserve(t *testing.T) {
+	tb := newWtTable(t)
+	w := tb.open(t, nil)
+	ids := tb.symbols(t, w, "A", "B")
+	seq := uint64(0)
+	for _, n := range []int{1, 100, 5000, 1 << 20} {
+		if err := w.Reserve(n); err != nil {
+			t.Fatalf("Reserve(%d) at %d: %v", n, seq, err)
+		}
+		k := uint64(min(n, 20_000))
+		tb.appendN(t, w, seq, k, ids)
+		seq += k
+	}
+	if cond, err := w.Condition(); cond != writer.CondOK || err != nil {
+		t.Fatalf("Condition = %v, %v", cond, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reserve(1); !errors.Is(err, writer.ErrClosed) {
+		t.Fatalf("Reserve after Close: %v", err)
+	}
+	tb.checkAll(t, seq, ids)
+}

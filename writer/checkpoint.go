@@ -138,3 +138,21 @@ func (c *checkpointer) failed(what string, err error) {
 	}
 	w.log.Warn("writer: "+what+" failed; tried again later", "table", w.name, "err", err)
 }
+
+// closeUncheckpointed ends Close after a failed index checkpoint (every
+// row durable): the live slots go, the state says recovering, so the next
+// Open takes the cold path and re-indexes the rows past the last
+// checkpoint recorded from the durable files.
+func (w *Writer) closeUncheckpointed() error {
+	err := w.removeLive()
+	if err == nil {
+		w.ctl.SetWriter(0, index.StateRecovering)
+		err = w.ctl.Sync()
+	}
+	w.final = w.stats()
+	if e := w.closeFiles(); err == nil {
+		err = e
+	}
+	w.log.Warn("writer: closed without a checkpoint; the next open re-indexes", "table", w.name, "rows", w.seq)
+	return err
+}

@@ -3,8 +3,12 @@ package writer
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
+
+	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // Room for rows: what a full file system gets.
@@ -200,4 +204,26 @@ func populateErr(path string, err error) error {
 		return fmt.Errorf("writer: allocate live slot pages in %s: %v: %w", path, err, syscall.ENOSPC)
 	}
 	return fmt.Errorf("writer: allocate live slot pages in %s: %w", path, err)
+}
+
+// trimDurable frees the blocks the preparer allocated in the durable
+// files past the last row (room.go): the rest of the last segment's file,
+// and the next segment's file, made ready ahead. A failure (a file system
+// too full to split an extent) costs only disk space: logged.
+func (w *Writer) trimDurable() {
+	seg := w.seq >> w.shift
+	from := format.BlockSize + int64((w.seq-seg<<w.shift)*w.rowSize+format.BlockSize-1)&^(format.BlockSize-1)
+	for n := seg; n <= seg+1; n, from = n+1, format.BlockSize {
+		f, err := os.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
+		if err != nil {
+			continue // not made (or a compressed segment's, gone)
+		}
+		if from < w.segSize {
+			err = mmap.PunchHole(f, from, w.segSize-from)
+		}
+		f.Close()
+		if err != nil {
+			w.log.Warn("writer: free the room allocated past the last row", "table", w.name, "segment", n, "err", err)
+		}
+	}
 }

@@ -909,46 +909,6 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// closeUncheckpointed ends Close after a failed index checkpoint (every
-// row durable): the live slots go, the state says recovering, so the next
-// Open takes the cold path and re-indexes the rows past the last
-// checkpoint recorded from the durable files.
-func (w *Writer) closeUncheckpointed() error {
-	err := w.removeLive()
-	if err == nil {
-		w.ctl.SetWriter(0, index.StateRecovering)
-		err = w.ctl.Sync()
-	}
-	w.final = w.stats()
-	if e := w.closeFiles(); err == nil {
-		err = e
-	}
-	w.log.Warn("writer: closed without a checkpoint; the next open re-indexes", "table", w.name, "rows", w.seq)
-	return err
-}
-
-// trimDurable frees the blocks the preparer allocated in the durable
-// files past the last row (room.go): the rest of the last segment's file,
-// and the next segment's file, made ready ahead. A failure (a file system
-// too full to split an extent) costs only disk space: logged.
-func (w *Writer) trimDurable() {
-	seg := w.seq >> w.shift
-	from := format.BlockSize + int64((w.seq-seg<<w.shift)*w.rowSize+format.BlockSize-1)&^(format.BlockSize-1)
-	for n := seg; n <= seg+1; n, from = n+1, format.BlockSize {
-		f, err := os.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
-		if err != nil {
-			continue // not made (or a compressed segment's, gone)
-		}
-		if from < w.segSize {
-			err = mmap.PunchHole(f, from, w.segSize-from)
-		}
-		f.Close()
-		if err != nil {
-			w.log.Warn("writer: free the room allocated past the last row", "table", w.name, "segment", n, "err", err)
-		}
-	}
-}
-
 // trimIndexes frees the index files' room grown ahead of the published
 // rows (the preparer's runway, a quarter or more of post.idx): a closed
 // table's files hold its rows only, and the next writer grows them again.

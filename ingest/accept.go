@@ -72,8 +72,8 @@ func newHTTPListener(l net.Listener, maxConns int, log *slog.Logger, onOpen func
 		bo: acceptBackoff{log: log, what: "http"}, done: make(chan struct{})}
 }
 
-// refusal is what a connection over the limit reads.
-func refusal(limit int64) []byte {
+// connRefusal is what a connection over the limit reads.
+func connRefusal(limit int64) []byte {
 	body := fmt.Sprintf(`{"code":"unavailable","message":"the server has %d HTTP connections open, its limit (--max-http-conns); retry","errorId":"conn-limit"}`, limit)
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
@@ -98,7 +98,7 @@ func (l *httpListener) Accept() (net.Conn, error) {
 		if l.n.load() >= l.max {
 			l.refused(c.RemoteAddr().String())
 			_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			_, _ = c.Write(refusal(l.max))
+			_, _ = c.Write(connRefusal(l.max))
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.CloseWrite()
 			}

@@ -55,6 +55,13 @@
 // every line the event loops had read, makes every table durable and
 // closes it; bytes still unread in the kernel are not accepted.
 //
+// A full disk (or quota, or a disk failing with EIO) refuses HTTP writes
+// with 503 and Retry-After before any row of them is stored, holds TCP
+// lines (backpressure: nothing is dropped while the server runs; lines
+// still held at Close are counted as rejected), keeps reads going and says
+// degraded on /health; tables take rows again by themselves once there is
+// room (room.go, health.go).
+//
 // # Caveats
 //
 // Bad lines are skipped, counted and logged (at most 10 lines a second),

@@ -197,11 +197,6 @@ func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
 		`"preferences.version":0,"preferences":{}}`)
 }
 
-func (h *httpAPI) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
-}
-
 // query is GET /query: table, sym, from, to, limit, format (json or csv,
 // default json; parquet: see queryParquet) and ts (rfc3339 or ns), as the
 // CLI's query command.

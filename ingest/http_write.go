@@ -159,6 +159,9 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, http.StatusBadRequest, "invalid", "failed to write line protocol: "+le.Error(), le.Line)
 			return
 		}
+		if h.refuse(w, res.err) {
+			return // no room: 503 (health.go)
+		}
 		h.writeError(w, http.StatusInternalServerError, "internal error", res.err.Error(), 0)
 		return
 	}

@@ -234,7 +234,7 @@ func Start(opts *Options) (*Server, error) {
 		}
 	}
 	s.sink = newSink(o, s.m, rings, &s.loopsWG)
-	s.m.reg.MustRegister(newTableCollector(s.sink, rings))
+	s.m.reg.MustRegister(newTableCollector(s.sink, rings), newConditionCollector(s.sink))
 	if o.ILPAddr != "off" {
 		lis, err := newListener(s, o.ILPAddr, rings)
 		if err != nil {

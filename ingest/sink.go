@@ -50,6 +50,14 @@ type sink struct {
 	statsMu sync.Mutex
 	stats   map[string]writer.Stats
 	lastSt  time.Time
+	refused refusal // the last refusal for want of room, under statsMu (room.go)
+
+	// Line-protocol lines held for want of room (room.go): the refusal
+	// that stopped the batch being applied, when each ring may be tried
+	// again (zero: not held), and how many rings are held.
+	holdErr   error
+	heldUntil []time.Time
+	heldN     gauge
 }
 
 // failedOpen remembers a table that could not be opened, so a stream of
@@ -108,6 +116,7 @@ func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink
 		tables: map[string]*table{}, failed: map[string]failedOpen{},
 		stopc: make(chan struct{}), donec: make(chan struct{}), loopsWG: loops,
 		stats: map[string]writer.Stats{}, reads: make([]int64, 0, 256),
+		heldUntil: make([]time.Time, len(rings)),
 	}
 }
 
@@ -192,7 +201,7 @@ func (s *sink) run() {
 		if stopping {
 			gone = loopsDone
 		}
-		timer.Reset(50 * time.Millisecond)
+		timer.Reset(s.idleWait(50 * time.Millisecond))
 		select {
 		case t := <-s.txc:
 			s.park.awake()
@@ -212,10 +221,11 @@ func (s *sink) run() {
 	s.closeTables()
 }
 
-// pending reports whether any ring holds a batch.
+// pending reports whether any ring holds a batch to apply now (not one
+// held for want of room).
 func (s *sink) pending() bool {
-	for _, r := range s.rings {
-		if !r.empty() {
+	for i, r := range s.rings {
+		if !r.empty() && !s.held(i) {
 			return true
 		}
 	}
@@ -226,13 +236,23 @@ func (s *sink) pending() bool {
 // busy connection's loop cannot starve the others.
 func (s *sink) drain() bool {
 	work := false
-	for _, r := range s.rings {
+	for i, r := range s.rings {
+		if s.held(i) {
+			continue // no room for its next line yet (room.go)
+		}
 		for range 4 {
 			b := r.peek()
 			if b == nil || s.cur != nil && s.touchesLocked(b) {
 				break // (a batch for a locked table waits, and its ring)
 			}
-			s.applyBatch(b)
+			from := b.applied
+			if !s.applyBatch(b) {
+				work = work || b.applied != from
+				if !s.hold(i, b) {
+					break
+				}
+			}
+			s.unheld(i)
 			if b.readNs != 0 && len(s.reads) < cap(s.reads) {
 				s.reads = append(s.reads, b.readNs)
 			}
@@ -243,10 +263,13 @@ func (s *sink) drain() bool {
 	return work
 }
 
-func (s *sink) applyBatch(b *batch) {
+// applyBatch applies b's records from b.applied on and reports whether
+// it got to the end; it stops at a line its table has no room for, which
+// stays first (b.applied: room.go).
+func (s *sink) applyBatch(b *batch) bool {
 	t0 := time.Now()
 	s.now = t0.UnixNano()
-	for p := 0; p < len(b.buf); {
+	for p := b.applied; p < len(b.buf); {
 		rec := b.buf[p : p+recordLen(b.buf[p:])]
 		if r, bad := recordRejected(rec); bad {
 			// Logged by the loop; counted here, after the lines before it.
@@ -255,13 +278,19 @@ func (s *sink) applyBatch(b *batch) {
 			decodeRecord(rec, &s.line, &s.meta)
 			s.applyLine(&s.line, &s.meta)
 		}
+		if s.holdErr != nil {
+			b.applied = p
+			return false
+		}
 		p += len(rec)
 	}
+	b.applied = 0 // done: nothing held
 	s.m.applySec.Observe(time.Since(t0).Seconds())
 	s.m.batchRows.Observe(float64(b.recs))
 	if s.opts.slowApply > 0 {
 		time.Sleep(s.opts.slowApply)
 	}
+	return true
 }
 
 // applyFast appends one record whose table is the last one used and whose
@@ -381,6 +410,9 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 
 // reject counts a line that was not stored and logs it (rate-limited).
 func (s *sink) reject(tableName []byte, m *recordMeta, err error) {
+	if s.holdLine(err) {
+		return // no room: held and tried again, not rejected (room.go)
+	}
 	reason := "write_error"
 	if le, ok := asLineErr(err); ok {
 		reason = le.Reason.String()

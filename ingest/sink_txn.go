@@ -255,6 +255,10 @@ func (s *sink) step(r *txnRun, n int) (ended bool) {
 				s.finish(r, err)
 				return true
 			}
+			if err := s.reserveRun(r); err != nil {
+				s.finish(r, err) // no room: nothing appended (room.go)
+				return true
+			}
 			r.storing, r.ti = true, 0
 			if len(tables) > 0 {
 				r.store.init(tables[0])
@@ -275,6 +279,9 @@ func (s *sink) step(r *txnRun, n int) (ended bool) {
 	for r.ti < len(tables) {
 		done, err := s.storeStaged(&r.store, n, r.touched)
 		if err != nil {
+			// Past reserveRun, a refusal for want of room leaves the
+			// lines before it stored (storeFailed says which).
+			err = storeFailed(err, r.store.it.line)
 			// check passed, so this is a write failure: the rows before
 			// it stay (they may already be visible), and the client
 			// hears why.

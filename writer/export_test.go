@@ -25,3 +25,7 @@ func SetColumnHook(o *Options, f func(step int)) { o.columnHook = f }
 // SetPostMaxDelta lowers the postings' early-close distance of a writer
 // opened with o (index.PostWriter.SetMaxDelta).
 func SetPostMaxDelta(o *Options, n uint64) { o.postMaxDelta = n }
+
+// SetFlushFault makes the flushers of writers opened with o call f before
+// each write and fail it with f's error when not nil.
+func SetFlushFault(o *Options, f func() error) { o.flushFault = f }

@@ -154,6 +154,10 @@ type Options struct {
 	// (index.PostWriter.SetMaxDelta): tests, which cannot put 2^24 rows
 	// between two rows of a symbol.
 	postMaxDelta uint64
+	// flushFault, when set, is called before each of the flusher's
+	// writes; an error it returns stands for the write's (tests: an I/O
+	// error without a failing disk).
+	flushFault func() error
 }
 
 func (o *Options) withDefaults() Options {

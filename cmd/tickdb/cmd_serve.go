@@ -33,7 +33,7 @@ type serveOpts struct {
 	retainAge     time.Duration
 	retainBytes   byteSize
 	compactAfter  time.Duration
-	hotBytes      byteSize
+	hotBytes      byteSizeZero
 	maxStreams    int
 	streamTimeout time.Duration
 	readTimeout   time.Duration
@@ -76,6 +76,11 @@ names the fix: precision=s|ms|us on HTTP, --ts-unit for the TCP listener's
 lines; --allow-1970 stores such rows as given. A table that already holds a
 row far ahead (written before this check, or with it off) is named in an
 error at start, with the way out (docs/DESIGN.md, Ingestion).
+
+A full disk refuses writes before storing them: HTTP gets 503 with
+Retry-After, line-protocol lines wait (the connections are read no further
+until there is room), reads go on, and /health says degraded; writes
+resume by themselves once there is room.
 
 An HTTP write is all or nothing: 204 once every row is durable; any other
 answer stored nothing, so a client may always retry it. Its body is parsed

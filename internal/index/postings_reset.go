@@ -263,7 +263,6 @@ func (p *Postings) PunchBelow(dirs []uint64, next, floor uint64) (int, error) {
 	return len(punch), nil
 }
 
-// Trim frees the disk blocks of the file from address n on (the room
-// grown ahead of the published NextChunk): maintenance when a table
-// closes.
+// Trim cuts the file at address n (the room grown ahead of the
+// published NextChunk goes): maintenance when a table closes.
 func (p *Postings) Trim(n uint64) error { return p.m.trim(int64(n) << p.shift) }

@@ -313,6 +313,18 @@ func (s *Symbols) Append(name []byte, dir uint64) (uint32, error) {
 	return id, nil
 }
 
+// ReserveTo grows the file, if needed, to hold entries up to file offset
+// end (a quarter more, in whole blocks), so that entries appended below
+// it need no allocation. Writer side; the preparer calls it with the
+// published end plus some room while the writer appends.
+func (s *Symbols) ReserveTo(end uint64) error {
+	size := min((int64(end)+int64(end)/4+format.BlockSize-1)&^(format.BlockSize-1), int64(len(s.m.b)))
+	if int64(end) <= s.m.size.Load() || size <= s.m.size.Load() {
+		return nil // enough, or as much as the mapping holds (Append says when full)
+	}
+	return s.m.grow(size)
+}
+
 // Truncate forgets decoded entries past count (recovery).
 func (s *Symbols) Truncate(count int) {
 	if count >= len(s.names) {
@@ -332,6 +344,22 @@ func (s *Symbols) Sync() error { return s.m.sync(int64(s.end)) }
 // SyncTo writes the dictionary back up to file offset end. It touches only
 // the mapping, so the flusher may call it while the writer appends entries.
 func (s *Symbols) SyncTo(end uint64) error { return s.m.sync(int64(end)) }
+
+// Rewrite writes the dictionary's bytes [from, to) (file offsets) to the
+// file again through the page cache, from a copy, so that they are dirty
+// again: after a failed msync the kernel may have marked them clean
+// without their reaching the disk, and a second msync would skip them.
+// The bytes must be published (they do not change); the writer may go on
+// appending past to.
+func (s *Symbols) Rewrite(from, to uint64) error {
+	from = min(from, to)
+	buf := make([]byte, to-from)
+	copy(buf, s.m.b[from:to])
+	if _, err := s.m.f.WriteAt(buf, int64(from)); err != nil {
+		return fmt.Errorf("index: rewrite %s: %w", s.m.Path, err)
+	}
+	return nil
+}
 
 // ClearTail zeroes the bytes after the last decoded entry, up to the size
 // of the largest possible entry: a writer that died between writing an

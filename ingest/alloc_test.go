@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/loadgen"
 	"github.com/tickdb/tickdb/internal/testutil"
@@ -64,6 +66,38 @@ func TestIngestPathAllocs(t *testing.T) {
 	if got := s.tables["ticks"].w.Len(); got%4096 != 0 || got < 4096*23 {
 		t.Fatalf("%d rows, want a multiple of 4096 ≥ %d", got, 4096*23)
 	}
+
+	// Lines with their own timestamps (the time rule's checks): restamped
+	// forward from the clock on every run, so that every row is stored.
+	data3, err := loadgen.Ticks("ticks", 4096, 50, 3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.cur.reset()
+	lp.lines(c, data3, false)
+	next := time.Now().UnixNano()
+	stamped := func() {
+		next = restamp(b, next)
+		apply()
+	}
+	stamped()
+	before := s.tables["ticks"].w.Len()
+	if n := minAllocs(stamped); n != 0 {
+		t.Errorf("writer, timestamped lines: %v allocations per 4096-line batch", n)
+	}
+	if got := s.tables["ticks"].w.Len() - before; got%4096 != 0 || got < 4096*60 {
+		t.Fatalf("%d timestamped rows stored, want a multiple of 4096 ≥ %d", got, 4096*60)
+	}
+}
+
+// restamp gives b's records the timestamps from, from+1, ... and returns
+// the next one.
+func restamp(b *batch, from int64) int64 {
+	for p := 0; p < len(b.buf); p += recordLen(b.buf[p:]) {
+		binary.LittleEndian.PutUint64(b.buf[p+16:], uint64(from))
+		from++
+	}
+	return from
 }
 
 // minAllocs is the fewest allocations per run of f over three

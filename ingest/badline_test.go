@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,8 @@ func badLines() []badLine {
 		{"type mismatch", func(ts int64) string { return fmt.Sprintf("t,sym=A v=t %d", ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a boolean value"},
 		{"string into the f64 column", func(ts int64) string { return fmt.Sprintf(`t,sym=A v="1.5" %d`, ts+1) }, "type_mismatch", "t", "column \"v\" of table t is f64, got a string value"},
 		{"late row", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1 %d", ts-1) }, "out_of_order", "t", "before"},
+		{"far future", func(int64) string { return fmt.Sprintf("t,sym=A v=1 %d", int64(math.MaxInt64)) }, "future", "t", "ahead of the server's clock"},
+		{"seconds", func(ts int64) string { return fmt.Sprintf("t,sym=A v=1 %d", ts/1e9) }, "ts_unit", "t", "but as seconds it is"},
 		{"symbol too long", func(ts int64) string { return fmt.Sprintf("t,sym=%s v=1 %d", strings.Repeat("x", 5000), ts+1) }, "value", "t", "a symbol is at most"},
 		{"bad table name", func(ts int64) string { return fmt.Sprintf("a/b,sym=A v=1 %d", ts+1) }, "name", "", "a/b"},
 		{"line over the limit", func(ts int64) string { return fmt.Sprintf("t,sym=%s v=1 %d", strings.Repeat("y", 70<<10), ts+1) }, "too_long", "", "limit"},

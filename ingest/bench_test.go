@@ -1,13 +1,20 @@
 package ingest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/loadgen"
@@ -195,4 +202,150 @@ func TestIdleConnectionsMemory(t *testing.T) {
 	if v := counterValue(srv.m.conns); v != 1001 {
 		t.Fatalf("connections gauge %v, want 1000", v)
 	}
+}
+
+// BenchmarkHTTPWrite posts bodies of lines tick lines (server-stamped, so
+// always in order) to POST /write, one request at a time, each answered
+// 204 once durable; an op is one request. Reports rows/s, ns/row and the
+// whole process's allocations per row (server and client).
+//
+//	go test -run '^$' -bench 'HTTPWrite' -benchtime 20x -count 3 ./ingest
+func BenchmarkHTTPWrite(b *testing.B) {
+	for _, lines := range []int{1_000, 100_000, 1_000_000} {
+		for _, enc := range []string{"identity", "gzip"} {
+			b.Run(fmt.Sprintf("lines=%d/enc=%s", lines, enc), func(b *testing.B) { benchHTTPWrite(b, lines, enc) })
+		}
+	}
+}
+
+func benchHTTPWrite(b *testing.B, lines int, enc string) {
+	srv, _ := testServer(b, &Options{ILPAddr: "off"})
+	data, err := loadgen.Ticks("ticks", lines, 500, 1, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := data
+	if enc == "gzip" {
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		zw.Write(data)
+		zw.Close()
+		body = zb.Bytes()
+	}
+	client := &http.Client{Timeout: 5 * time.Minute}
+	url := "http://" + srv.HTTPAddr().String() + "/write"
+	post := func() {
+		req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if enc == "gzip" {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			b.Fatalf("%d %s", resp.StatusCode, msg)
+		}
+	}
+	post() // creates the table and its symbols
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	n := 0
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	for b.Loop() {
+		post()
+		n += lines
+	}
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/row")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/row")
+}
+
+// BenchmarkHTTPWriteUnderLoad times a small writer's requests (10 lines
+// each, b.N of them, one at a time, each from send to 204) while another
+// client posts bodies of big lines (gzip) to another table back to back,
+// and reports the small writer's p50, p99 and worst, and the longest the
+// writer goroutine spent on one request (the histogram bucket's bound).
+//
+//	go test -run '^$' -bench 'HTTPWriteUnderLoad' -benchtime 300x ./ingest
+func BenchmarkHTTPWriteUnderLoad(b *testing.B) {
+	for _, big := range []int{1_000_000, 4_000_000} {
+		b.Run(fmt.Sprintf("big=%d", big), func(b *testing.B) {
+			srv, _ := testServer(b, &Options{ILPAddr: "off", Writer: writer.Options{SegmentSize: 64 << 20}})
+			url := "http://" + srv.HTTPAddr().String() + "/write"
+			var zb bytes.Buffer
+			zw := gzip.NewWriter(&zb)
+			data, err := loadgen.Ticks("big", big, 5000, 1, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			zw.Write(data)
+			zw.Close()
+			data = nil
+			stop := make(chan struct{})
+			bigDone := make(chan int)
+			go func() {
+				n := 0
+				client := &http.Client{Timeout: 5 * time.Minute}
+				for {
+					select {
+					case <-stop:
+						bigDone <- n
+						return
+					default:
+					}
+					if code, msg, err := post(client, url, bytes.NewReader(zb.Bytes()), true); err != nil || code != 204 {
+						b.Errorf("big: %d %s %v", code, msg, err)
+					}
+					n++
+				}
+			}()
+			client := &http.Client{Timeout: 5 * time.Minute}
+			h := benchutil.NewHist()
+			var body []byte
+			k := 0
+			time.Sleep(time.Second) // the big client under way
+			for b.Loop() {
+				body = body[:0]
+				for range 10 {
+					body = fmt.Appendf(body, "small,c=1 k=%di\n", k)
+					k++
+				}
+				t0 := time.Now()
+				if code, msg, err := post(client, url, bytes.NewReader(body), false); err != nil || code != 204 {
+					b.Fatalf("small: %d %s %v", code, msg, err)
+				}
+				benchutil.Record(h, time.Since(t0).Nanoseconds())
+			}
+			close(stop)
+			n := <-bigDone
+			benchutil.ReportHist(b, h, "small-", "ns", 1)
+			b.ReportMetric(float64(n), "big-requests")
+			b.ReportMetric(histMax(b, srv.m.writeApply), "apply-max-s")
+		})
+	}
+}
+
+// histMax is the upper bound of the highest non-empty bucket of h.
+func histMax(tb testing.TB, h prometheus.Histogram) float64 {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		tb.Fatal(err)
+	}
+	var prev uint64
+	top := 0.0
+	for _, bk := range m.GetHistogram().GetBucket() {
+		if bk.GetCumulativeCount() > prev {
+			top = bk.GetUpperBound()
+		}
+		prev = bk.GetCumulativeCount()
+	}
+	return top
 }

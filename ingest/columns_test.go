@@ -198,7 +198,7 @@ func TestAddColumnsHTTPRequest(t *testing.T) {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The reopened writer keeps the table's last time: a late row is bad.
-	if code, resp, _ := httpDo(t, srv, "POST", "/write", "cpu,host=c usage=1 2\n"); code != http.StatusBadRequest || !strings.Contains(resp, "before the table's last row (3)") {
+	if code, resp, _ := httpDo(t, srv, "POST", "/write", "cpu,host=c usage=1 2\n"); code != http.StatusBadRequest || !strings.Contains(resp, "before the last row of table cpu (3, 1970-01-01T00:00:00.000000003Z)") {
 		t.Fatalf("late row: %d %s", code, resp)
 	}
 }

@@ -25,7 +25,11 @@
 // column, typed the same way, once the whole line is known good
 // (writer.Writer.AddColumn; rows before read it as missing). A line
 // without a timestamp gets the writer's clock, never earlier than the
-// table's last row. docs/DESIGN.md ("Ingestion") has the whole path.
+// table's last row. A row more than Options.MaxFuture ahead of the clock,
+// and one whose timestamp reads as seconds, ms or µs given as ns, are bad
+// lines (reasons future and ts_unit; timecheck.go), so that no single row
+// makes later real-time rows late. docs/DESIGN.md ("Ingestion") has the
+// whole path.
 //
 // # Concurrency
 //
@@ -33,11 +37,14 @@
 // goroutine. Inside a Server, a fixed number of event-loop goroutines
 // (each blocking in epoll_wait) parse lines and hand encoded records to
 // the writer goroutine through bounded single-producer rings (ring.go, the
-// package's only file with atomics); HTTP requests reach it through a
-// channel. Only the writer goroutine touches tables. Every table's
-// background work (flushing, preparing, checkpointing) runs on one
-// writer.Group the server makes (Options.Group sizes it): a few threads
-// whatever the number of tables.
+// package's only file with atomics); an HTTP write's goroutine parses its
+// body as it arrives into staged rows (http_write.go, http_stage.go) and
+// hands them to the writer through a channel, which applies a large
+// request a slice at a time between other work (sink_txn.go). Only the
+// writer goroutine touches tables. Every table's background work
+// (flushing, preparing, checkpointing) runs on one writer.Group the
+// server makes (Options.Group sizes it): a few threads whatever the
+// number of tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).
@@ -51,11 +58,21 @@
 // every line the event loops had read, makes every table durable and
 // closes it; bytes still unread in the kernel are not accepted.
 //
+// A full disk (or quota, or a disk failing with EIO) refuses HTTP writes
+// with 503 and Retry-After before any row of them is stored, holds TCP
+// lines (backpressure: nothing is dropped while the server runs; lines
+// still held at Close are counted as rejected), keeps reads going and says
+// degraded on /health; tables take rows again by themselves once there is
+// room (room.go, health.go).
+//
 // # Caveats
 //
 // Bad lines are skipped, counted and logged (at most 10 lines a second),
 // never stored in part. Over TCP nothing tells the client; over HTTP the
-// request fails whole with 400. A table's name must be a valid table name
+// request fails whole with 400. HTTP writes are bounded (Options): the
+// body on the wire and decompressed (413), the memory all of them hold
+// together (503 with Retry-After), the time a body or its headers may
+// stall (408), the connections open (503 at accept). A table's name must be a valid table name
 // ([A-Za-z0-9_.-]); symbols (tag values and string fields) are at most
 // 4 KiB; a line needs at least one field. A line break inside a string
 // value must be escaped: lines are split at a raw one.

@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -15,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -39,7 +37,7 @@ import (
 //	GET  /ping                   204 (InfluxDB clients' liveness check)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	h := &httpAPI{s: s, errPrefix: newErrorPrefix()}
+	h := &httpAPI{s: s, errPrefix: newErrorPrefix(), mem: s.wmem}
 	mux.HandleFunc("/write", h.auth("/write", h.write))
 	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
 	mux.HandleFunc("/query", h.auth("/query", h.query))
@@ -54,14 +52,31 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/settings", h.count("/settings", h.settings))
 	mux.HandleFunc("/health", h.count("/health", h.health))
 	mux.HandleFunc("/ping", h.auth("/ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	return mux
+	return h.readDeadline(mux)
+}
+
+// readDeadline gives a request that has a body ReadTimeout to send it,
+// whichever endpoint it names: one that reads no body still has what is
+// left of it read (up to 256 KiB) after it answers, and that read must not
+// wait forever. A write body then moves its deadline ahead as it arrives
+// (progressReader). A request without a body, such as a GET /tail stream,
+// gets no read deadline: a stream writes for as long as it lasts.
+func (h *httpAPI) readDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.s.opts.ReadTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type httpAPI struct {
 	s         *Server
 	errPrefix string
 	errSeq    counter
-	parsers   sync.Pool
+	parsers   sync.Pool // *writeParser
+	gzips     sync.Pool // *gzipBody
+	mem       *writeMemory
 }
 
 // statusWriter remembers the status code for the request counter.
@@ -173,117 +188,6 @@ func (h *httpAPI) writeError(w http.ResponseWriter, status int, code, msg string
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// write is POST /write and /api/v2/write: every line is parsed and checked
-// before any is stored; one bad line rejects the request with 400 naming
-// it. The answer, 204, comes once every row of the request is durable.
-func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		h.writeError(w, http.StatusMethodNotAllowed, "invalid", "line protocol is written with POST", 0)
-		return
-	}
-	prec, err := ParsePrecision(r.URL.Query().Get("precision"))
-	if err != nil {
-		h.writeError(w, http.StatusBadRequest, "invalid", err.Error(), 0)
-		return
-	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, h.s.opts.MaxBody)
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			h.writeError(w, http.StatusBadRequest, "invalid", "gzip body: "+err.Error(), 0)
-			return
-		}
-		body = io.LimitReader(zr, h.s.opts.MaxBody+1)
-	default:
-		h.writeError(w, http.StatusUnsupportedMediaType, "not supported", fmt.Sprintf("content encoding %q (send identity or gzip)", enc), 0)
-		return
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.writeError(w, http.StatusRequestEntityTooLarge, "request too large", fmt.Sprintf("body is over the %d-byte limit", h.s.opts.MaxBody), 0)
-			return
-		}
-		h.writeError(w, http.StatusBadRequest, "invalid", "reading body: "+err.Error(), 0)
-		return
-	}
-	if int64(len(data)) > h.s.opts.MaxBody {
-		h.writeError(w, http.StatusRequestEntityTooLarge, "request too large", fmt.Sprintf("body is over the %d-byte limit", h.s.opts.MaxBody), 0)
-		return
-	}
-	t, meas, lerr := h.encode(data, prec)
-	if lerr != nil {
-		h.s.m.rejected(h.s.sink.knownLabel(meas), lerr.Reason.String())
-		h.s.m.logBad(h.s.log, "ingest: request rejected", "remote", r.RemoteAddr, "table", string(meas), "err", lerr)
-		h.writeError(w, http.StatusBadRequest, "invalid", "failed to parse line protocol: "+lerr.Error(), lerr.Line)
-		return
-	}
-	if t.lines == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	res := h.s.sink.submit(t)
-	if res.err != nil {
-		res.release()
-		if le, ok := asLineErr(res.err); ok {
-			h.writeError(w, http.StatusBadRequest, "invalid", "failed to write line protocol: "+le.Error(), le.Line)
-			return
-		}
-		h.writeError(w, http.StatusInternalServerError, "internal error", res.err.Error(), 0)
-		return
-	}
-	if err := res.wait(); err != nil {
-		h.writeError(w, http.StatusInternalServerError, "internal error", "rows stored but not made durable: "+err.Error(), 0)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// encode parses every line of a request body into records. On a bad line
-// it returns the line's measurement too, when it parsed (nil otherwise).
-func (h *httpAPI) encode(data []byte, prec int64) (*txn, []byte, *lineproto.LineError) {
-	p, _ := h.parsers.Get().(*lineproto.Parser)
-	if p == nil {
-		p = &lineproto.Parser{}
-	}
-	defer h.parsers.Put(p)
-	p.Precision = prec
-	t := &txn{res: make(chan txnResult, 1), buf: make([]byte, 0, len(data)+len(data)/2)}
-	var l lineproto.Line
-	lineNo := 0
-	for len(data) > 0 {
-		lineNo++
-		line := data
-		if i := lineEnd(data); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(line) > h.s.opts.LineLimit {
-			return nil, nil, &lineproto.LineError{Line: lineNo, Col: h.s.opts.LineLimit + 1, Reason: lineproto.ReasonTooLong,
-				Msg: fmt.Sprintf("line is longer than the %d-byte limit", h.s.opts.LineLimit)}
-		}
-		ok, err := p.Parse(line, &l)
-		if err != nil {
-			le, _ := asLineErr(err)
-			if le == nil {
-				le = &lineproto.LineError{Reason: lineproto.ReasonSyntax, Msg: err.Error()}
-			}
-			le.Line = lineNo
-			return nil, bytes.Clone(l.Measurement), le // the parser (and its scratch) goes back to the pool
-		}
-		if ok {
-			t.buf = appendRecord(t.buf, &l, 0, uint64(lineNo))
-			t.lines++
-		}
-	}
-	return t, nil, nil
-}
-
 // settings answers as QuestDB's server does, offering only text line
 // protocol version 1, so its clients choose it.
 func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
@@ -291,11 +195,6 @@ func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, `{"config":{"release.type":"OSS","release.version":"tickdb","accepting.writes":["http","tcp"],`+
 		`"line.proto.support.versions":[1],"ilp.proto.transports":["tcp","http"],"cairo.max.file.name.length":127},`+
 		`"preferences.version":0,"preferences":{}}`)
-}
-
-func (h *httpAPI) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 }
 
 // query is GET /query: table, sym, from, to, limit, format (json or csv,
@@ -384,7 +283,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		bad(err.Error())
 		return
 	}
-	rd, err := reader.Open(h.s.opts.DB, table, nil)
+	pr, err := h.s.readers.get(table)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
 			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
@@ -393,7 +292,8 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
 		return
 	}
-	defer rd.Close()
+	rd, ok := pr.r, false
+	defer func() { h.s.readers.put(table, pr, ok) }()
 	var enc *query.Encoder
 	if newEnc == nil {
 		enc = query.NewEncoder(w, f, tf, rd.Schema(), table, rd.SymbolName)
@@ -427,6 +327,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 		h.s.log.Warn("ingest: "+endpoint+" failed mid-stream", "table", table, "err", err)
 		panic(http.ErrAbortHandler)
 	}
+	ok = true
 	if err := enc.Close(); err != nil {
 		h.s.log.Debug("ingest: "+endpoint+" write", "err", err)
 	}

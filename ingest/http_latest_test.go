@@ -10,7 +10,7 @@ import (
 func TestHTTPLatest(t *testing.T) {
 	srv, _ := testServer(t, &Options{ILPAddr: "off", Token: "s3cret"})
 	auth := []string{"Authorization", "Bearer s3cret"}
-	body := "lt,sym=B px=1.5 1000000000\nlt,sym=A px=2.5 2000000000\nlt,sym=B px=3.5 3000000000\nlt,sym=B px=4.5 3000000000\nlt,sym=C\\ D px=5.5 4000000000\n"
+	body := "lt,sym=B px=1.5 10000000000\nlt,sym=A px=2.5 20000000000\nlt,sym=B px=3.5 30000000000\nlt,sym=B px=4.5 30000000000\nlt,sym=C\\ D px=5.5 40000000000\n"
 	if code, resp, _ := httpDo(t, srv, "POST", "/write", body, auth...); code != http.StatusNoContent {
 		t.Fatalf("write: %d %s", code, resp)
 	}
@@ -24,10 +24,10 @@ func TestHTTPLatest(t *testing.T) {
 		name, path, want string
 	}{
 		// Name order; among equal ts the later row.
-		{"newest", "/latest?table=lt&format=csv&ts=ns", "ts,sym,px\n2000000000,A,2.5\n3000000000,B,4.5\n4000000000,C D,5.5\n"},
-		{"at", "/latest?table=lt&format=csv&ts=ns&at=2999999999", "ts,sym,px\n2000000000,A,2.5\n1000000000,B,1.5\n"},
-		{"at rfc3339", "/latest?table=lt&format=csv&ts=ns&at=1970-01-01T00:00:01Z", "ts,sym,px\n1000000000,B,1.5\n"},
-		{"syms", "/latest?table=lt&format=csv&ts=ns&sym=C+D&sym=B&sym=nope", "ts,sym,px\n3000000000,B,4.5\n4000000000,C D,5.5\n"},
+		{"newest", "/latest?table=lt&format=csv&ts=ns", "ts,sym,px\n20000000000,A,2.5\n30000000000,B,4.5\n40000000000,C D,5.5\n"},
+		{"at", "/latest?table=lt&format=csv&ts=ns&at=29999999999", "ts,sym,px\n20000000000,A,2.5\n10000000000,B,1.5\n"},
+		{"at rfc3339", "/latest?table=lt&format=csv&ts=ns&at=1970-01-01T00:00:10Z", "ts,sym,px\n10000000000,B,1.5\n"},
+		{"syms", "/latest?table=lt&format=csv&ts=ns&sym=C+D&sym=B&sym=nope", "ts,sym,px\n30000000000,B,4.5\n40000000000,C D,5.5\n"},
 		{"before the first", "/latest?table=lt&format=csv&at=1", "ts,sym,px\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestHTTPLatest(t *testing.T) {
 	code, got, hdr := httpDo(t, srv, "GET", "/latest?table=lt&sym=A", "", auth...)
 	var row map[string]any
 	if code != 200 || hdr.Get("Content-Type") != "application/x-ndjson" || json.Unmarshal([]byte(got), &row) != nil ||
-		row["sym"] != "A" || row["px"] != 2.5 || row["ts"] != "1970-01-01T00:00:02.000000000Z" {
+		row["sym"] != "A" || row["px"] != 2.5 || row["ts"] != "1970-01-01T00:00:20.000000000Z" {
 		t.Fatalf("json: %d %q %s", code, hdr.Get("Content-Type"), got)
 	}
 	if code, resp, _ := httpDo(t, srv, "POST", "/write", "nosym px=1 1\n", auth...); code != http.StatusNoContent {

@@ -143,12 +143,16 @@ func writeLines(t *testing.T, srv *Server, body string, auth ...string) {
 	}
 }
 
+// tickT0 is when the tail tests' rows begin (2023-11-14T22:13:20Z): their
+// times are tickT0 plus small offsets.
+const tickT0 = 1_700_000_000_000_000_000
+
 // tickLines is n line-protocol rows of table, symbols A and B in turn,
-// ts from ts0 by 1 ms.
+// ts from tickT0+ts0 by 1 ms.
 func tickLines(table string, ts0 int64, n int) string {
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, "%s,sym=%c price=%d.5,size=%di %d\n", table, 'A'+i%2, 100+i, i+1, ts0+int64(i)*1e6)
+		fmt.Fprintf(&b, "%s,sym=%c price=%d.5,size=%di %d\n", table, 'A'+i%2, 100+i, i+1, tickT0+ts0+int64(i)*1e6)
 	}
 	return b.String()
 }
@@ -197,7 +201,7 @@ func TestTailSSE(t *testing.T) {
 			break
 		}
 	}
-	writeLines(t, srv, tickLines("tk", 2e9, 6)+"tk,sym=C price=1,size=1i 3000000000\n", auth...)
+	writeLines(t, srv, tickLines("tk", 2e9, 6)+fmt.Sprintf("tk,sym=C price=1,size=1i %d\n", tickT0+int64(3e9)), auth...)
 
 	// Each event's data is the row as GET /query's json has it.
 	_, body, _ := httpDo(t, srv, "GET", "/query?table=tk", "", auth...)
@@ -217,7 +221,7 @@ func TestTailSSE(t *testing.T) {
 		if err := json.Unmarshal([]byte(ev.data), &row); err != nil {
 			t.Fatal(err)
 		}
-		if ev.id != strconv.Itoa(seq) || row["sym"] != "B" || row["ts"] != float64(2e9+int64(seq-4)*1e6) {
+		if ev.id != strconv.Itoa(seq) || row["sym"] != "B" || row["ts"] != float64(tickT0+2e9+int64(seq-4)*1e6) {
 			t.Fatalf("sym=B: event %+v, want seq %d", ev, seq)
 		}
 	}
@@ -330,7 +334,7 @@ func TestTailStreamCap(t *testing.T) {
 			t.Fatalf("the slot was not given back: %d", c.resp.StatusCode)
 		}
 		// A gone client is seen at the stream's next write: give it one.
-		writeLines(t, srv, tickLines("cap", time.Now().UnixNano(), 1))
+		writeLines(t, srv, tickLines("cap", time.Now().UnixNano()-tickT0, 1))
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -246,15 +246,15 @@ func TestHTTPMetricsParse(t *testing.T) {
 
 func TestHTTPQuery(t *testing.T) {
 	srv, _ := testServer(t, &Options{ILPAddr: "off"})
-	httpDo(t, srv, "POST", "/write", "qq,sym=A px=1.5 1000000000\nqq,sym=B px=2.5 2000000000\nqq,sym=A px=3.5 3000000000\n")
+	httpDo(t, srv, "POST", "/write", "qq,sym=A px=1.5 10000000000\nqq,sym=B px=2.5 20000000000\nqq,sym=A px=3.5 30000000000\n")
 	code, body, hdr := httpDo(t, srv, "GET", "/query?table=qq&sym=A&format=csv&ts=ns", "")
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/csv") {
 		t.Fatalf("%d %s", code, body)
 	}
-	if want := "ts,sym,px\n1000000000,A,1.5\n3000000000,A,3.5\n"; body != want {
+	if want := "ts,sym,px\n10000000000,A,1.5\n30000000000,A,3.5\n"; body != want {
 		t.Fatalf("csv:\n%s\nwant:\n%s", body, want)
 	}
-	code, body, _ = httpDo(t, srv, "GET", "/query?table=qq&from=1970-01-01T00:00:02Z&limit=1", "")
+	code, body, _ = httpDo(t, srv, "GET", "/query?table=qq&from=1970-01-01T00:00:20Z&limit=1", "")
 	// One JSON object per line (NDJSON).
 	var rows []map[string]any
 	for line := range strings.Lines(body) {

@@ -55,6 +55,12 @@ type loop struct {
 	m            *metrics
 	events       []unix.EpollEvent
 	lastIdleScan time.Time
+	// The accepting loop's backoff (accept.go): while paused it does not
+	// poll the listening socket, so a failing accept cannot spin the loop
+	// that serves its share of the connections meanwhile.
+	acceptBo     acceptBackoff
+	acceptPaused bool
+	acceptResume time.Time
 }
 
 // conn is one client connection. Between reads it holds only the partial
@@ -154,8 +160,9 @@ func newLoop(srv *Server, l *listener, r *ring) (*loop, error) {
 	return &loop{
 		l: l, srv: srv, epfd: epfd, evfd: evfd, conns: map[int32]*conn{},
 		rbuf:   make([]byte, o.LineLimit+o.ReadBuffer+1),
-		parser: lineproto.Parser{}, ring: r, log: srv.log, m: srv.m,
+		parser: lineproto.Parser{Precision: int64(max(o.TsUnit, time.Nanosecond))}, ring: r, log: srv.log, m: srv.m,
 		events: make([]unix.EpollEvent, 256), lastIdleScan: time.Now(),
+		acceptBo: acceptBackoff{log: srv.log, what: "line protocol"},
 	}, nil
 }
 
@@ -196,7 +203,11 @@ func (lp *loop) run(wg *sync.WaitGroup) {
 	for {
 		timeout := lp.srv.opts.IdleTimeout / 4
 		timeout = min(max(timeout, 10*time.Millisecond), time.Second)
-		n, err := unix.EpollWait(lp.epfd, lp.events, int(timeout/time.Millisecond))
+		wait := timeout
+		if lp.acceptPaused {
+			wait = min(wait, max(time.Until(lp.acceptResume), time.Millisecond))
+		}
+		n, err := unix.EpollWait(lp.epfd, lp.events, int((wait+time.Millisecond-1)/time.Millisecond))
 		if err != nil && err != unix.EINTR {
 			lp.log.Error("ingest: epoll_wait", "err", err)
 			return
@@ -226,6 +237,9 @@ func (lp *loop) run(wg *sync.WaitGroup) {
 			}
 		}
 		lp.flush()
+		if lp.acceptPaused && !time.Now().Before(lp.acceptResume) {
+			lp.resumeAccept()
+		}
 		if now := time.Now(); now.Sub(lp.lastIdleScan) >= timeout {
 			lp.lastIdleScan = now
 			lp.closeIdle(now)
@@ -271,10 +285,14 @@ func (lp *loop) accept() {
 		fd, sa, err := unix.Accept4(lp.l.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
 			if err != unix.EAGAIN && err != unix.EINTR && err != unix.ECONNABORTED {
-				lp.log.Error("ingest: accept", "err", err)
+				// EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays
+				// queued, and polling the socket would report it again at
+				// once. Stop polling it for the backoff.
+				lp.pauseAccept(lp.acceptBo.failed(err, time.Now()))
 			}
 			return
 		}
+		lp.acceptBo.ok()
 		remote := sockaddrToTCP(sa).String()
 		if lp.l.conns.load() >= int64(lp.srv.opts.MaxConns) {
 			lp.m.connRefused() // counted before the peer can see the close
@@ -298,6 +316,24 @@ func (lp *loop) accept() {
 		target.mu.Unlock()
 		target.kick()
 	}
+}
+
+// pauseAccept stops polling the listening socket for d.
+func (lp *loop) pauseAccept(d time.Duration) {
+	if err := unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_DEL, lp.l.fd, nil); err != nil {
+		lp.log.Error("ingest: epoll remove listener", "err", err)
+	}
+	lp.acceptPaused = true
+	lp.acceptResume = time.Now().Add(d)
+}
+
+// resumeAccept polls the listening socket again.
+func (lp *loop) resumeAccept() {
+	if err := unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, lp.l.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lp.l.fd)}); err != nil {
+		lp.pauseAccept(lp.acceptBo.failed(err, time.Now()))
+		return
+	}
+	lp.acceptPaused = false
 }
 
 // serve reads once from c and hands every complete line on. It reports

@@ -50,7 +50,10 @@ func NewLoader(o *Options) *Loader {
 
 // Check validates l without storing anything; a bad line gives a
 // *LineError (its Line is for the caller to set).
-func (ld *Loader) Check(l *lineproto.Line) error { return ld.c.line(l) }
+func (ld *Loader) Check(l *lineproto.Line) error {
+	ld.s.now = time.Now().UnixNano()
+	return ld.c.line(l)
+}
 
 // Reset forgets what Check has seen.
 func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }

@@ -47,6 +47,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 	}
 	sk.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
 	t := newTable(name, w, sk.log)
+	sk.noteFar(t)
 	sk.tables[name] = t
 	sk.last = t
 	sk.copyStats(t)
@@ -59,6 +60,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 // checked before it leave it), so that a later line of the same table
 // timed before that is found bad here and not when it is stored.
 func (ld *Loader) CheckAt(l *lineproto.Line, now int64) error {
+	ld.s.now = now
 	if err := ld.c.line(l); err != nil {
 		return err
 	}

@@ -33,6 +33,10 @@ type metrics struct {
 	httpReqs     *prometheus.CounterVec
 	tailStreams  prometheus.Gauge
 	tailCutoffs  prometheus.Counter
+	httpConns    prometheus.Gauge
+	httpRefused  prometheus.Counter
+	writeMem     prometheus.Gauge
+	writeApply   prometheus.Histogram // the writer's time on one HTTP write request
 
 	logMu      sync.Mutex
 	logWindow  time.Time
@@ -94,9 +98,21 @@ func newMetrics() *metrics {
 		tailCutoffs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickdb_http_tail_cutoffs_total", Help: "GET /tail clients cut off because they did not take their events within the write timeout.",
 		}),
+		httpConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickdb_http_connections", Help: "Open HTTP connections.",
+		}),
+		httpRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickdb_http_connections_refused_total", Help: "HTTP connections answered 503 and closed at accept because the limit was reached.",
+		}),
+		writeApply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tickdb_http_write_apply_seconds", Help: "Time the writer goroutine took to check and store one HTTP write request (other clients' rows wait meanwhile).", Buckets: lat,
+		}),
+		writeMem: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickdb_http_write_memory_bytes", Help: "Memory the HTTP write requests in flight hold (read buffers, decompressors, staged rows), at most --max-write-memory.",
+		}),
 	}
 	m.reg.MustRegister(m.accepted, m.rejectedV, m.conns, m.connsRefused, m.connsClosed, m.bytesRead,
-		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.visibleSec, m.httpReqs, m.tailStreams, m.tailCutoffs)
+		m.backpress, m.applySec, m.batchRows, m.publishSec, m.flushSec, m.visibleSec, m.httpReqs, m.tailStreams, m.tailCutoffs, m.httpConns, m.httpRefused, m.writeMem, m.writeApply)
 	return m
 }
 

@@ -194,14 +194,19 @@ func recordMeasurement(b []byte) []byte {
 // lineEnd is the index of the first '\n' in b that ends a line, or -1. A
 // '\n' after an odd run of backslashes is escaped (QuestDB's clients write
 // a line break in a symbol that way) and belongs to the line.
-func lineEnd(b []byte) int {
-	off := 0
+func lineEnd(b []byte) int { return lineEndAt(b, 0) }
+
+// lineEndAt is lineEnd from offset from: the index in b of the first line
+// end at or after from, or -1. The bytes before from hold no line end
+// (they were scanned), but the backslashes before a '\n' are counted
+// from the start of b.
+func lineEndAt(b []byte, from int) int {
 	for {
-		i := bytes.IndexByte(b[off:], '\n')
+		i := bytes.IndexByte(b[from:], '\n')
 		if i < 0 {
 			return -1
 		}
-		i += off
+		i += from
 		k := i
 		for k > 0 && b[k-1] == '\\' {
 			k--
@@ -209,6 +214,6 @@ func lineEnd(b []byte) int {
 		if (i-k)%2 == 0 {
 			return i
 		}
-		off = i + 1
+		from = i + 1
 	}
 }

@@ -16,10 +16,15 @@ type batch struct {
 	buf    []byte
 	recs   int
 	readNs int64 // when the first of its bytes was read from a socket (0: not from one)
+	// applied is how many bytes of buf the writer has applied when it
+	// stopped at a line with no room, 0 otherwise (consumer only;
+	// room.go).
+	applied int
 }
 
 func (b *batch) reset() {
 	b.buf = b.buf[:0]
+	b.applied = 0
 	b.recs = 0
 	b.readNs = 0
 }

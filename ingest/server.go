@@ -50,8 +50,28 @@ type Options struct {
 	// ReadBuffer is the most read from one connection at a time (default
 	// 64 KiB).
 	ReadBuffer int
-	// MaxBody is the largest HTTP write body (default 256 MiB).
+	// MaxBody is the largest HTTP write body on the wire (default 256
+	// MiB); a larger one is answered 413.
 	MaxBody int64
+	// MaxDecompressed is the largest HTTP write body once decompressed
+	// (default DefaultMaxDecompressed); a larger one is answered 413.
+	MaxDecompressed int64
+	// MaxWriteMemory bounds the memory all HTTP write requests together
+	// hold (default DefaultMaxWriteMemory): read buffers, decompressors
+	// and their staged rows, about each row's stored size. A request that
+	// would pass it waits up to DefaultMemoryWait for others to finish,
+	// then is answered 503 with Retry-After; one that alone would pass it
+	// is answered 413.
+	MaxWriteMemory int64
+	// ReadTimeout cuts off an HTTP request whose headers or body stall
+	// (default DefaultReadTimeout): the headers must arrive within it, and
+	// a write body must bring MinBodyProgress more bytes within each
+	// ReadTimeout (408). Responses are not affected: a GET /tail stream
+	// lasts as long as its client reads.
+	ReadTimeout time.Duration
+	// MaxHTTPConns is the HTTP connection limit (default 4096); a
+	// connection over it is answered 503 at once and closed.
+	MaxHTTPConns int
 	// MaxStreams caps the GET /tail streams open at once (default
 	// DefaultMaxStreams); a request over it gets 503.
 	MaxStreams int
@@ -67,6 +87,24 @@ type Options struct {
 	// LiveRoot, when set, holds each table's live segments in
 	// LiveRoot/<table> (default: the writer's default, /dev/shm).
 	LiveRoot string
+	// MaxFuture is how far ahead of the server's clock a row's timestamp
+	// may be (default DefaultMaxFuture, a minute; MaxFutureOff or any
+	// negative value: no limit). A row further ahead is a bad line
+	// (reason future), never stored: stored, it would make every
+	// real-time row after it late. The clock is read once per batch of
+	// lines (per request over HTTP, per file for Loader's CheckAt and
+	// AppendLines).
+	MaxFuture time.Duration
+	// TsUnit is the unit of the line-protocol listener's timestamps, and
+	// of the Loader's lines' in its messages: time.Nanosecond (default),
+	// Microsecond, Millisecond or Second. HTTP requests give theirs with
+	// the precision parameter.
+	TsUnit time.Duration
+	// Allow1970 stores timestamps that read as the first weeks of 1970 in
+	// ns but as now in seconds, ms or µs (query.GuessUnit); without it
+	// such a line is a bad line (reason ts_unit) whose message names the
+	// unit to give.
+	Allow1970 bool
 	// Writer is the template for every table's writer options (flush
 	// policy, out-of-order policy, segment size); Schema, LiveDir and
 	// Logger are set per table. Its Group, when set, runs every table's
@@ -81,6 +119,7 @@ type Options struct {
 	// Logger receives start/stop lines and rate-limited bad-input lines.
 	Logger *slog.Logger
 
+	memoryWait    time.Duration // tests: how long a write waits for memory (default DefaultMemoryWait)
 	slowApply     time.Duration // tests: the writer sleeps this long per batch
 	tailHeartbeat time.Duration // tests: the /tail heartbeat (default tailHeartbeat)
 }
@@ -111,6 +150,21 @@ func (o *Options) withDefaults() *Options {
 	if r.MaxBody <= 0 {
 		r.MaxBody = 256 << 20
 	}
+	if r.MaxDecompressed <= 0 {
+		r.MaxDecompressed = DefaultMaxDecompressed
+	}
+	if r.MaxWriteMemory <= 0 {
+		r.MaxWriteMemory = DefaultMaxWriteMemory
+	}
+	if r.ReadTimeout <= 0 {
+		r.ReadTimeout = DefaultReadTimeout
+	}
+	if r.MaxHTTPConns <= 0 {
+		r.MaxHTTPConns = 4096
+	}
+	if r.memoryWait <= 0 {
+		r.memoryWait = DefaultMemoryWait
+	}
 	if r.RingSlots <= 0 || r.RingSlots&(r.RingSlots-1) != 0 {
 		r.RingSlots = 16
 	}
@@ -129,6 +183,12 @@ func (o *Options) withDefaults() *Options {
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
+	if r.MaxFuture == 0 {
+		r.MaxFuture = DefaultMaxFuture
+	}
+	if r.TsUnit == 0 {
+		r.TsUnit = time.Nanosecond
+	}
 	return &r
 }
 
@@ -143,12 +203,14 @@ type Server struct {
 	lis      *listener
 	loopsWG  sync.WaitGroup
 	http     *http.Server
-	httpLis  net.Listener
+	httpLis  *httpListener
+	wmem     *writeMemory
 	httpDone chan error
 	streams  chan struct{} // a token per open /tail stream
 	closing  chan struct{} // closed when HTTP shuts down: streams end
 	dbLock   *os.File      // the database's server lock (dblock.go), held until Close
 	group    *writer.Group // the tables' background workers, when the server made them
+	readers  *readerPool   // open readers for HTTP queries (readers.go)
 	closeMu  sync.Mutex
 	closed   bool
 	closeErr error
@@ -160,6 +222,9 @@ func Start(opts *Options) (*Server, error) {
 	if o.DB == "" {
 		return nil, errors.New("ingest: no database directory")
 	}
+	if err := validTsUnit(o.TsUnit); err != nil {
+		return nil, err
+	}
 	if err := checkILPExposure(o.ILPAddr, o.Token, o.ILPInsecure); err != nil {
 		return nil, err
 	}
@@ -167,7 +232,8 @@ func Start(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock}
+	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock, readers: newReaderPool(o.DB)}
+	s.wmem = newWriteMemory(o.MaxWriteMemory, o.memoryWait, func(n int64) { s.m.writeMem.Set(float64(n)) })
 	o.Writer.OnFlush = s.m.flushed
 	if o.Writer.Group == nil {
 		g, err := writer.NewGroup(&o.Group)
@@ -184,7 +250,7 @@ func Start(opts *Options) (*Server, error) {
 		}
 	}
 	s.sink = newSink(o, s.m, rings, &s.loopsWG)
-	s.m.reg.MustRegister(newTableCollector(s.sink, rings))
+	s.m.reg.MustRegister(newTableCollector(s.sink, rings), newConditionCollector(s.sink))
 	if o.ILPAddr != "off" {
 		lis, err := newListener(s, o.ILPAddr, rings)
 		if err != nil {
@@ -204,8 +270,15 @@ func Start(opts *Options) (*Server, error) {
 			lock.Close()
 			return nil, fmt.Errorf("ingest: http listen on %s: %w", o.HTTPAddr, err)
 		}
-		s.httpLis = hl
-		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		s.httpLis = newHTTPListener(hl, o.MaxHTTPConns, s.log, func(d int) { s.m.httpConns.Add(float64(d)) }, func(remote string) {
+			s.m.httpRefused.Inc()
+			s.m.logBad(s.log, "ingest: http connection refused: limit reached", "remote", remote, "limit", o.MaxHTTPConns)
+		})
+		// No ReadTimeout: it would cut GET /tail streams, whose
+		// connection the server reads in the background for as long as
+		// they last. Bodies get their own read deadlines (readDeadline).
+		s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: o.ReadTimeout, IdleTimeout: o.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 		// Shutdown waits for the requests in flight; a /tail stream would
 		// never end by itself.
 		s.http.RegisterOnShutdown(func() { close(s.closing) })
@@ -276,6 +349,7 @@ func (s *Server) Close() error {
 		cancel()
 		<-s.httpDone
 	}
+	s.readers.close()
 	if s.lis != nil {
 		s.lis.stop()
 	}
@@ -318,3 +392,19 @@ func (s *Server) ReadToVisible() *hdrhistogram.Histogram {
 // reads the late entries of about one window past its range, so the
 // window is not unbounded.
 const DefaultLateWindow = 10 * time.Second
+
+// Defaults of the HTTP limits (Options).
+const (
+	// DefaultReadTimeout: a client that sends nothing for half a minute
+	// is gone or hostile; any working client sends far faster than
+	// MinBodyProgress per ReadTimeout.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultMaxDecompressed: 1 GiB of text, about 37 M tick lines: far
+	// more than a client batches, little enough that one request cannot
+	// take a writer's goroutine for long.
+	DefaultMaxDecompressed = 1 << 30
+	// DefaultMaxWriteMemory: 1 GiB for all write requests together, room
+	// for about 35 M staged tick rows, or 4,096 stalled gzip requests'
+	// buffers several times over.
+	DefaultMaxWriteMemory = 1 << 30
+)

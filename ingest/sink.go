@@ -43,11 +43,21 @@ type sink struct {
 	stopc   chan struct{} // closed by stop: drain what is queued, then exit
 	donec   chan struct{}
 	loopsWG *sync.WaitGroup // producers still running; the sink exits after them
+	cur     *txnRun         // the HTTP request being applied a slice at a time (sink_txn.go)
+	waiting []*txn          // requests queued behind it
 	err     error           // the first error closing the tables
 
 	statsMu sync.Mutex
 	stats   map[string]writer.Stats
 	lastSt  time.Time
+	refused refusal // the last refusal for want of room, under statsMu (room.go)
+
+	// Line-protocol lines held for want of room (room.go): the refusal
+	// that stopped the batch being applied, when each ring may be tried
+	// again (zero: not held), and how many rings are held.
+	holdErr   error
+	heldUntil []time.Time
+	heldN     gauge
 
 	// touched are the tables with rows appended since the last publish
 	// (table.dirty), stale those whose counters may have moved since the
@@ -63,10 +73,11 @@ type failedOpen struct {
 	until time.Time
 }
 
-// txn is an HTTP request's records, applied all or nothing.
+// txn is an HTTP request's staged rows (http_stage.go), applied all or
+// nothing.
 type txn struct {
-	buf   []byte
-	lines int
+	stage *stage
+	prec  int64 // the request's precision: ns per unit of its timestamps
 	res   chan txnResult
 }
 
@@ -111,6 +122,7 @@ func newSink(o *Options, m *metrics, rings []*ring, loops *sync.WaitGroup) *sink
 		tables: map[string]*table{}, failed: map[string]failedOpen{},
 		stopc: make(chan struct{}), donec: make(chan struct{}), loopsWG: loops,
 		stats: map[string]writer.Stats{}, reads: make([]int64, 0, 256),
+		heldUntil: make([]time.Time, len(rings)),
 	}
 }
 
@@ -148,9 +160,13 @@ func (s *sink) run() {
 	idle := 0
 	for {
 		work := s.drain()
+		if s.cur != nil || len(s.waiting) > 0 {
+			s.advance()
+			work = true
+		}
 		select {
 		case t := <-s.txc:
-			s.apply(t)
+			s.take(t)
 			work = true
 		default:
 		}
@@ -191,11 +207,11 @@ func (s *sink) run() {
 		if stopping {
 			gone = loopsDone
 		}
-		timer.Reset(50 * time.Millisecond)
+		timer.Reset(s.idleWait(50 * time.Millisecond))
 		select {
 		case t := <-s.txc:
 			s.park.awake()
-			s.apply(t)
+			s.take(t)
 			s.publish()
 			idle = 0
 		case <-s.stopc:
@@ -211,10 +227,11 @@ func (s *sink) run() {
 	s.closeTables()
 }
 
-// pending reports whether any ring holds a batch.
+// pending reports whether any ring holds a batch to apply now (not one
+// held for want of room).
 func (s *sink) pending() bool {
-	for _, r := range s.rings {
-		if !r.empty() {
+	for i, r := range s.rings {
+		if !r.empty() && !s.held(i) {
 			return true
 		}
 	}
@@ -225,13 +242,23 @@ func (s *sink) pending() bool {
 // busy connection's loop cannot starve the others.
 func (s *sink) drain() bool {
 	work := false
-	for _, r := range s.rings {
+	for i, r := range s.rings {
+		if s.held(i) {
+			continue // no room for its next line yet (room.go)
+		}
 		for range 4 {
 			b := r.peek()
-			if b == nil {
-				break
+			if b == nil || s.cur != nil && s.touchesLocked(b) {
+				break // (a batch for a locked table waits, and its ring)
 			}
-			s.applyBatch(b)
+			from := b.applied
+			if !s.applyBatch(b) {
+				work = work || b.applied != from
+				if !s.hold(i, b) {
+					break
+				}
+			}
+			s.unheld(i)
 			if b.readNs != 0 && len(s.reads) < cap(s.reads) {
 				s.reads = append(s.reads, b.readNs)
 			}
@@ -242,10 +269,13 @@ func (s *sink) drain() bool {
 	return work
 }
 
-func (s *sink) applyBatch(b *batch) {
+// applyBatch applies b's records from b.applied on and reports whether
+// it got to the end; it stops at a line its table has no room for, which
+// stays first (b.applied: room.go).
+func (s *sink) applyBatch(b *batch) bool {
 	t0 := time.Now()
 	s.now = t0.UnixNano()
-	for p := 0; p < len(b.buf); {
+	for p := b.applied; p < len(b.buf); {
 		rec := b.buf[p : p+recordLen(b.buf[p:])]
 		if r, bad := recordRejected(rec); bad {
 			// Logged by the loop; counted here, after the lines before it.
@@ -254,13 +284,19 @@ func (s *sink) applyBatch(b *batch) {
 			decodeRecord(rec, &s.line, &s.meta)
 			s.applyLine(&s.line, &s.meta)
 		}
+		if s.holdErr != nil {
+			b.applied = p
+			return false
+		}
 		p += len(rec)
 	}
+	b.applied = 0 // done: nothing held
 	s.m.applySec.Observe(time.Since(t0).Seconds())
 	s.m.batchRows.Observe(float64(b.recs))
 	if s.opts.slowApply > 0 {
 		time.Sleep(s.opts.slowApply)
 	}
+	return true
 }
 
 // applyFast appends one record whose table is the last one used and whose
@@ -316,9 +352,12 @@ func (s *sink) store(l *lineproto.Line) (*table, error) {
 // keys and values, and a line the table would refuse as out of order adds
 // nothing.
 func (s *sink) addColumns(t *table, l *lineproto.Line) error {
+	if err := s.checkTime(t, l.Ts, l.HasTs); err != nil {
+		return err
+	}
 	if last := t.w.LastTs(); l.HasTs && l.Ts < last && s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
 		if win := s.opts.Writer.LateWindow; uint64(last)-uint64(l.Ts) > uint64(win) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, last, win, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, l.Ts, last, s.now, fixOf(s.opts))
 		}
 	}
 	if err := t.addColumns(l); err != nil {
@@ -360,10 +399,13 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	} else if last := t.w.LastTs(); ts < last {
 		ts = last
 	}
+	if err := s.checkTime(t, ts, hasTs); err != nil {
+		return err
+	}
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
 		if errors.Is(err, writer.ErrOutOfOrder) {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(ts, t.w.LastTs(), s.opts.Writer.LateWindow, "the last row of table "+t.name)}
+			return s.lateErr(t, t.name, ts, t.w.LastTs(), s.now, fixOf(s.opts))
 		}
 		return err
 	}
@@ -382,6 +424,9 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 
 // reject counts a line that was not stored and logs it (rate-limited).
 func (s *sink) reject(tableName []byte, m *recordMeta, err error) {
+	if s.holdLine(err) {
+		return // no room: held and tried again, not rejected (room.go)
+	}
 	reason := "write_error"
 	if le, ok := asLineErr(err); ok {
 		reason = le.Reason.String()
@@ -424,19 +469,25 @@ func (s *sink) knownLabel(name []byte) string {
 func (s *sink) publish() {
 	t0 := time.Now()
 	defer func() { s.m.publishSec.Observe(time.Since(t0).Seconds()) }()
-	for i, t := range s.touched {
+	keep := s.touched[:0]
+	for _, t := range s.touched {
 		// dirty is false when the table was published since (an HTTP
-		// request's apply), and its writer is closed when it was
-		// dropped since.
+		// request's end), and its writer is closed when it was dropped
+		// since. A table an HTTP request in progress has locked is
+		// published when the request ends (sink_txn.go): it stays.
+		if t.dirty && s.cur != nil && s.cur.locksName(t.name) && s.tables[t.name] == t {
+			keep = append(keep, t)
+			continue
+		}
 		if t.dirty && s.tables[t.name] == t {
 			t.w.Publish()
 			s.m.addAccepted(t.name, t.accepted)
 			t.accepted = 0
 		}
 		t.dirty = false
-		s.touched[i] = nil
 	}
-	s.touched = s.touched[:0]
+	clear(s.touched[len(keep):])
+	s.touched = keep
 	if len(s.reads) > 0 {
 		now := time.Now().UnixNano()
 		for _, r := range s.reads {
@@ -487,6 +538,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		o.LiveDir = filepath.Join(s.opts.LiveRoot, name)
 	}
 	if _, err := os.Stat(filepath.Join(s.opts.DB, name, format.CtlName)); errors.Is(err, os.ErrNotExist) {
+		if err := s.checkNewTime(l); err != nil {
+			return nil, err // a bad line creates no table
+		}
 		schema, lerr := schemaFor(l)
 		if lerr != nil {
 			return nil, lerr
@@ -498,7 +552,9 @@ func (s *sink) open(name string, l *lineproto.Line) (*table, error) {
 		return nil, err
 	}
 	s.log.Info("ingest: table open", "table", name, "rows", w.Len(), "schema", w.Schema().String())
-	return newTable(name, w, s.log), nil
+	t := newTable(name, w, s.log)
+	s.noteFar(t)
+	return t, nil
 }
 
 // openExisting opens every table already in the database, so a restart
@@ -518,66 +574,6 @@ func (s *sink) openExisting() {
 	s.refreshStats(true)
 }
 
-// apply runs an HTTP request: it checks every line first, against the
-// tables as they are or, for a table the request creates, against the
-// schema its first line in the request gives, including the time order;
-// only when all lines pass does it store them.
-func (s *sink) apply(t *txn) {
-	res := txnResult{}
-	if table, err := s.check(t); err != nil {
-		if le, ok := asLineErr(err); ok {
-			s.m.rejected(s.label(table), le.Reason.String())
-			s.m.logBad(s.log, "ingest: request rejected", "table", string(table), "err", err)
-		}
-		res.err = err
-		t.res <- res
-		return
-	}
-	s.now = time.Now().UnixNano()
-	touched := map[*table]bool{}
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &s.line, &s.meta)
-		tb, err := s.store(&s.line)
-		if err != nil {
-			// check passed, so this is a write failure: the rows before it
-			// stay (they may already be visible), and the client hears why.
-			if le, ok := asLineErr(err); ok {
-				le.Line = int(s.meta.lineNo)
-			}
-			res.err = err
-			break
-		}
-		touched[tb] = true
-	}
-	for tb := range touched {
-		if s.tables[tb.name] != tb {
-			continue // dropped: its writer failed adding a column
-		}
-		tb.w.Publish()
-		tb.dirty = false
-		s.m.addAccepted(tb.name, tb.accepted)
-		tb.accepted = 0
-		tb.waiters.Add(1)
-		res.waits = append(res.waits, durableWait{w: tb.w, n: tb.w.Len(), wg: &tb.waiters})
-	}
-	t.res <- res
-}
-
-// check validates a request without changing anything. On a bad line it
-// also returns the line's table name.
-func (s *sink) check(t *txn) ([]byte, error) {
-	c := newChecker(s)
-	var l lineproto.Line
-	var m recordMeta
-	for p := 0; p < len(t.buf); {
-		p += decodeRecord(t.buf[p:], &l, &m)
-		if err := c.line(&l); err != nil {
-			return l.Measurement, withLine(err, m.lineNo)
-		}
-	}
-	return nil, nil
-}
-
 // checker validates lines against the tables as they are and, for a table
 // an earlier checked line would create, against the schema that line
 // gives, time order included, storing nothing.
@@ -585,6 +581,7 @@ type checker struct {
 	s    *sink
 	seen map[string]*checkState
 	idx  []int
+	fix  unitFix // how the lines' senders give a timestamp's unit
 }
 
 type checkState struct {
@@ -593,7 +590,7 @@ type checkState struct {
 }
 
 func newChecker(s *sink) *checker {
-	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns)}
+	return &checker{s: s, seen: map[string]*checkState{}, idx: make([]int, store.MaxColumns), fix: fixOf(s.opts)}
 }
 
 // line checks one line; a bad one gives a *LineError (Line left 0).
@@ -623,13 +620,33 @@ func (c *checker) line(l *lineproto.Line) error {
 		}
 		st.lo = newLayout(st.lo.name, s)
 	}
-	if l.HasTs {
-		win := c.s.opts.Writer.LateWindow
-		if l.Ts < st.lastTs && uint64(st.lastTs)-uint64(l.Ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
-			return &lineproto.LineError{Reason: lineproto.ReasonOutOfOrder, Msg: lateMsg(l.Ts, st.lastTs, win, "the table's last row")}
+	return c.time(st, l.Ts, l.HasTs)
+}
+
+// time checks a row's time against its table's (the time rule of
+// timecheck.go, then the late window under the reject policy) and moves
+// the table's last time as storing the row would. It is the one time
+// check of a line (line) or of a staged row (staged) about to be stored,
+// as appendTs is the one place a row gets its time when it is.
+func (c *checker) time(st *checkState, ts int64, hasTs bool) error {
+	name, now, fut := st.lo.name, c.s.now, uint64(c.s.opts.MaxFuture)
+	if hasTs && oddTs(ts, now, fut) || aheadOf(st.lastTs, now, fut) {
+		if err := c.s.timeErr(name, c.s.tables[name], ts, hasTs, st.lastTs, now, c.fix); err != nil {
+			return err
 		}
-		st.lastTs = max(st.lastTs, l.Ts)
 	}
+	if !hasTs {
+		// Stored at the writer's clock, never before the table's last
+		// row (appendTs); s.now is the time of the request being
+		// checked (0 for a Loader's check, which stores later).
+		st.lastTs = max(st.lastTs, now)
+		return nil
+	}
+	win := c.s.opts.Writer.LateWindow
+	if ts < st.lastTs && uint64(st.lastTs)-uint64(ts) > uint64(win) && c.s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+		return c.s.lateErr(c.s.tables[name], name, ts, st.lastTs, now, c.fix)
+	}
+	st.lastTs = max(st.lastTs, ts)
 	return nil
 }
 
@@ -739,13 +756,4 @@ func (s *sink) closeTables() {
 		s.statsMu.Unlock()
 		s.log.Info("ingest: table closed", "table", name, "rows", st.Appended, "durable", st.Durable)
 	}
-}
-
-// lateMsg says why a line's timestamp ts was refused: before the table's
-// newest row (whose ts is last), by more than the late window win.
-func lateMsg(ts, last int64, win time.Duration, what string) string {
-	if win <= 0 {
-		return fmt.Sprintf("timestamp %d is before %s (%d); the table takes no late rows (late window 0)", ts, what, last)
-	}
-	return fmt.Sprintf("timestamp %d is before %s (%d) by more than the late window (%v)", ts, what, last, win)
 }

@@ -253,6 +253,7 @@ type table struct {
 	dirty    bool   // rows appended since the last publish (in sink.touched)
 	accepted uint64 // rows appended since the last metrics update
 	rejected uint64
+	far      *farRow // the row that put the newest ts too far ahead, once looked up
 	// waiters counts the HTTP handlers waiting in w.WaitDurable, from
 	// their goroutines: writer.AddColumn rebuilds the writer in place,
 	// so it waits for them (the flusher makes their rows durable

@@ -61,6 +61,8 @@ const (
 	ReasonType                            // a field whose kind does not match its column
 	ReasonOutOfOrder                      // a timestamp before the table's last row
 	ReasonTableFull                       // the table cannot take more rows or columns
+	ReasonFuture                          // a timestamp too far ahead of the server's clock
+	ReasonTsUnit                          // a timestamp that reads as seconds, ms or µs given as ns
 	numReasons                            // one past the last reason: sizes per-reason arrays
 )
 
@@ -93,6 +95,10 @@ func (r Reason) String() string {
 		return "out_of_order"
 	case ReasonTableFull:
 		return "table_full"
+	case ReasonFuture:
+		return "future"
+	case ReasonTsUnit:
+		return "ts_unit"
 	}
 	return "unknown"
 }

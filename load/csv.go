@@ -42,7 +42,7 @@ const csvInferRows = 1000
 // ts cell gets the time it is stored, like a line without a timestamp.
 // Cells are read by the column's type:
 //
-//   - ts: integer ns since the epoch, or RFC 3339 and the other forms
+//   - ts: integer ns since the epoch (or the unit Options.TsUnit gives), or RFC 3339 and the other forms
 //     query.ParseTime takes (a date alone, a space for the T, no offset
 //     meaning UTC).
 //   - sym: the cell's bytes, as they are.
@@ -59,8 +59,9 @@ type csvParser struct {
 	keys  [][]byte
 	types []store.ColType // by header column; TypeTs for the ts column
 	tsCol int
-	line  int // 1-based line number where the next record starts
-	rec   int // 1-based line number of the last record
+	unit  int64 // ns per unit of integer ts cells (Options.TsUnit); 0 or 1: ns
+	line  int   // 1-based line number where the next record starts
+	rec   int   // 1-based line number of the last record
 
 	// The fields of the record split last: offsets into its bytes, and
 	// the offsets of the line ends inside its quoted fields (for the
@@ -338,7 +339,7 @@ func (p *csvParser) Parse(data []byte, atEOF bool, l *lineproto.Line) (n int, ok
 			f := l.AddField()
 			f.Key, f.Kind, f.B = p.keys[k], lineproto.KindBool, b
 		case store.TypeTs:
-			ts, msg := parseCSVTime(cell)
+			ts, msg := parseCSVTimeIn(cell, p.unit)
 			if msg != "" {
 				return n, false, p.cellErr(*sp, lineproto.ReasonTimestamp, `column "ts": `+msg)
 			}

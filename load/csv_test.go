@@ -491,8 +491,9 @@ func TestLoaderPlanCreate(t *testing.T) {
 		off += k
 	}
 	ld.Plan("c", s)
+	now := time.Now().UnixNano() // the clock max-future is measured from
 	for i := range lines {
-		if err := ld.CheckAt(&lines[i], 0); err != nil {
+		if err := ld.CheckAt(&lines[i], now); err != nil {
 			t.Fatalf("check line %d: %v", i, err)
 		}
 	}
@@ -502,11 +503,11 @@ func TestLoaderPlanCreate(t *testing.T) {
 	if err := ld.Create("c", s); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ld.AppendLines(lines, 0); n != 2 || err != nil {
+	if n, err := ld.AppendLines(lines, now); n != 2 || err != nil {
 		t.Fatalf("append: %d %v", n, err)
 	}
 	late := lines[:1]
-	if n, err := ld.AppendLines(late, 0); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
+	if n, err := ld.AppendLines(late, now); n != 0 || !errors.Is(err, lineproto.ErrBadLine) {
 		t.Fatalf("late row: %d %v", n, err)
 	}
 	if err := ld.Create("c", store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs})); err == nil {

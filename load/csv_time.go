@@ -4,6 +4,8 @@ package load
 // hand in the common case (parseTimeFast) and by query.ParseTime else.
 
 import (
+	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tickdb/tickdb/lineproto"
@@ -26,6 +28,20 @@ func parseCSVTime(b []byte) (int64, string) {
 		return 0, strings.TrimPrefix(err.Error(), query.ErrBadQuery.Error()+": ")
 	}
 	return ts, ""
+}
+
+// parseCSVTimeIn is parseCSVTime with integer cells counted in unit ns
+// (Options.TsUnit; 1: ns). RFC 3339 cells say their own time.
+func parseCSVTimeIn(b []byte, unit int64) (int64, string) {
+	if c := b[0]; unit > 1 && (c >= '0' && c <= '9' || c == '-' || c == '+') {
+		if v, err := lineproto.ParseInt(b); err == nil {
+			if v > math.MaxInt64/unit || v < math.MinInt64/unit {
+				return 0, fmt.Sprintf("%s in units of %d ns overflows i64 ns", snippet(b), unit)
+			}
+			return v * unit, ""
+		}
+	}
+	return parseCSVTime(b)
 }
 
 // parseTimeFast parses the common RFC 3339 shapes by hand, as query.ParseTime

@@ -17,12 +17,14 @@
 // as a late row). A row without a time gets the time its file's load
 // began, or its table's last row's time when that is later.
 //
-// ILP lines are read by lineproto.Parser, timestamps in ns; each line's
-// measurement names its table, unless Options.Table replaces it.
+// ILP lines are read by lineproto.Parser, timestamps in ns (or
+// Options.TsUnit); each line's measurement names its table, unless
+// Options.Table replaces it. Rows meet serve's time rule (ingest's
+// MaxFuture, Allow1970), measured from the time the file's load began.
 //
 // CSV (csv.go) is RFC 4180 with a header row naming "ts" and the other
 // columns, in any order, into Options.Table. ts is RFC 3339 or integer ns
-// since the epoch; an empty cell is an omitted value. For a table that
+// since the epoch (or Options.TsUnit); an empty cell is an omitted value. For a table that
 // exists, cells are read by its columns' types; a new table gets ts and
 // the header's other columns in header order, each typed by its non-empty
 // cells in the first 1,000 rows: i64 if they are all integers, f64 if all

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,18 @@ type Options struct {
 	// its table's newest row a row may be and still be stored, as a late
 	// row; 0: such a row is a bad line).
 	Writer writer.Options
+	// MaxFuture is how far ahead of the clock (the time a file's load
+	// began) a row may be: default ingest.DefaultMaxFuture (a minute);
+	// ingest.MaxFutureOff or any negative value: no limit. A row further
+	// ahead is a bad line (reason future).
+	MaxFuture time.Duration
+	// TsUnit is the unit of ILP timestamps and of integer CSV ts cells:
+	// time.Nanosecond (default), Microsecond, Millisecond or Second.
+	TsUnit time.Duration
+	// Allow1970 stores timestamps that read as the first weeks of 1970 in
+	// ns but as now in another unit; without it they are bad lines (reason
+	// ts_unit) naming the unit to give (ingest.Options.Allow1970).
+	Allow1970 bool
 	// Table is the table CSV rows go to (a CSV file needs it). For ILP,
 	// when set, it replaces every line's measurement.
 	Table string
@@ -76,6 +89,10 @@ type Options struct {
 	// Progress, when set, is called as a pass over a file starts, after
 	// each chunk it reads, and when it ends (Done).
 	Progress func(Progress)
+	// Logger, when set, receives the tables' open and close lines and the
+	// error naming a table that already holds a row more than MaxFuture
+	// ahead of the clock (its lines are then refused).
+	Logger *slog.Logger
 }
 
 // Progress is where a pass over a file is.
@@ -113,8 +130,9 @@ type Loader struct {
 // named.
 func New(o *Options) *Loader {
 	ld := &Loader{
-		o:  *o,
-		ld: ingest.NewLoader(&ingest.Options{DB: o.DB, LiveRoot: o.LiveRoot, Writer: o.Writer}),
+		o: *o,
+		ld: ingest.NewLoader(&ingest.Options{DB: o.DB, LiveRoot: o.LiveRoot, Writer: o.Writer,
+			MaxFuture: o.MaxFuture, TsUnit: o.TsUnit, Allow1970: o.Allow1970, Logger: o.Logger}),
 		st: Stats{Tables: map[string]int64{}},
 	}
 	if o.Table != "" {
@@ -158,6 +176,11 @@ func (ld *Loader) File(ctx context.Context, path, name string, format Format) er
 	}
 	if format != CSV && format != ILP {
 		return fmt.Errorf("load: %s: unknown %v", name, format)
+	}
+	switch ld.o.TsUnit {
+	case 0, time.Nanosecond, time.Microsecond, time.Millisecond, time.Second:
+	default:
+		return fmt.Errorf("load: TsUnit %v: want time.Second, Millisecond, Microsecond or Nanosecond", ld.o.TsUnit)
 	}
 	osf, err := os.Open(path)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/textfmt"
 	"github.com/tickdb/tickdb/lineproto"
@@ -230,6 +231,7 @@ func (ld *Loader) pass(f *file, commit bool) (int64, error) {
 	var from int64
 	if prep := f.prep; prep != nil {
 		p := newCSVParser(ld.o.Table)
+		p.unit = int64(ld.o.TsUnit)
 		if _, err := p.Header(prep.header, true); err != nil {
 			return 0, err
 		}
@@ -238,7 +240,7 @@ func (ld *Loader) pass(f *file, commit bool) (int64, error) {
 		}
 		rs, from = &csvRecords{p: p}, int64(len(prep.header))
 	} else {
-		rs = &ilpRecords{table: ld.table}
+		rs = &ilpRecords{table: ld.table, p: lineproto.Parser{Precision: int64(max(ld.o.TsUnit, time.Nanosecond))}}
 	}
 	if _, err := f.f.Seek(from, io.SeekStart); err != nil {
 		return 0, err

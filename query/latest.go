@@ -57,11 +57,12 @@ func Latest(ctx context.Context, r *reader.Reader, q LatestQuery, fn func(row st
 	}
 	var ids []uint32
 	if len(q.Syms) == 0 {
-		n := r.Symbols()
-		ids = make([]uint32, n)
-		for i := range ids {
-			ids[i] = uint32(i)
+		// Every symbol, in the order the reader keeps (sorted once).
+		order, err := r.SymbolOrder()
+		if err != nil {
+			return 0, q.wrap(err)
 		}
+		ids = order
 	} else {
 		seen := make(map[uint32]bool, len(q.Syms))
 		for _, name := range q.Syms {
@@ -70,29 +71,34 @@ func Latest(ctx context.Context, r *reader.Reader, q LatestQuery, fn func(row st
 				ids = append(ids, id)
 			}
 		}
-	}
-	names := make([]string, len(ids))
-	for i, id := range ids {
-		name, err := r.SymbolName(id)
-		if err != nil {
-			return 0, q.wrap(err)
+		names := make([]string, len(ids))
+		for i, id := range ids {
+			name, err := r.SymbolName(id)
+			if err != nil {
+				return 0, q.wrap(err)
+			}
+			names[i] = name
 		}
-		names[i] = name
+		order := make([]int, len(ids))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+		sorted := make([]uint32, len(ids))
+		for i, k := range order {
+			sorted[i] = ids[k]
+		}
+		ids = sorted
 	}
-	order := make([]int, len(ids))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
 	row := s.NewRow()
 	var n int64
-	for k, i := range order {
+	for k, id := range ids {
 		if k%ctxEvery == ctxEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return n, err
 			}
 		}
-		_, ok, err := l.Sym(ids[i], row)
+		_, ok, err := l.Sym(id, row)
 		if err != nil {
 			return n, q.wrap(err)
 		}

@@ -31,7 +31,11 @@ var timeLayouts = [...]string{
 // means UTC), a bare date YYYY-MM-DD (midnight UTC), or an integer count of
 // nanoseconds (an optional sign, then digits only: "20240102" is 20,240,102
 // ns, not a date). The instant must lie within int64 nanoseconds
-// (1677-09-21 to 2262-04-11). Errors name the value and match ErrBadQuery.
+// (1677-09-21 to 2262-04-11). An integer that GuessUnit reads as seconds,
+// milliseconds or microseconds (1796455100: 1.8 s after the epoch as ns,
+// but today as seconds) is an error that says so and how to write the time
+// meant, rather than a silent 1970; a time in those first weeks of 1970 is
+// written in RFC 3339. Errors name the value and match ErrBadQuery.
 func ParseTime(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("%w: empty time (want RFC 3339, a date YYYY-MM-DD or integer ns since the epoch)", ErrBadQuery)
@@ -40,6 +44,11 @@ func ParseTime(s string) (int64, error) {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("%w: time %q: integer ns out of the int64 range", ErrBadQuery, s)
+		}
+		if u := GuessUnit(v, time.Now().UnixNano()); u != 0 {
+			meant := v * int64(u)
+			return 0, fmt.Errorf("%w: time %q is integer ns, %s; as %s it is %s: write %d (ns) or %s (or, for %s itself, that)",
+				ErrBadQuery, s, FormatNs(v), UnitName(u), FormatNs(meant), meant, FormatNs(meant), FormatNs(v))
 		}
 		return v, nil
 	}
@@ -83,3 +92,52 @@ func isInteger(s string) bool {
 	}
 	return true
 }
+
+// UnitWindow is how near the clock an integer timestamp must read, taken
+// as seconds, milliseconds or microseconds, for GuessUnit to call it one of
+// those: about 50 years either side. Taken as ns, any such value lies in
+// the first weeks of 1970 (before about 1970-02-08), and the three
+// readings never overlap (each unit is 1,000 times the next, the window's
+// ends are far less than 1,000 times apart).
+const UnitWindow = 50 * 8766 * time.Hour
+
+// GuessUnit reports the unit a timestamp given as ns really seems to be
+// in: time.Second, time.Millisecond or time.Microsecond when ns is
+// positive and, multiplied by that unit, lies within UnitWindow of now
+// (ns since the epoch); 0 otherwise. 5 or 1,000 ns read as 1970 in every
+// unit and give 0.
+func GuessUnit(ns, now int64) time.Duration {
+	if ns <= 0 {
+		return 0
+	}
+	lo, hi := now-int64(UnitWindow), now+int64(UnitWindow)
+	for _, u := range [...]time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if ns > math.MaxInt64/int64(u) {
+			continue
+		}
+		if v := ns * int64(u); v >= lo && v <= hi {
+			return u
+		}
+	}
+	return 0
+}
+
+// UnitName is a unit's name in messages: "seconds", "milliseconds",
+// "microseconds" or "nanoseconds".
+func UnitName(u time.Duration) string {
+	switch u {
+	case time.Second:
+		return "seconds"
+	case time.Millisecond:
+		return "milliseconds"
+	case time.Microsecond:
+		return "microseconds"
+	case time.Nanosecond:
+		return "nanoseconds"
+	}
+	return u.String()
+}
+
+// FormatNs writes ns since the epoch as RFC 3339 in UTC with as many
+// fractional digits as it needs.
+func FormatNs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }

@@ -2,8 +2,11 @@ package query_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/query"
 )
@@ -100,5 +103,31 @@ func TestParseFormats(t *testing.T) {
 	}
 	if err := tsf.Set("bad"); err == nil || tsf != query.TsRFC3339 {
 		t.Errorf("Set(bad): %v %v", tsf, err)
+	}
+}
+
+// GuessUnit reads a seconds, ms or µs count of about now as that unit,
+// and nothing else: not 1970 in every unit, not real ns, not negatives.
+func TestGuessUnit(t *testing.T) {
+	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	ns := now.UnixNano()
+	for _, c := range []struct {
+		v    int64
+		want time.Duration
+	}{
+		{now.Unix(), time.Second}, {now.UnixMilli(), time.Millisecond}, {now.UnixMicro(), time.Microsecond},
+		{time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Second},           // within 50 years before
+		{time.Date(2070, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Microsecond}, // within 50 years after
+		{time.Date(1970, 6, 1, 0, 0, 0, 0, time.UTC).Unix(), 0},                     // more than 50 years before
+		{0, 0}, {5, 0}, {1000, 0}, {-now.Unix(), 0}, {ns, 0}, {1 << 62, 0}, {math.MaxInt64, 0},
+	} {
+		if got := query.GuessUnit(c.v, ns); got != c.want {
+			t.Errorf("GuessUnit(%d) = %v, want %v", c.v, got, c.want)
+		}
+	}
+	// ParseTime says so for a bare integer, and how to write it.
+	_, err := query.ParseTime(fmt.Sprint(time.Now().Unix()))
+	if err == nil || !errors.Is(err, query.ErrBadQuery) || !strings.Contains(err.Error(), "as seconds it is") {
+		t.Errorf("ParseTime of seconds: %v", err)
 	}
 }

@@ -214,6 +214,11 @@ func TestCorruptTable(t *testing.T) {
 		{name: "ts_truncated", file: format.TimeIdxName, damage: ctTruncate(4095), off: 4095, open: true},
 		{name: "post_header", file: format.PostName, damage: ctFlip(25, 0x40), off: 32, open: true},
 		{name: "post_truncated", file: format.PostName, damage: ctTruncate(1000), off: 1000, open: true},
+		// post.idx version 3 (docs/FORMAT.md §7): symbol i's first
+		// directory is line 64+2i, its first block (18 entries) line
+		// 65+2i; symbol 1's rows are 1, 4, 7, ...
+		{name: "post_first_dir_slot_links_back", file: format.PostName, damage: ctPut64(64*64+16, 64), off: 64*64 + 16},
+		{name: "post_entry_in_first_block", file: format.PostName, damage: ctFlip(67*64+24, 0x02), off: 67*64 + 24}, // entry 5: row 16 now 18, symbol 0's
 		// Segment headers: checked when the segment is first read.
 		{name: "seg0_header", file: format.SegName(0), damage: ctFlip(20, 0x01), off: 56, bad: []uint64{0, 127}, good: []uint64{128, 299}},
 		{name: "seg1_magic", file: format.SegName(1), damage: ctFlip(0, 0x01), off: 0, bad: []uint64{130}, good: []uint64{0, 256}},

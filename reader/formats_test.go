@@ -109,6 +109,7 @@ func goldenFormats() []goldenFormat {
 		{name: "v1-late", features: index.FeatLate | index.FeatClustered | index.FeatPostFloor, gen: genLate, want: goldenWant, rows: goldenRows, ts: lateTs},
 		{name: "v1-columns", features: index.FeatColumns | index.FeatClustered | index.FeatPostFloor, gen: genColumns, want: columnsWant, rows: goldenRows, ts: goldenTs},
 		{name: "v1-postings3", post: format.PostVersion2, gen: genPostings3, want: goldenWant, rows: goldenRows, ts: goldenTs},
+		{name: "v1-postings-small", features: index.FeatClustered | index.FeatPostFloor, post: format.PostVersion3, gen: genPostingsSmall, want: goldenWant, rows: smallRows, ts: goldenTs},
 	}
 }
 
@@ -192,6 +193,24 @@ func genPostings3(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(db, "trades", format.LockName))
+}
+
+// smallRows is the rows of the v1-postings-small golden table: 3,000 a
+// symbol, past the 2,646 of a version 3 post.idx's first directory (its
+// growing blocks and a 4 KiB one) into a second directory.
+const smallRows = 12000
+
+// genPostingsSmall: post.idx version 3 (a symbol's first blocks small and
+// growing), compacted as genClustered (in segments of 1,024 rows, not 64,
+// for fewer files): the 4 KiB blocks below the postings floor punched,
+// the smaller ones kept.
+func genPostingsSmall(t *testing.T, db string) {
+	w, err := writer.Open(db, "trades", &writer.Options{Schema: goldenSchema(), SegmentSize: 1024 * 32, LiveDir: testutil.LiveDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldenAppend(t, w, goldenWant, goldenTs, 0, smallRows)
+	goldenClose(t, w, db)
 }
 
 // genColumns: columns added mid-segment (an f64 and a sym, then an i64):

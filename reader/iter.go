@@ -500,12 +500,11 @@ func (it *Iter) initPost() error {
 		r.symRead[id] = true
 	}
 	it.chunks, it.postInit, it.seq = chunks, true, 0
-	// Positions: every chunk but the last is full; count the last one's
+	// Positions: every block but the last is full; count the last one's
 	// entries below the published count.
 	if len(chunks) > 0 {
-		last := chunks[len(chunks)-1]
-		n := it.fill(last, it.vis)
-		it.npos = uint64(len(chunks)-1)*uint64(r.post.EntriesPerChunk()) + uint64(n)
+		j := uint64(len(chunks) - 1)
+		it.npos = r.post.BlockStart(j) + uint64(chunkFill(r.post, chunks[j], j, it.vis))
 	}
 	return nil
 }
@@ -514,21 +513,18 @@ func (it *Iter) initPost() error {
 // kernel to read ahead for a symbol's first query.
 const symReadAhead = 4096
 
-// fill is the number of entries of chunk c for rows below vis.
-func (it *Iter) fill(c, vis uint64) int { return chunkFill(it.r.post, c, vis) }
-
 // entryOff is the file offset of postings position p.
 func (it *Iter) entryOff(p uint64) int64 {
-	n := uint64(it.r.post.EntriesPerChunk())
-	return it.r.post.EntryOff(it.chunks[p/n], int(p%n))
+	j, k := it.r.post.Locate(p)
+	return it.r.post.EntryOff(it.chunks[j], k)
 }
 
 // entry is the entry at postings position p: seq+1, or 0 for an entry
 // dropped after its rows were compacted (its chunk punched out, below the
 // postings floor).
 func (it *Iter) entry(p uint64) uint64 {
-	n := uint64(it.r.post.EntriesPerChunk())
-	return it.r.post.Entry(it.chunks[p/n], int(p%n))
+	j, k := it.r.post.Locate(p)
+	return it.r.post.Entry(it.chunks[j], k)
 }
 
 // at is the seq at postings position p. A dropped entry (0) reads as row
@@ -541,12 +537,12 @@ func (it *Iter) at(p uint64) uint64 {
 }
 
 // closedEarly reports whether position p, whose entry equals the one
-// before it, is one of the repeats that close a version 2 chunk early:
-// its chunk's last entry is the same (entries never decrease, so every
-// one between is too). Anything else equal is damage.
+// before it, is one of the repeats that close a version 2 or 3 block
+// early: its block's last entry is the same (entries never decrease, so
+// every one between is too). Anything else equal is damage.
 func (it *Iter) closedEarly(p, e uint64) bool {
-	n := uint64(it.r.post.EntriesPerChunk())
-	return p%n != 0 && it.r.post.Version() != format.PostVersion1 && it.r.post.Entry(it.chunks[p/n], int(n-1)) == e
+	j, k := it.r.post.Locate(p)
+	return it.r.post.ClosedEarly(j, it.chunks[j], k, e)
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {
@@ -635,8 +631,8 @@ func (it *Iter) next() bool {
 			if it.seq > 0 {
 				if prev := it.at(it.seq - 1); seq <= prev {
 					if seq == prev && it.closedEarly(it.seq, e) {
-						n := uint64(it.r.post.EntriesPerChunk())
-						it.seq = (it.seq/n + 1) * n
+						j, _ := it.r.post.Locate(it.seq)
+						it.seq = it.r.post.BlockStart(j + 1)
 						continue
 					}
 					it.err = format.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, prev)

@@ -42,9 +42,9 @@ type Latest struct {
 // latestState is a Reader's buffers and cache for Latest.Sym (the field
 // Reader.last). Everything in it grows once and is reused.
 type latestState struct {
-	dirs  []uint64 // one symbol's postings directory chunks
-	zrows []byte   // a compressed data block's rows (cseg.Segment.SymBlock)
-	zseqs []uint64 // and their seqs
+	chain index.Chain // one symbol's postings chain
+	zrows []byte      // a compressed data block's rows (cseg.Segment.SymBlock)
+	zseqs []uint64    // and their seqs
 	// By symbol id: the last row of the data block of a clustered
 	// compressed segment that answered last, with its seq: a query whose
 	// answer is the same block's last row (any time from the block's last
@@ -152,8 +152,9 @@ func (r *Reader) LastSym(id uint32, at int64, dst []byte) (seq uint64, ok bool, 
 // at all, all later, or all deleted by retention).
 //
 // Its cost is O(log n) in the symbol's rows plus one row read: a walk of
-// the chain of the symbol's postings directory chunks (a word per 511
-// data chunks: 261,632 rows of it, 685,251 in a version 2 file), a binary search of its postings and a checked copy of the
+// the chain of the symbol's postings directories (a word per 511 data
+// chunks: 261,632 rows of it, 685,251 in a version 2 or 3 file), a binary
+// search of its postings and a checked copy of the
 // row (ReadRow: safe against a live slot recycled meanwhile). A row in a
 // clustered compressed segment costs the decoding of the symbol's data
 // block there (4,096 rows at most), unless the answer is that block's
@@ -211,36 +212,25 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 		// the chunk count that covers its postings): no row in it.
 		return 0, false, nil
 	}
-	// The symbol's postings as positions: chunk j is slot j%511+1 of
-	// directory j/511 (every directory but the last is full), and every
-	// chunk but the last holds EntriesPerChunk entries (a version 2 chunk
-	// closed early repeats its last, which the search below takes as
-	// any other: the position found names the same row).
-	dirs, err := r.postDirs(dir, l.nextCk)
-	if err != nil {
+	// The symbol's postings as positions (index.Postings.Locate): every
+	// block but the last is full (a block closed early repeats its last
+	// entry, which the search below takes as any other: the position
+	// found names the same row).
+	post, ch := r.post, &r.last.chain
+	if err := post.LoadChain(ch, dir, l.nextCk); err != nil {
 		return 0, false, err
 	}
-	const slots = index.ChunkWords - 1
-	nchunks := uint64(len(dirs)-1)*slots + slotCount(r.post, dirs[len(dirs)-1], l.nextCk)
-	if nchunks == 0 {
+	nb := ch.Len()
+	if nb == 0 {
 		return 0, false, nil
 	}
-	// A directory slot naming a chunk out of range is damage: chunkAt
-	// notes it (badAt: 1 + its word) and the check after the search
-	// reports it.
-	var badAt, badChunk uint64
-	chunkAt := func(j uint64) uint64 {
-		d, i := dirs[j/slots], int(j%slots)+1
-		c := r.post.Word(d, i)
-		if c <= d || c >= l.nextCk {
-			badAt, badChunk = d*index.ChunkWords+uint64(i)+1, c
-			return d
-		}
-		return c
+	// A directory word out of range is damage: the chain notes it and
+	// the check after the search reports it.
+	npos := post.BlockStart(nb-1) + uint64(chunkFill(post, ch.Block(nb-1), nb-1, l.vis))
+	word := func(p uint64) uint64 {
+		j, k := post.Locate(p)
+		return post.Entry(ch.Block(j), k)
 	}
-	epc := uint64(r.post.EntriesPerChunk())
-	npos := (nchunks-1)*epc + uint64(chunkFill(r.post, chunkAt(nchunks-1), l.vis))
-	word := func(p uint64) uint64 { return r.post.Entry(chunkAt(p/epc), int(p%epc)) }
 	// The first position whose entry is at or past the bound; a punched
 	// entry (0, its chunk dropped below the postings floor) counts as
 	// before every row, as in RangeSym.
@@ -260,8 +250,8 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if lo > 0 {
 		e = word(lo - 1)
 	}
-	if badAt != 0 {
-		return 0, false, format.Corruptf(r.post.Path(), int64(badAt-1)*8, "postings directory of symbol %d: data chunk %d out of range (next chunk %d)", id, badChunk, l.nextCk)
+	if err := ch.Err(); err != nil {
+		return 0, false, err
 	}
 	if lo == 0 {
 		return 0, false, nil
@@ -276,7 +266,8 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	if seq < l.first {
 		return 0, false, nil // deleted by retention
 	}
-	off := r.post.EntryOff(chunkAt(p/epc), int(p%epc))
+	j, k := post.Locate(p)
+	off := post.EntryOff(ch.Block(j), k)
 	if n := seq >> r.shift; n < r.ctl.CmpSegs() {
 		v, err := r.view(n)
 		if err != nil {
@@ -433,52 +424,11 @@ func (l *Latest) fromDir(v *segView, n uint64, id uint32, dst []byte) (uint64, b
 	return seq, true, nil
 }
 
-// postDirs is the chain of postings directory chunks that starts at dir
-// (below nextCk), in r.last.dirs: one word read per 511 data chunks (a
-// link is followed only once its directory is full).
-func (r *Reader) postDirs(dir, nextCk uint64) ([]uint64, error) {
-	if !r.post.CoversChunks(nextCk) {
-		return nil, format.Corruptf(r.post.Path(), int64(nextCk)*format.BlockSize, "published chunk count %d is past the end of the file", nextCk)
-	}
-	dirs := append(r.last.dirs[:0], dir)
-	for {
-		nx := r.post.Word(dir, 0)
-		if nx == 0 || nx >= nextCk {
-			break // the last one, or the next not yet published
-		}
-		// Chunks are allocated in increasing order: a link back is
-		// damage (and would loop).
-		if nx <= dir {
-			r.last.dirs = dirs
-			return nil, format.Corruptf(r.post.Path(), int64(dir)*format.BlockSize, "directory chunk %d links back to %d", dir, nx)
-		}
-		dirs = append(dirs, nx)
-		dir = nx
-	}
-	r.last.dirs = dirs
-	return dirs, nil
-}
-
-// slotCount is how many data chunks directory chunk d names below nextCk
-// (its slots fill from the first, in allocation order).
-func slotCount(p *index.Postings, d, nextCk uint64) uint64 {
-	lo, hi := 1, index.ChunkWords
-	for lo < hi {
-		m := (lo + hi) / 2
-		if c := p.Word(d, m); c != 0 && c < nextCk {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return uint64(lo - 1)
-}
-
-// chunkFill is the number of entries of postings chunk c for rows below
-// vis (a chunk fills from its start; a version 2 chunk closed early is
-// full).
-func chunkFill(p *index.Postings, c, vis uint64) int {
-	lo, hi := 0, p.EntriesPerChunk()
+// chunkFill is the number of entries of postings block c (block j of its
+// chain) for rows below vis (a block fills from its start; a version 2 or
+// 3 block closed early is full).
+func chunkFill(p *index.Postings, c, j, vis uint64) int {
+	lo, hi := 0, p.BlockLen(j)
 	for lo < hi {
 		m := (lo + hi) / 2
 		if e := p.Entry(c, m); e != 0 && e-1 < vis {

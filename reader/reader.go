@@ -1,10 +1,14 @@
 package reader
 
 import (
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tickdb/tickdb/internal/codec"
 	"github.com/tickdb/tickdb/internal/cseg"
@@ -89,6 +93,8 @@ type Reader struct {
 
 	// last is Latest.Sym's buffers and cache (latest.go).
 	last latestState
+	// order is the symbol ids in name order (SymbolOrder).
+	order []uint32
 }
 
 type viewKind uint8
@@ -899,4 +905,50 @@ func (r *Reader) Symbols() int {
 	}
 	_ = r.refreshSymbols()
 	return r.syms.Len()
+}
+
+// SymbolOrder returns the ids of the table's symbols in order of name
+// (byte order). The order is kept and extended as symbols are added (the
+// new ones sorted and merged in), so a reader asked again, like a pooled
+// one serving each query of every symbol's latest row, does not sort a
+// million names again. The slice is the Reader's: read it before the next
+// call, and do not modify it.
+func (r *Reader) SymbolOrder() ([]uint32, error) {
+	if err := r.refreshSymbols(); err != nil {
+		return nil, err
+	}
+	n := r.syms.Len()
+	if len(r.order) == n {
+		return r.order, nil
+	}
+	// The new names by an 8-byte big-endian prefix first (a sort of
+	// 16-byte keys in one array, not of names all over memory), then by
+	// name among equal prefixes.
+	type key struct {
+		pre uint64
+		id  uint32
+	}
+	keys := make([]key, 0, n-len(r.order))
+	for id := len(r.order); id < n; id++ {
+		var b [8]byte
+		copy(b[:], r.syms.Name(uint32(id)))
+		keys = append(keys, key{binary.BigEndian.Uint64(b[:]), uint32(id)})
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.pre, b.pre); c != 0 {
+			return c
+		}
+		return strings.Compare(r.syms.Name(a.id), r.syms.Name(b.id))
+	})
+	merged := make([]uint32, 0, n)
+	i := 0
+	for _, k := range keys {
+		for i < len(r.order) && r.syms.Name(r.order[i]) <= r.syms.Name(k.id) {
+			merged = append(merged, r.order[i])
+			i++
+		}
+		merged = append(merged, k.id)
+	}
+	r.order = append(merged, r.order[i:]...)
+	return r.order, nil
 }

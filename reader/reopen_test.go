@@ -262,12 +262,14 @@ func TestRangeSymDetectsPostingsOutOfOrder(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// AAA's first directory is chunk 1 and its first data chunk chunk 2
-	// (allocated in that order at creation); its entry i is row 3i. In a
-	// version 2 post.idx (docs/FORMAT.md §7) entry k of a chunk is 3
-	// bytes at 64(v/21) + 3(v%21), v = k+3, and holds seq_k - seq_0 + 1.
+	// AAA's first directory is line 64 (the first after the header) and
+	// its first data block, of one line, line 65 (allocated together at
+	// creation); its entry i is row 3i. In a version 3 post.idx
+	// (docs/FORMAT.md §7) entry k of a block is 3 bytes at 64(v/21) +
+	// 3(v%21), v = k+3, and holds seq_k - seq_0 + 1; the first block
+	// holds 18.
 	path := filepath.Join(db, "t", format.PostName)
-	entryOff := func(k int64) int64 { v := k + 3; return 2*format.BlockSize + v/21*64 + v%21*3 }
+	entryOff := func(k int64) int64 { v := k + 3; return 65*64 + v/21*64 + v%21*3 }
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -148,8 +148,8 @@ func (r *Reader) checkCtl(s index.Snap) error {
 		return format.Corruptf(r.ctl.Path, 4224, "durable count %d is past the published count %d", d, s.Visible)
 	case ds<<r.shift > d:
 		return format.Corruptf(r.ctl.Path, 4232, "%d durable segments hold more rows than the durable count %d", ds, d)
-	case !r.post.CoversChunks(s.NextChunk):
-		return format.Corruptf(r.post.Path(), int64(s.NextChunk)*format.BlockSize, "published chunk count %d is past the end of the file", s.NextChunk)
+	case !r.post.Covers(s.NextChunk):
+		return format.Corruptf(r.post.Path(), r.post.WordOff(s.NextChunk, 0), "published chunk count %d is past the end of the file", s.NextChunk)
 	}
 	return nil
 }
@@ -367,11 +367,11 @@ func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport)
 		if c.chunks, err = r.post.DataChunks(nil, r.syms.Dir(uint32(id)), s.NextChunk); err != nil {
 			return err
 		}
-		// Chunks punched out after their rows were compacted (below the
-		// postings floor) lead the chain and read as zeros.
-		for len(c.chunks) > 1 && r.post.Entry(c.chunks[0], r.post.EntriesPerChunk()-1) == 0 {
-			c.chunks = c.chunks[1:]
-		}
+		// Blocks punched out after their rows were compacted (below the
+		// postings floor) read as zeros. They lead the chain's punchable
+		// blocks (all of it but for a version 3 file's first, smaller
+		// ones, which stay): the walk skips them.
+		c.skip(r.post)
 	}
 	// Rows below the floor are checked in their compressed segments; their
 	// entries that remain are taken in order but not counted.
@@ -429,8 +429,26 @@ func (r *Reader) verifyPostingsFrom(s index.Snap, vis uint64, rep *VerifyReport)
 // postCursor walks one symbol's postings entries in order.
 type postCursor struct {
 	chunks []uint64
-	ci, k  int    // next entry: entry k of chunk chunks[ci]
+	ci, k  int    // next entry: entry k of block chunks[ci]
 	prev   uint64 // the last entry taken
+	// The punched blocks [from, to), skipped.
+	from, to int
+}
+
+// skip finds the run of punched blocks: from the chain's first punchable
+// one, every block but the last whose last entry reads 0.
+func (c *postCursor) skip(p *index.Postings) {
+	j := 0
+	for j < len(c.chunks) && !p.Punchable(uint64(j)) {
+		j++
+	}
+	c.from, c.to = j, j
+	for c.to < len(c.chunks)-1 && p.Entry(c.chunks[c.to], p.BlockLen(uint64(c.to))-1) == 0 {
+		c.to++
+	}
+	if c.ci == c.from {
+		c.ci = c.to
+	}
 }
 
 // peek is the next entry (row+1; 0 past the end) and its file offset.
@@ -443,15 +461,18 @@ func (c *postCursor) peek(p *index.Postings) (uint64, int64) {
 }
 
 func (c *postCursor) advance(p *index.Postings) {
-	if c.k++; c.k == p.EntriesPerChunk() {
+	if c.k++; c.k == p.BlockLen(uint64(c.ci)) {
 		c.ci, c.k = c.ci+1, 0
+		if c.ci == c.from {
+			c.ci = c.to
+		}
 	}
 }
 
 // closedEarly reports whether the next entry, e, equal to the one before
-// it, repeats it to close a version 2 chunk early: not its chunk's first
-// and equal to its chunk's last (entries never decrease, so every one
-// between is too).
+// it, repeats it to close a version 2 or 3 block early: not its block's
+// first and equal to its block's last (entries never decrease, so every
+// one between is too).
 func (c *postCursor) closedEarly(p *index.Postings, e uint64) bool {
-	return c.k != 0 && p.Version() != format.PostVersion1 && p.Entry(c.chunks[c.ci], p.EntriesPerChunk()-1) == e
+	return p.ClosedEarly(uint64(c.ci), c.chunks[c.ci], c.k, e)
 }

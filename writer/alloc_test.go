@@ -121,3 +121,21 @@ func TestPublishAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReserveAllocs: Reserve, where the preparer has the room in place
+// (the common case: a request's rows within its distance ahead), is a
+// compare: no allocation (and no system call).
+func TestReserveAllocs(t *testing.T) {
+	_, w, _ := allocWriter(t)
+	allocs := testing.AllocsPerRun(5000, func() {
+		if err := w.Reserve(64); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Reserve allocates %v times per call", allocs)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

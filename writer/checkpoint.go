@@ -23,6 +23,16 @@ import (
 // however many segments that spans. Close stops the checkpointer (letting
 // a running checkpoint finish) and then checkpoints synchronously after
 // the final flush.
+//
+// A full disk or an I/O error in its work does not stop the writer: rows
+// are made durable by the flusher, not here. A failed retention or
+// compaction pass is logged and tried again at the next wake. A failed
+// checkpoint is different: after a failed msync the kernel may have
+// marked the index pages it could not write clean, and a later msync
+// would not write them, so no checkpoint is recorded again in this run
+// (shared.ckCond; the condition shows io_error without refusing rows),
+// and Close leaves the table for the next Open to re-index from the last
+// checkpoint recorded (Writer.Close).
 type checkpointer struct {
 	w     *Writer
 	kickc chan struct{}
@@ -100,28 +110,34 @@ func (c *checkpointer) pass() {
 	if err := w.makeHot(); err != nil {
 		w.log.Warn("writer: hot copy failed", "table", w.name, "err", err)
 	}
+	if w.sh.ckCond.get() != nil {
+		return // no checkpoint is recorded again in this run (above)
+	}
 	if err := w.checkpoint(w.ctl.Durable()); errors.Is(err, index.ErrBusy) {
 		// The writer goroutine was preempted mid-publish for longer
 		// than a snapshot waits (a loaded machine): the next wake
 		// checkpoints; running late costs only recovery work.
 		return
 	} else if err != nil {
-		w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
-		w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
+		if classify(err) == CondFailed {
+			w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
+			w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
+			return
+		}
+		w.sh.ckCond.set(w.condErr(fmt.Errorf("writer: checkpoint: %w", err)))
+		w.log.Error("writer: checkpoint failed; none is recorded again until the table is reopened, which re-indexes from the last one", "table", w.name, "err", err)
 		return
 	}
 	// Segments automatic retention (at a roll) moved below the first
 	// row: the writer goroutine does not wait for the unlinks.
 	if _, _, err := w.dropSegments(); err != nil {
-		w.fail.set(err)
-		w.log.Error("writer: retention failed", "table", w.name, "err", err)
+		c.failed("retention", err)
 		return
 	}
 	// Options.CompactAge: segments old enough, compressed here, off
 	// the writer's and the flusher's goroutines.
 	if err := w.autoCompact(); err != nil {
-		w.fail.set(err)
-		w.log.Error("writer: compaction failed", "table", w.name, "err", err)
+		c.failed("compaction", err)
 		return
 	}
 	// The postings of rows compacted before the previous pass: a
@@ -129,8 +145,39 @@ func (c *checkpointer) pass() {
 	// time to finish with them.
 	mark := w.ctl.CmpSegs()
 	if err := w.dropPostings(c.mark, false); err != nil {
-		w.fail.set(err)
-		w.log.Error("writer: dropping compacted postings failed", "table", w.name, "err", err)
+		c.failed("dropping compacted postings", err)
+		return
 	}
 	c.mark = mark
+}
+
+// failed handles the error of background maintenance (what): a full
+// disk or an I/O error is logged and the work tried again at the next
+// wake; anything else stops the writer.
+func (c *checkpointer) failed(what string, err error) {
+	w := c.w
+	if classify(err) == CondFailed {
+		w.fail.set(err)
+		w.log.Error("writer: "+what+" failed", "table", w.name, "err", err)
+		return
+	}
+	w.log.Warn("writer: "+what+" failed; tried again later", "table", w.name, "err", err)
+}
+
+// closeUncheckpointed ends Close after a failed index checkpoint (every
+// row durable): the live slots go, the state says recovering, so the next
+// Open takes the cold path and re-indexes the rows past the last
+// checkpoint recorded from the durable files.
+func (w *Writer) closeUncheckpointed() error {
+	err := w.removeLive()
+	if err == nil {
+		w.ctl.SetWriter(0, index.StateRecovering)
+		err = w.ctl.Sync()
+	}
+	w.final = w.stats()
+	if e := w.closeFiles(); err == nil {
+		err = e
+	}
+	w.log.Warn("writer: closed without a checkpoint; the next open re-indexes", "table", w.name, "rows", w.seq)
+	return err
 }

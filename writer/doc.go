@@ -12,14 +12,15 @@
 //     allocate nothing and do no system call.
 //   - the preparer keeps a growing distance ahead of the writer ready (the
 //     writer tells it its position once per half distance): it pre-faults
-//     the live slot pages there, grows the index files, and, once the
+//     the live slot pages there, allocates the durable file's blocks, grows
+//     the index files (the room reserved for the next rows), and, once the
 //     writer nears its segment's end, makes the next live slot ready: it
 //     waits until the slot's previous segment is durable, re-labels it (new
 //     generation) and creates the next durable segment file, so a segment
 //     roll costs the writer a pointer swap.
 //   - the flusher copies newly published rows out of the live slot into an
 //     aligned buffer and writes them with one pwrite to the durable segment
-//     file (O_DIRECT|O_DSYNC, allocating the sparse file a step ahead),
+//     file (O_DIRECT|O_DSYNC, into blocks the preparer allocated ahead),
 //     then publishes the durable count.
 //   - the checkpointer makes the index files durable after each sealed
 //     segment and then does the background maintenance: it unlinks the
@@ -50,16 +51,20 @@
 // durable within about FlushInterval of being published. If the process is
 // killed, published rows survive in shared memory and the next Open
 // continues from them; if the machine restarts, rows up to the last durable
-// count survive and a torn tail is cut (docs/FORMAT.md §9).
+// count survive and a torn tail is cut (docs/FORMAT.md §9). A write the
+// flusher cannot make (EIO) does not stop the writer: it is retried from
+// the live slot, which holds every row until it is durable; meanwhile Sync
+// and Reserve return an error matching ErrIO and Condition says io_error.
 //
 // # Caveats
 //
 // Shared memory and disk follow the rows (live slots and segment files are
 // sparse, populated and allocated a growing distance ahead of the writer
 // and the flusher). Shared memory is bounded: LiveSlots × segment file size
-// per table. A live slot is made only after checking that its file system
-// has room for all of it; if tmpfs fills up afterwards, a page the
-// preparer has not populated yet can fail the writer's store (SIGBUS).
+// per table. The room for the next rows (live slot pages, durable file
+// blocks, index entries) is reserved ahead of them: on a full file system
+// appends past it fail with ErrNoSpace, storing nothing, until there is
+// room again (Reserve, Condition; room.go), never with SIGBUS.
 // When appends outrun the disk for longer than LiveSlots-1 segments, the
 // writer waits at the segment roll (counted in Stats); set MaxLag with
 // LagAlarm or LagBlock to act earlier.

@@ -22,7 +22,49 @@ var (
 	// Linux (docs/DESIGN.md, Platforms); the readers do not. It matches
 	// errors.ErrUnsupported too.
 	ErrUnsupported = fmt.Errorf("writer: the writer runs on Linux only: %w", errors.ErrUnsupported)
+	// ErrNoSpace is matched by the error of an append or Reserve that
+	// found no room reserved for its rows because the file system (the
+	// database's or the live directory's) is full or over its quota
+	// (*ConditionError). Nothing of the refused rows is stored; the writer
+	// retries the reservation in the background and takes rows again once
+	// there is room.
+	ErrNoSpace = errors.New("writer: no space left for more rows")
+	// ErrIO is matched by the error of an append or Reserve refused while
+	// the flusher cannot write (an I/O error: EIO), and by Close's error
+	// when rows could not be made durable. The flusher retries; rows
+	// appended before it failed are still in the live slot and become
+	// durable once a retry succeeds.
+	ErrIO = errors.New("writer: I/O error")
 )
+
+// ConditionError is why a table takes no rows for now: no space
+// (errors.Is(err, ErrNoSpace)) or an I/O error (errors.Is(err, ErrIO)).
+// Err is the system call's error with the file it was about (it matches
+// syscall.ENOSPC, EDQUOT or EIO).
+type ConditionError struct {
+	Table string
+	Cond  Condition
+	Err   error
+}
+
+func (e *ConditionError) Error() string {
+	switch e.Cond {
+	case CondNoSpace:
+		return fmt.Sprintf("writer: table %s: no space for more rows: %v", e.Table, e.Err)
+	case CondIOError:
+		return fmt.Sprintf("writer: table %s: I/O error: %v", e.Table, e.Err)
+	}
+	return fmt.Sprintf("writer: table %s: %v", e.Table, e.Err)
+}
+
+// Is makes errors.Is(err, ErrNoSpace) or errors.Is(err, ErrIO) true by
+// the condition.
+func (e *ConditionError) Is(target error) bool {
+	return (target == ErrNoSpace && e.Cond == CondNoSpace) || (target == ErrIO && e.Cond == CondIOError)
+}
+
+// Unwrap is the system call's error.
+func (e *ConditionError) Unwrap() error { return e.Err }
 
 // LockedError reports the process that holds a table's writer lock.
 type LockedError struct {

@@ -30,3 +30,7 @@ func SetPostMaxDelta(o *Options, n uint64) { o.postMaxDelta = n }
 // post.idx and late.idx with n bytes of address space (reserve.go), so
 // that tests grow them past it.
 func SetIndexReserve(o *Options, n int) { o.idxReserve = n }
+
+// SetFlushFault makes the flushers of writers opened with o call f before
+// each write and fail it with f's error when not nil.
+func SetFlushFault(o *Options, f func() error) { o.flushFault = f }

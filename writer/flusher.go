@@ -31,12 +31,26 @@ import (
 // checkpoint is handed to the checkpointer and the flusher goes on to the
 // next segment.
 //
-// Durable files are created sparse. Before a write that goes past what it
-// has allocated in the file, the flusher allocates (fallocate) from there
-// to a step past the write's end; the step starts at allocFirst and
-// doubles up to allocMax. A small table's file holds a few blocks, and a
-// busy one's O_DIRECT writes land in allocated (unwritten) extents, as
-// when the files were allocated whole: one fallocate per 8 MiB of rows.
+// Durable files are created sparse. The preparer allocates their blocks
+// ahead of the writer, with the rest of the room for rows (room.go), so
+// the flusher's writes land in allocated (unwritten) extents and cannot
+// fail for lack of space. Rows it finds no allocation for (a file system
+// without fallocate, a table an older version wrote) it allocates itself
+// before the write, from there to a step past the write's end; the step
+// starts at allocFirst and doubles up to allocMax.
+//
+// A write that fails with an error that can clear (EIO; ENOSPC where the
+// writes allocate for themselves) is not the writer's end: the flusher
+// records it (shared.ioCond: new rows are refused meanwhile), waits a
+// backoff (retryFirst doubling to retryMax) and writes again from the
+// first row not durable, copied afresh from the live slot, which holds
+// every row until it is durable. With O_DIRECT nothing of a failed write
+// stays in the page cache, so the rewrite is the whole repair; without
+// O_DIRECT (O_DSYNC alone) the rewrite dirties the pages a failed
+// writeback left clean, so they are written again. A failed msync of the
+// dictionary is repaired the same way (Symbols.Rewrite before the next
+// msync): a retried msync alone would find those pages clean and report
+// success.
 type flusher struct {
 	w       *Writer
 	buf     []byte // anonymous mapping: page-aligned, off the Go heap
@@ -61,6 +75,12 @@ type flusher struct {
 	allocEnd  int64
 	allocStep int64
 	noAlloc   bool
+	// retry is the backoff after a failed flush (0: the last one
+	// succeeded), retryAt when the next attempt may run; symBad is set
+	// when a dictionary msync failed: the next one rewrites first.
+	retry   time.Duration
+	retryAt time.Time
+	symBad  bool
 	// job is the flusher as its writer's Group runs it (nil: its own
 	// goroutine, run). hotPark is the path of the hot copy being written
 	// while the job, idle, has closed its files (group_jobs.go: park).
@@ -68,10 +88,13 @@ type flusher struct {
 	hotPark string
 }
 
-// The durable files' allocation steps (flusher.allocate).
+// The durable files' allocation steps (flusher.allocate), and the
+// backoff between attempts after a failed flush.
 const (
 	allocFirst = 64 << 10
 	allocMax   = 8 << 20
+	retryFirst = 10 * time.Millisecond
+	retryMax   = 250 * time.Millisecond
 )
 
 func newFlusher(w *Writer) *flusher {
@@ -141,10 +164,15 @@ func (f *flusher) run() {
 
 // round is one pass of the flusher: it writes the rows published (under
 // FlushOnSync and FlushNone, unless a Sync waits, the sealed segments)
-// below most, and wakes the waiters.
+// below most, unless waiting out the backoff of a failed flush, and
+// wakes the waiters.
 func (f *flusher) round(most uint64) {
 	if f.w.fail.get() != nil {
 		f.broadcast()
+		return
+	}
+	if f.retry != 0 && time.Now().Before(f.retryAt) {
+		f.broadcast() // waiters with a deadline look at the clock
 		return
 	}
 	v := f.w.ctl.Visible()
@@ -152,11 +180,42 @@ func (f *flusher) round(most uint64) {
 	if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
 		limit = v >> f.w.shift << f.w.shift
 	}
-	if err := f.flushTo(min(limit, most)); err != nil {
-		f.w.fail.set(fmt.Errorf("writer: flusher: %w", err))
-		f.w.log.Error("writer: flusher failed", "table", f.w.name, "err", err)
-	}
+	f.settle(f.flushTo(min(limit, most)))
 	f.broadcast()
+}
+
+// settle records how a flush ended: a failure that can clear sets the
+// writer's I/O condition and the backoff, any other failure stops the
+// writer; success clears the condition.
+func (f *flusher) settle(err error) {
+	w := f.w
+	if err == nil {
+		if f.retry != 0 {
+			f.retry = 0
+			w.sh.flushRetryAt.Store(0)
+			if w.sh.ioCond.clear() {
+				w.log.Info("writer: flusher writes again", "table", w.name, "durable", f.durable)
+			}
+		}
+		return
+	}
+	if classify(err) == CondFailed {
+		w.fail.set(fmt.Errorf("writer: flusher: %w", err))
+		w.log.Error("writer: flusher failed", "table", w.name, "err", err)
+		return
+	}
+	// Reopen the file for the next attempt: nothing of this one's state
+	// is trusted.
+	f.closeFd()
+	if f.retry == 0 {
+		w.log.Warn("writer: flush failed; retrying, new rows refused meanwhile", "table", w.name, "durable", f.durable, "err", err)
+		f.retry = retryFirst
+	} else {
+		f.retry = min(2*f.retry, retryMax)
+	}
+	f.retryAt = time.Now().Add(f.retry)
+	w.sh.flushRetryAt.Store(f.retryAt.UnixNano())
+	w.sh.ioCond.set(w.condErr(fmt.Errorf("writer: flusher: %w", err)))
 }
 
 func (f *flusher) broadcast() {
@@ -166,7 +225,9 @@ func (f *flusher) broadcast() {
 }
 
 // waitDurable asks for a flush and waits until target rows are durable.
-func (f *flusher) waitDurable(target uint64) error {
+// While the flusher fails with a condition that can clear it waits on,
+// unless past deadline (not zero): then it returns the condition.
+func (f *flusher) waitDurable(target uint64, deadline time.Time) error {
 	for {
 		want := f.w.sh.syncWant.Load()
 		if want >= target || f.w.sh.syncWant.CompareAndSwap(want, target) {
@@ -179,6 +240,9 @@ func (f *flusher) waitDurable(target uint64) error {
 	for f.w.ctl.Durable() < target {
 		if err := f.w.fail.get(); err != nil {
 			return err
+		}
+		if e := f.w.sh.ioCond.get(); e != nil && !deadline.IsZero() && time.Now().After(deadline) {
+			return e
 		}
 		select {
 		case <-f.donec:
@@ -215,8 +279,13 @@ func (f *flusher) flushTo(limit uint64) error {
 			copy(f.buf, s.rows[off:off+m])
 			padded := (m + format.BlockSize - 1) &^ (format.BlockSize - 1)
 			clear(f.buf[m:padded])
-			if err := f.allocate(fd, int64(format.BlockSize+off), int64(padded)); err != nil {
+			if err := f.allocate(fd, s, int64(format.BlockSize+off), int64(padded)); err != nil {
 				return err
+			}
+			if w.opts.flushFault != nil {
+				if err := w.opts.flushFault(); err != nil {
+					return fmt.Errorf("pwrite %s at %d: %w", fd.Name(), format.BlockSize+off, err)
+				}
 			}
 			t0 := time.Now()
 			if _, err := fd.WriteAt(f.buf[:padded], int64(format.BlockSize+off)); err != nil {
@@ -258,10 +327,19 @@ func (f *flusher) flushTo(limit uint64) error {
 func (f *flusher) publishDurable(done uint64) error {
 	w := f.w
 	if se := w.ctl.SymBytes(); se > f.symSync {
+		if f.symBad {
+			// The last msync failed: its pages may be clean now without
+			// being on disk. Dirty them again (their bytes are
+			// published, so they do not change under the copy).
+			if err := w.syms.Rewrite(f.symSync, se); err != nil {
+				return err
+			}
+		}
 		if err := w.syms.SyncTo(se); err != nil {
+			f.symBad = true
 			return err
 		}
-		f.symSync = se
+		f.symSync, f.symBad = se, false
 	}
 	if done > f.durable {
 		f.durable = done
@@ -272,14 +350,16 @@ func (f *flusher) publishDurable(done uint64) error {
 	return nil
 }
 
-// allocate makes sure bytes [off, off+n) of fd's file are allocated
-// before an O_DIRECT write to them, allocating a step further while at
-// it. The allocation is not fsynced: the O_DSYNC write that lands in it
-// makes the blocks it wrote, and the extent records that map them,
-// durable before it returns (docs/DESIGN.md, "Durable files"). Where the
-// file system has no fallocate the write allocates for itself.
-func (f *flusher) allocate(fd *os.File, off, n int64) error {
-	if f.noAlloc || off+n <= f.allocEnd {
+// allocate makes sure bytes [off, off+n) of fd's file (the segment in
+// slot s) are allocated before an O_DIRECT write to them: the preparer
+// has normally done it (slot.dAlloc); otherwise it allocates, a step
+// further while at it. The allocation is not fsynced: the O_DSYNC write
+// that lands in it makes the blocks it wrote, and the extent records
+// that map them, durable before it returns (docs/DESIGN.md, "Durable
+// files"). Where the file system has no fallocate the write allocates
+// for itself.
+func (f *flusher) allocate(fd *os.File, s *liveSlot, off, n int64) error {
+	if f.noAlloc || off+n <= f.allocEnd || uint64(off+n) <= format.BlockSize+s.dAlloc.Load() {
 		return nil
 	}
 	from := max(off, f.allocEnd)

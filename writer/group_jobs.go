@@ -71,19 +71,29 @@ func (f *flusher) due() time.Duration {
 	}
 	d := w.ctl.Durable()
 	if w.sh.syncWant.Load() > d {
-		return 0
+		return f.retryWait(0)
 	}
 	v := w.ctl.Visible()
 	if w.opts.Flush != FlushInterval {
-		if v>>w.shift<<w.shift > d {
-			return 0
+		if v>>w.shift<<w.shift <= d {
+			return -1
 		}
-		return -1
+		return f.retryWait(0)
 	}
 	if v <= d {
 		return -1
 	}
-	return max(time.Until(time.Unix(0, w.sh.flushRun.Load()).Add(w.opts.FlushInterval)), 0)
+	return f.retryWait(max(time.Until(time.Unix(0, w.sh.flushRun.Load()).Add(w.opts.FlushInterval)), 0))
+}
+
+// retryWait is delay, or longer while a failed flush waits out its
+// backoff (the flusher's own goroutine polls for it every tick; a job
+// is run when it is over).
+func (f *flusher) retryWait(delay time.Duration) time.Duration {
+	if at := f.w.sh.flushRetryAt.Load(); at != 0 {
+		return max(delay, time.Until(time.Unix(0, at)), 0)
+	}
+	return delay
 }
 
 // published is the writer's Publish telling a Group's flush job that
@@ -134,14 +144,18 @@ func (f *flusher) unpark(n uint64) (*os.File, error) {
 	return fd, nil
 }
 
-// groupRun is one preparer step; while a slot it needs is not free yet
-// (its segment not durable, or not copied for the hot budget) it runs
-// again after prepTick, as its own goroutine's ticker would.
+// groupRun is one preparer step; while it leaves something to try again
+// (a slot it needs not free yet, room it could not reserve) it runs again
+// after prepTick, as its own goroutine's ticker would. It closes the
+// durable file it allocated in (an idle table holds no descriptor but
+// its lock).
 func (p *preparer) groupRun([]byte) time.Duration {
 	if p.dead {
 		return -1
 	}
-	if !p.once() {
+	ok := p.once()
+	p.closeDurable()
+	if !ok {
 		p.dead = true
 		return -1
 	}
@@ -151,11 +165,16 @@ func (p *preparer) groupRun([]byte) time.Duration {
 	return prepTick
 }
 
-// settled reports whether the slots the writer needs are ready: its
-// current segment's, and the next one's once the writer is within the
-// distance of it (what step prepares).
+// settled reports whether the step left nothing to try again: the slots
+// the writer needs are ready (its current segment's, and the next one's
+// once the writer is within the distance of it: what step prepares), the
+// room it asked for is reserved, and no condition (no space; the
+// flusher's I/O error, which holds the reservation back) waits to clear.
 func (p *preparer) settled() bool {
 	w := p.w
+	if w.sh.resCond.get() != nil || w.sh.ioCond.get() != nil || w.sh.want.Load() > w.sh.reserved.Load() {
+		return false
+	}
 	cur := w.sh.curSeg.Load()
 	pos := max(w.sh.pos.Load(), w.ctl.Visible(), cur<<w.shift)
 	last := min(cur+1, (pos+p.ahead-1)>>w.shift)

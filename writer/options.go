@@ -164,6 +164,10 @@ type Options struct {
 	// much address space at open (reserve.go): tests, which cannot grow
 	// an index file to a quarter of the real floor.
 	idxReserve int
+	// flushFault, when set, is called before each of the flusher's
+	// writes; an error it returns stands for the write's (tests: an I/O
+	// error without a failing disk).
+	flushFault func() error
 }
 
 func (o *Options) withDefaults() Options {

@@ -1,7 +1,10 @@
 package writer
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -21,8 +24,14 @@ import (
 // finds every page resident. Recycled slots are already resident, so
 // after the first LiveSlots segments a roll costs the writer nothing.
 //
-// Only the preparer goroutine touches ahead, last and the slots' popLo
-// and popHi.
+// What it populates and allocates is the room reserved for the writer's
+// next rows (room.go): it allocates the durable files' blocks over the
+// same distance, and publishes how far every part of a row's room goes.
+// A step that cannot reserve for lack of space records why and is tried
+// again on the next tick.
+//
+// Only the preparer goroutine touches ahead, last, dfd and the slots'
+// popLo and popHi.
 type preparer struct {
 	w     *Writer
 	kickc chan struct{}
@@ -33,6 +42,13 @@ type preparer struct {
 	pausec chan chan struct{}
 	ahead  uint64 // rows kept populated ahead of the writer
 	last   uint64 // writer position when ahead last doubled
+	// dfd is the durable file of segment dfdSeg-1 (0: none), open for
+	// allocating ahead.
+	dfd    *os.File
+	dfdSeg uint64
+	// noAlloc is set where the durable files' file system has no
+	// fallocate: their writes allocate for themselves.
+	noAlloc bool
 	// job is the preparer as its writer's Group runs it (nil: its own
 	// goroutine, run); dead is set once a step failed (it runs no more).
 	job  *job
@@ -69,6 +85,7 @@ func (p *preparer) stop() {
 	close(p.stopc) // a step in progress stops populating (stopping)
 	if p.job != nil {
 		p.job.stop()
+		p.closeDurable()
 		close(p.donec)
 		return
 	}
@@ -82,6 +99,7 @@ const prepTick = 10 * time.Millisecond
 
 func (p *preparer) run() {
 	defer close(p.donec)
+	defer p.closeDurable()
 	t := time.NewTicker(prepTick)
 	defer t.Stop()
 	for {
@@ -126,6 +144,24 @@ func (p *preparer) step() error {
 		p.last = pos
 	}
 	target := pos + p.ahead
+	if want := w.sh.want.Load(); want > target {
+		// Reserve asked for more (never past the segment after the
+		// current one: Writer.Reserve).
+		target = min(want, (cur+2)<<w.shift)
+	}
+	// cond is the first failure of this step that can clear (no space, an
+	// I/O error): the step goes on with what it can do, the room reserved
+	// stops where it does, and the next tick tries again.
+	var cond error
+	soft := func(err error) error {
+		if classify(err) == CondFailed {
+			return err
+		}
+		if cond == nil {
+			cond = err
+		}
+		return nil
+	}
 	// The current segment, and the next one only once the writer is
 	// within the distance of it: at most one segment ahead, so a table
 	// holds live slots and durable files only for segments it reaches.
@@ -137,48 +173,181 @@ func (p *preparer) step() error {
 		}
 		ok, err := p.prepare(seg)
 		if err != nil {
-			return err
+			if err := soft(err); err != nil {
+				return err
+			}
+			break
 		}
 		if !ok {
 			// Its slot still holds a segment that is not durable. Go on:
 			// the index files must grow ahead of the writer even then
-			// (when the writer outruns the flusher, that is always),
-			// or the writer grows them itself, in the append path.
+			// (when the writer outruns the flusher, that is always).
 			break
 		}
 		ready = seg + 1
 	}
 	// Populate after preparing: a roll must not wait for page faults.
 	for seg := cur; seg < ready; seg++ {
-		p.populate(w.slots[seg%uint64(len(w.slots))], seg, target)
+		s := w.slots[seg%uint64(len(w.slots))]
+		if err := p.populate(s, seg, target); err != nil {
+			if err := soft(err); err != nil {
+				return err
+			}
+		}
+		if err := p.allocate(s, seg, pos, target); err != nil {
+			if err := soft(err); err != nil {
+				return err
+			}
+		}
 	}
-	// Index files: room for the rows up to twice the distance ahead (the
-	// writer kicks the preparer when it has gone half of it). Growth is
-	// proportional (a quarter more), so small tables stay small and large
-	// ones grow rarely.
-	snap, err := w.ctl.Snapshot()
+	indexed, err := p.growIndexes(pos)
 	if err != nil {
-		return nil // writer mid-publish; next tick
+		if err := soft(err); err != nil {
+			return err
+		}
 	}
+	p.publishRoom(cur, ready, indexed && cond == nil)
+	p.setCondition(cond)
+	return nil
+}
+
+// growIndexes keeps the index files grown ahead of the writer: the time
+// index for the rows up to twice the distance ahead, and room for the
+// postings chunks, dictionary entries and late rows those rows may take.
+// It reports false, with no error, when it could not look (the writer was
+// mid-publish; the next tick does).
+func (p *preparer) growIndexes(pos uint64) (bool, error) {
+	w := p.w
+	// Room for the rows up to twice the distance ahead (the writer kicks
+	// the preparer when it has gone half of it). Growth is proportional
+	// (a quarter more), so small tables stay small and large ones grow
+	// rarely.
 	need := (pos+2*p.ahead)>>w.strideShft + 2
 	if w.ts.Capacity() < need {
 		if err := w.ts.Grow(need + need/4); err != nil {
-			return err
+			return false, err
 		}
 	}
-	// Those rows fill one chunk per EntriesPerChunk rows (512, or 1341
-	// in a version 2 file), plus a directory now and then; symbols whose
-	// partial chunk fills (or, version 2, closes early: a row 2^24 rows
-	// after its chunk's first) meanwhile take a few more (a symbol added
-	// takes its two from Symbol, off the append path). Allocation past
-	// this grows the file itself.
-	chunks := snap.NextChunk + 2*p.ahead/uint64(w.post.EntriesPerChunk()) + w.ctl.SymCount()/4 + 16
+	snap, err := w.ctl.Snapshot()
+	if err != nil {
+		return false, nil // writer mid-publish; next tick
+	}
+	// Postings: room for those rows' entries and a quarter more symbols
+	// (Postings.AheadChunks). Allocation past this grows the file itself.
+	chunks := w.post.AheadChunks(snap.NextChunk, 2*p.ahead, w.ctl.SymCount())
 	if w.post.Chunks() < chunks {
 		if err := w.post.Grow(chunks + chunks/4); err != nil {
-			return err
+			return false, err
 		}
 	}
+	// Room for a few hundred new symbols and late rows, so that a full
+	// file system refuses rows before their symbols, not half way through
+	// a group of them.
+	if err := w.syms.ReserveTo(w.ctl.SymBytes() + symHeadroom); err != nil {
+		return false, err
+	}
+	if n := snap.Late + lateHeadroom; w.late.Capacity() < n && (w.lateWin > 0 || snap.Late > 0) {
+		if err := w.late.Grow(n + n/4); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// The index files' room kept ahead for rows that add to them
+// (growIndexes): dictionary bytes, late-row entries.
+const (
+	symHeadroom  = 16 << 10
+	lateHeadroom = 256
+)
+
+// publishRoom publishes how far the room for rows goes (shared.reserved):
+// up to the first end among the live slot pages populated and the durable
+// file blocks allocated, over the ready segments from the current one on,
+// and the time-index entries in the file. Without the index files'
+// headroom (indexed false) it does not move forward.
+func (p *preparer) publishRoom(cur, ready uint64, indexed bool) {
+	w := p.w
+	end := uint64(0)
+	for seg := cur; seg < ready; seg++ {
+		s := w.slots[seg%uint64(len(w.slots))]
+		base := seg << w.shift
+		end = base + min(s.popHi, s.dAlloc.Load())/w.rowSize
+		if end < base+w.rps {
+			break
+		}
+	}
+	end = min(end, w.ts.Capacity()<<w.strideShft)
+	if !indexed || w.sh.ioCond.get() != nil {
+		// While the flusher cannot write, rows that could not be made
+		// durable are not invited either.
+		end = min(end, w.sh.reserved.Load())
+	}
+	w.sh.reserved.Store(end)
+}
+
+// setCondition records this step's failure to reserve (nil: it
+// reserved), logging the changes.
+func (p *preparer) setCondition(err error) {
+	w := p.w
+	if err == nil {
+		if w.sh.resCond.clear() {
+			w.log.Info("writer: room for rows again", "table", w.name)
+		}
+		return
+	}
+	was := w.sh.resCond.get()
+	w.sh.resCond.set(w.condErr(err))
+	if was == nil {
+		w.log.Warn("writer: no room for more rows; refusing them until there is", "table", w.name, "err", err)
+	}
+}
+
+// allocate allocates the blocks of segment seg's durable file (in slot
+// s) for the rows from the writer's position pos up to target, so the
+// flusher's writes of rows appended there need no allocation and cannot
+// fail for lack of space. The allocation is not fsynced, and need not be:
+// docs/DESIGN.md, "Durable files".
+func (p *preparer) allocate(s *liveSlot, seg, pos, target uint64) error {
+	w := p.w
+	base := seg << w.shift
+	to := min((min(target-base, w.rps)*w.rowSize+format.BlockSize-1)&^(format.BlockSize-1), uint64(len(s.rows)))
+	from := s.dAlloc.Load()
+	if pos > base {
+		// Rows below the writer were appended under an earlier
+		// reservation (or recovered from this file).
+		from = max(from, min((pos-base)*w.rowSize&^(format.BlockSize-1), to))
+	}
+	if from >= to {
+		return nil
+	}
+	if p.noAlloc {
+		s.dAlloc.Store(to)
+		return nil
+	}
+	if p.dfdSeg != seg+1 {
+		p.closeDurable()
+		fd, err := os.OpenFile(format.SegPath(w.dir, seg), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("writer: open segment to allocate: %w", err)
+		}
+		p.dfd, p.dfdSeg = fd, seg+1
+	}
+	if err := mmap.Allocate(p.dfd, int64(format.BlockSize+from), int64(to-from)); err != nil {
+		if !errors.Is(err, mmap.ErrNoAllocate) {
+			return err
+		}
+		p.noAlloc = true
+	}
+	s.dAlloc.Store(to)
 	return nil
+}
+
+func (p *preparer) closeDurable() {
+	if p.dfd != nil {
+		p.dfd.Close()
+		p.dfd, p.dfdSeg = nil, 0
+	}
 }
 
 // prepare makes seg's slot ready. It reports false when the slot still
@@ -217,6 +386,7 @@ func (p *preparer) prepare(seg uint64) (bool, error) {
 	if err := w.ensureDurableFile(seg); err != nil {
 		return false, err
 	}
+	s.dAlloc.Store(0)
 	w.assignSlot(s, seg, 0)
 	s.ready.Store(seg + 1)
 	return true, nil
@@ -234,12 +404,16 @@ func (p *preparer) stopping() bool {
 
 // populate pre-faults the rows of slot s (holding segment seg) from the
 // writer's position up to target, a few MiB at a time, so the writer
-// never takes a first-touch fault there. Between pieces it looks at the
+// never takes a first-touch fault there, and so that their pages are
+// allocated before the writer stores into them: a store into a page the
+// file system cannot allocate raises SIGBUS, MADV_POPULATE_WRITE returns
+// an error instead (populateErr; on a kernel without it, before 5.14, the
+// pages are allocated with fallocate). Between pieces it looks at the
 // writer's position again and skips what the writer has passed. It stops
 // when the writer is closing (a short-lived writer's Close must not wait
-// for page faults it will never use), and on an error: pages left
-// unpopulated are faulted in by the writer's first stores to them.
-func (p *preparer) populate(s *liveSlot, seg, target uint64) {
+// for page faults it will never use), and on an error: the room reserved
+// then ends at what is populated (publishRoom).
+func (p *preparer) populate(s *liveSlot, seg, target uint64) error {
 	w := p.w
 	base := seg << w.shift
 	to := min(target-base, w.rps) * w.rowSize
@@ -257,12 +431,31 @@ func (p *preparer) populate(s *liveSlot, seg, target uint64) {
 			s.popLo, s.popHi = from, from
 		}
 		if s.popHi >= to || p.stopping() {
-			return
+			return nil
 		}
 		end := min(s.popHi+chunk, to)
 		if err := mmap.PopulateWrite(s.rows[s.popHi:end]); err != nil {
-			return
+			if !errors.Is(err, syscall.EINVAL) {
+				return populateErr(s.path, err)
+			}
+			if err := allocateSlot(s, format.BlockSize+s.popHi, end-s.popHi); err != nil {
+				return err
+			}
 		}
 		s.popHi = end
 	}
+}
+
+// allocateSlot allocates n bytes of slot s's file from offset off
+// (fallocate), where the kernel has no MADV_POPULATE_WRITE.
+func allocateSlot(s *liveSlot, off, n uint64) error {
+	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := mmap.Allocate(f, int64(off), int64(n)); err != nil && !errors.Is(err, mmap.ErrNoAllocate) {
+		return fmt.Errorf("writer: allocate live slot pages in %s: %w", s.path, err)
+	}
+	return nil
 }

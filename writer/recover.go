@@ -198,7 +198,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// first: enough for the first appends; it does the rest.
 	s.popLo, s.popHi = blk, min(blk+popStart, uint64(len(s.rows)))
 	if err := mmap.PopulateWrite(s.rows[s.popLo:s.popHi]); err != nil {
-		return fmt.Errorf("writer: pre-fault live slot %s: %w", s.path, err)
+		return populateErr(s.path, err)
 	}
 	if used > blk {
 		b, rs, err := w.mapDurable(cur)

@@ -26,6 +26,12 @@ type liveSlot struct {
 	// Written by the checkpointer (and the open path), read by the
 	// preparer, which recycles a slot only after that.
 	copied atomic.Uint64
+	// dAlloc is how many bytes of the row area of the slot's segment's
+	// durable file are allocated (fallocate) ahead of the writer, from the
+	// writer's position on: set by the preparer (to 0 when the slot
+	// takes a new segment, before ready), read by the flusher, which then
+	// needs no allocation of its own for those bytes.
+	dAlloc atomic.Uint64
 }
 
 // shared holds the counters and hand-off words between the goroutines.
@@ -56,10 +62,42 @@ type shared struct {
 	// written by the worker, read by the writer's Publish to space the
 	// job's runs FlushInterval apart (group_jobs.go).
 	flushRun atomic.Int64
+	// flushRetryAt is when the flusher tries again after a failed flush
+	// (unix ns; 0: none): written by the flusher, read by a Group's
+	// scheduling of its flush job (group_jobs.go: due).
+	flushRetryAt atomic.Int64
+	// reserved is the seq up to which (exclusive) every row has its room
+	// reserved: live slot pages allocated (populated), durable file blocks
+	// allocated, time-index entries in the file (preparer → writer; see
+	// room.go). The writer appends no row at or past it.
+	reserved atomic.Uint64
+	// want is the seq the writer needs reserved, when more than the
+	// preparer's distance ahead (Reserve; writer → preparer).
+	want atomic.Uint64
+	// resCond is the preparer's failure to reserve (no space), nil while
+	// it reserves; ioCond the flusher's failure to write, nil while it
+	// writes; ckCond an index checkpoint's I/O error, which stays for the
+	// writer's life (room.go).
+	resCond, ioCond, ckCond condition
+	waitNanos               atomic.Int64 // time the writer waited for the preparer's reservation
 }
 
 // atomicBool is a flag shared between goroutines (group.go's job.busy).
 type atomicBool = atomic.Bool
+
+// condition is a transient failure one goroutine found and clears itself.
+type condition struct {
+	v atomic.Pointer[ConditionError]
+}
+
+func (c *condition) set(e *ConditionError) { c.v.Store(e) }
+
+// clear reports whether it was set.
+func (c *condition) clear() bool { return c.v.Swap(nil) != nil }
+
+// get returns the failure, or nil (as a *ConditionError: callers that
+// return it as an error must check for nil first).
+func (c *condition) get() *ConditionError { return c.v.Load() }
 
 // failure is the first background error (flusher or preparer); once set
 // the writer refuses further work. onSet, when set before the background

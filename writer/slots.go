@@ -31,7 +31,7 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 	}
 	defer f.Close()
 	if free, ok := freeBytes(f); ok && free < w.segSize {
-		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d", w.liveDir, free, w.segSize)
+		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d: %w", w.liveDir, free, w.segSize, syscall.ENOSPC)
 	}
 	if err := f.Truncate(w.segSize); err != nil {
 		return err
@@ -39,6 +39,19 @@ func (w *Writer) createSlotFile(s *liveSlot) error {
 	b, err := mmap.MapShared(f, int(w.segSize), true)
 	if err != nil {
 		return err
+	}
+	// The header block is written through the mapping (assignSlot): its
+	// page must be allocated first, or a full file system answers the
+	// store with SIGBUS.
+	if err := mmap.PopulateWrite(b[:format.BlockSize]); err != nil {
+		if !errors.Is(err, syscall.EINVAL) {
+			mmap.Unmap(b)
+			return populateErr(s.path, err)
+		}
+		if err := mmap.Allocate(f, 0, format.BlockSize); err != nil && !errors.Is(err, mmap.ErrNoAllocate) {
+			mmap.Unmap(b)
+			return fmt.Errorf("writer: allocate live slot header in %s: %w", s.path, err)
+		}
 	}
 	s.b, s.rows = b, b[format.BlockSize:]
 	s.popLo, s.popHi = 0, 0

@@ -28,6 +28,8 @@ type Writer struct {
 	lastTs     int64
 	segBase    uint64 // first seq of the current segment
 	segEnd     uint64 // first seq past the current segment
+	stop       uint64 // where the fast paths hand over to append: min(segEnd, resv)
+	resv       uint64 // the writer's copy of shared.reserved (room.go)
 	rows       []byte // current live slot's row area
 	rowSize    uint64
 	symOff     int // offset of the postings sym column, or -1
@@ -145,7 +147,12 @@ func (w *Writer) start() {
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
 	w.fail.onSet = w.fl.broadcast
+	// Reserve room for the first rows now, so the first append need not
+	// wait for the preparer (an error here is the preparer's to handle,
+	// on its first step).
+	_ = w.prep.step()
 	if g := w.opts.Group; g != nil {
+		w.prep.closeDurable() // its jobs hold no file between runs
 		w.startJobs(g)
 	} else {
 		go w.fl.run()
@@ -328,8 +335,8 @@ func (w *Writer) Append(row store.Row) (uint64, error) {
 }
 
 // append32 is append for one 32-byte row on the common path (ts in order,
-// known symbol, room in the segment and the time index), in registers and
-// without a memmove; anything else goes to append.
+// known symbol, room in the segment, the reservation and the time index),
+// in registers and without a memmove; anything else goes to append.
 func (w *Writer) append32(r *[32]byte) (uint64, error) {
 	w0 := binary.LittleEndian.Uint64(r[0:])
 	w1 := binary.LittleEndian.Uint64(r[8:])
@@ -337,7 +344,7 @@ func (w *Writer) append32(r *[32]byte) (uint64, error) {
 	lo := binary.LittleEndian.Uint32(r[24:])
 	seq := w.seq
 	t := int64(w0)
-	if t < w.lastTs || seq == w.segEnd {
+	if t < w.lastTs || seq >= w.stop {
 		return w.append(r[:])
 	}
 	var sym uint32
@@ -395,8 +402,9 @@ func (w *Writer) append(row []byte) (uint64, error) {
 			return 0, ErrUnknownSymbol
 		}
 	}
-	if w.seq == w.segEnd {
-		if err := w.roll(); err != nil {
+	if w.seq >= w.stop {
+		// A segment's end (roll) or the reservation's (room.go).
+		if err := w.makeRoom(); err != nil {
 			return 0, err
 		}
 	}
@@ -527,8 +535,8 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 // symbol, stores the row's words with the check word into the live slot
 // (four 8-byte stores, no memmove), sets the time-index entry every K rows
 // and adds the postings entry. It stops, without touching it, at the first
-// row that needs more than that: the end of the current segment (a roll),
-// a late row, an unknown symbol, or a time-index entry at strideStop (past
+// row that needs more than that: the end of the current segment (a roll)
+// or of the room reserved (room.go), a late row, an unknown symbol, or a time-index entry at strideStop (past
 // the file's capacity, or where the preparer is told the writer's
 // position); append handles that row. It returns how many rows it stored,
 // and the error of a failed postings allocation (the only one it can meet:
@@ -536,7 +544,10 @@ func (w *Writer) AppendBatch(rows []byte) (first uint64, n int, err error) {
 func (w *Writer) appendRows32(src []byte) (int, error) {
 	seq := w.seq
 	n := uint64(len(src) / 32)
-	if room := w.segEnd - seq; n > room {
+	if seq >= w.stop {
+		return 0, nil
+	}
+	if room := w.stop - seq; n > room {
 		n = room
 	}
 	if n == 0 {
@@ -641,7 +652,7 @@ func (w *Writer) checkLag() {
 			}
 		}
 		w.fl.wake()
-		for w.seq-w.ctl.Durable() > w.opts.MaxLag/2 && w.fail.get() == nil {
+		for w.seq-w.ctl.Durable() > w.opts.MaxLag/2 && w.fail.get() == nil && w.sh.ioCond.get() == nil {
 			time.Sleep(50 * time.Microsecond)
 		}
 		return
@@ -657,13 +668,16 @@ func (w *Writer) checkLag() {
 }
 
 // Sync publishes and returns once every row appended before it is durable
-// (written with O_DIRECT|O_DSYNC to the durable segment files).
+// (written with O_DIRECT|O_DSYNC to the durable segment files). While the
+// flusher cannot write (an I/O error it retries: Condition) it returns
+// that error, matching ErrIO, at once: the rows stay appended, and become
+// durable once a retry succeeds.
 func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed
 	}
 	w.Publish()
-	return w.fl.waitDurable(w.seq)
+	return w.fl.waitDurable(w.seq, time.Now())
 }
 
 // WaitDurable returns once the first n rows are durable. Unlike the other
@@ -671,12 +685,14 @@ func (w *Writer) Sync() error {
 // goes on appending; n must not exceed the published count (rows are
 // flushed only once published). It returns ErrClosed if the writer closes
 // first (Close itself makes every row durable, or returns its error). It
-// must not run while AddColumn does.
+// must not run while AddColumn does. While the flusher cannot write (an
+// I/O error it retries) it waits on: the rows become durable once a
+// retry succeeds.
 func (w *Writer) WaitDurable(n uint64) error {
 	if w.ctl.Durable() >= n {
 		return nil
 	}
-	return w.fl.waitDurable(n)
+	return w.fl.waitDurable(n, time.Time{})
 }
 
 // Symbol returns the dictionary id of name, adding it (and publishing the
@@ -737,6 +753,13 @@ type Stats struct {
 	Flushes    uint64        // O_DIRECT writes
 	FlushBytes uint64
 	LagAlarms  uint64
+	// RoomWait is the time appends and Reserve waited for the preparer to
+	// reserve room (room.go); StallTime's counterpart within a segment.
+	RoomWait time.Duration
+	// Condition says whether the table takes rows (Writer.Condition);
+	// ConditionErr is why not, empty when it does.
+	Condition    Condition
+	ConditionErr string
 	// HotSegments are sealed, durable segments kept in shared memory (hot
 	// copies, Options.HotBytes, or still in their live slots): readers
 	// read their HotRows from there.
@@ -771,6 +794,10 @@ func (w *Writer) stats() Stats {
 		FlushBytes: w.sh.flushBytes.Load(),
 		LagAlarms:  w.sh.lagAlarms.Load(),
 		Remaps:     w.sh.remaps.Load(),
+		RoomWait:   time.Duration(w.sh.waitNanos.Load()),
+	}
+	if c, err := w.Condition(); err != nil {
+		st.Condition, st.ConditionErr = c, err.Error()
 	}
 	st.IndexReserved = w.reserved()
 	st.HotSegments, st.HotRows = w.hotSegs()
@@ -823,6 +850,15 @@ func (w *Writer) roll() error {
 			if err := w.fail.get(); err != nil {
 				return err
 			}
+			// The preparer cannot make the slot ready (no space for the
+			// segment's file) or the flusher cannot free it: refuse, as
+			// past the reservation (room.go); the next append rolls again.
+			if e := w.sh.resCond.get(); e != nil {
+				return e
+			}
+			if e := w.sh.ioCond.get(); e != nil {
+				return e
+			}
 			w.prep.wake()
 			w.fl.wake()
 			time.Sleep(20 * time.Microsecond)
@@ -832,6 +868,7 @@ func (w *Writer) roll() error {
 	w.rows = s.rows
 	w.segBase = n << w.shift
 	w.segEnd = w.segBase + w.rps
+	w.setStop()
 	w.prep.wake()
 	w.autoRetain()
 	return nil
@@ -864,19 +901,32 @@ func (w *Writer) setStrideStop() {
 
 func (w *Writer) growPostings(need uint64) error { return w.post.Grow(need + need/4 + 16) }
 
+// closeGrace is how long Close waits for a flusher that fails with an
+// error that can clear (an I/O error) to succeed before it gives up.
+const closeGrace = 10 * time.Second
+
 // Close publishes, makes every row durable, checkpoints the index files,
 // removes the live slots from shared memory and releases the lock. The
 // table's files are then complete on disk.
+//
+// If the flusher cannot write for closeGrace, Close returns its error
+// (ErrIO) and leaves the live slots: the next Open on this machine
+// carries on from them. If an index checkpoint failed in this run
+// (checkpointer), Close records none: every row is durable, and the next
+// Open re-indexes from the last checkpoint recorded.
 func (w *Writer) Close() error {
 	if w.closed {
 		return ErrClosed
 	}
 	w.publish()
 	w.prep.stop()
-	err := w.fl.waitDurable(w.seq)
+	err := w.fl.waitDurable(w.seq, time.Now().Add(closeGrace))
 	w.closed = true
 	w.fl.stop()
 	w.ck.stop() // a background checkpoint must not race the final one
+	if err == nil && w.sh.ckCond.get() != nil {
+		return w.closeUncheckpointed()
+	}
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}
@@ -885,6 +935,9 @@ func (w *Writer) Close() error {
 	}
 	if err == nil {
 		err = w.removeLive()
+	}
+	if err == nil {
+		w.trimDurable()
 	}
 	if err == nil {
 		w.ctl.SetWriter(0, index.StateClosed)
@@ -987,6 +1040,9 @@ func (w *Writer) closeFiles() error {
 			errs = append(errs, mmap.Unmap(s.b))
 			s.b, s.rows = nil, nil
 		}
+	}
+	if w.pw != nil {
+		w.pw.Release()
 	}
 	if w.post != nil {
 		errs = append(errs, w.post.Close())

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/ingest"
 	"github.com/tickdb/tickdb/load"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -28,11 +30,14 @@ import (
 const ingestMaxReports = 10 // bad lines printed per file
 
 type ingestOpts struct {
-	table   string
-	format  string
-	skipBad bool
-	liveDir string
-	late    time.Duration
+	table     string
+	format    string
+	skipBad   bool
+	liveDir   string
+	late      time.Duration
+	maxFuture time.Duration
+	tsUnit    string
+	allow1970 bool
 }
 
 func newIngestCmd(g *globals) *cobra.Command {
@@ -55,12 +60,19 @@ Format: --format, else the file's extension (.ilp, .lp, .txt: ilp; .csv:
 csv). Stdin is ilp unless --format says csv.
 
 ILP: each line's measurement names its table; with --table T every line
-goes to T whatever its measurement. Timestamps are in ns.
+goes to T whatever its measurement. Timestamps are in ns, or in the unit
+--ts-unit gives (s, ms, us or ns; for CSV's integer ts cells too).
+
+Timestamps are checked as serve checks them: a row more than --max-future
+ahead of the clock (when the file's load began) is a bad line (future); a
+timestamp that reads as the first weeks of 1970 in ns but as now in
+seconds, ms or µs is a bad line (ts_unit) naming the --ts-unit to give,
+unless --allow-1970.
 
 CSV (needs --table): RFC 4180 (quoted fields may hold commas, quotes as ""
 and line ends), with a header row naming the columns: "ts" and columns of
 the table, in any order. ts is RFC 3339 (2024-01-02T15:04:05.5Z) or integer
-ns since the epoch. An empty cell is an omitted value. For a table that
+ns since the epoch (or in the --ts-unit). An empty cell is an omitted value. For a table that
 exists, every header column must be one of its columns, and cells are read
 by the column's type. A new table gets ts and the header's other columns in
 header order, each typed by its non-empty cells in the first 1,000 rows:
@@ -87,6 +99,9 @@ interrupt stops at once, keeping the rows stored so far.`,
 	f.StringVar(&o.format, "format", "", "ilp or csv (default: from the file extension; ilp for stdin)")
 	f.BoolVar(&o.skipBad, "skip-bad", false, "skip and count bad lines and store the good ones, instead of storing nothing from a file with a bad line")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
+	f.DurationVar(&o.maxFuture, "max-future", ingest.DefaultMaxFuture, "a row more than this far ahead of the clock is a bad line (future); 0: no limit")
+	f.StringVar(&o.tsUnit, "ts-unit", "ns", "unit of ILP timestamps and integer CSV ts cells: s, ms, us or ns")
+	f.BoolVar(&o.allow1970, "allow-1970", false, "store timestamps that read as the first weeks of 1970 in ns but as now in s, ms or µs (else a bad line, ts_unit)")
 	f.DurationVar(&o.late, "late-window", 0, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: a bad line")
 	return cmd
 }
@@ -106,6 +121,13 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 	}
 	if o.format != "" && o.format != "ilp" && o.format != "csv" {
 		return fmt.Errorf("--format %q: want ilp or csv", o.format)
+	}
+	if o.maxFuture < 0 {
+		return fmt.Errorf("--max-future %v: negative (0 turns the check off)", o.maxFuture)
+	}
+	tsUnit, err := ingest.ParseTsUnit(o.tsUnit)
+	if err != nil {
+		return fmt.Errorf("--ts-unit: %w", err)
 	}
 	given := load.ILP
 	if o.format == "csv" {
@@ -159,6 +181,9 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 	ld := load.New(&load.Options{
 		DB: g.db, LiveRoot: o.liveDir, Writer: writer.Options{LateWindow: o.late},
 		Table: o.table, SkipBad: o.skipBad,
+		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
+		// Errors only: a table that holds a far-future row says so.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Report: func(file string, err error) {
 			if reported < ingestMaxReports {
 				fmt.Fprintf(stderr, "%s: %v\n", file, err)
@@ -184,7 +209,6 @@ func runIngest(cmd *cobra.Command, g *globals, o *ingestOpts, args []string) err
 		},
 	})
 	var failed []string // why each failed file stored nothing
-	var err error
 	for _, s := range srcs {
 		reported = 0
 		err = ld.File(ctx, s.path, s.name, s.format)

@@ -192,7 +192,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	want := []string{
 		bad + `: line 4: field "venue": column "venue" of table trades is f64, got a boolean value`,
 		bad + `: line 5: field "price": column "price" of table trades is f64, got a string value`,
-		bad + `: line 6: timestamp 5 is before the table's last row (30)`,
+		bad + `: line 6: timestamp 5 (1970-01-01T00:00:00.000000005Z) is before the last row of table trades (30, 1970-01-01T00:00:00.00000003Z)`,
 		bad + `: line 7, byte 20: field "price": malformed number "1..5"`,
 		bad + `: line 9, byte 14: no field after the tags ("70" would be the timestamp)`,
 		`tickdb: ` + bad + `: 5 bad lines; nothing stored from it (--skip-bad stores the good lines)`,
@@ -235,7 +235,7 @@ func TestIngestBadLinesStoreNothing(t *testing.T) {
 	// anything is stored.
 	stamped := ingestFile(t, "stamped.ilp", "trades,sym=D price=1\ntrades,sym=D price=2 100\n")
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, stamped)
-	if code != 1 || !strings.Contains(errs, stamped+": line 2: timestamp 100 is before the table's last row") {
+	if code != 1 || !strings.Contains(errs, stamped+": line 2: timestamp 100 (1970-01-01T00:00:00.0000001Z) is before the last row of table trades") {
 		t.Fatalf("exit %d:\n%s", code, errs)
 	}
 	wantRows(t, db, "trades", `10 sym="A" price=1`, `90 sym="C" price=9`)
@@ -281,8 +281,8 @@ func TestIngestSkipBad(t *testing.T) {
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q:\n%s", code, out, errs)
 	}
-	for _, want := range []string{f + ": line 2, byte ", f + ": line 5: timestamp 25 is before",
-		f + `: line 6: field "x": column "x" of table trades is f64, got a boolean value`, f + ": line 7: timestamp 35 is before",
+	for _, want := range []string{f + ": line 2, byte ", f + ": line 5: timestamp 25 (1970-01-01T00:00:00.000000025Z) is before",
+		f + `: line 6: field "x": column "x" of table trades is f64, got a boolean value`, f + ": line 7: timestamp 35 (1970-01-01T00:00:00.000000035Z) is before",
 		"tickdb ingest: 4 rows stored from 1 file", ", 4 bad lines skipped: trades 4\n"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr has no %q:\n%s", want, errs)
@@ -547,7 +547,7 @@ func TestIngestLateWindow(t *testing.T) {
 	db, live := testutil.DB(t)
 	f := ingestFile(t, "late.lp", "t,sym=A v=1 1000\nt,sym=A v=2 900\nt,sym=A v=3 2000\n")
 	code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, f)
-	if code != 1 || !strings.Contains(errs, "line 2: timestamp 900 is before") {
+	if code != 1 || !strings.Contains(errs, "line 2: timestamp 900 (1970-01-01T00:00:00.0000009Z) is before") {
 		t.Fatalf("without a window: exit %d\n%s", code, errs)
 	}
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, "--late-window", "200ns", f)
@@ -559,5 +559,116 @@ func TestIngestLateWindow(t *testing.T) {
 	code, _, errs = ingestRun(t, "", "--db", db, "--live-dir", live, "--late-window", "200ns", g)
 	if code != 1 || !strings.Contains(errs, "by more than the late window (200ns)") {
 		t.Fatalf("past the window: exit %d\n%s", code, errs)
+	}
+}
+
+// tickdb ingest applies serve's time rule: far-future and wrong-unit rows
+// are bad lines naming the fix, in ILP and CSV; --ts-unit reads the
+// file's unit, --allow-1970 and --max-future 0 opt out.
+func TestIngestTimeRule(t *testing.T) {
+	db, live := testutil.DB(t)
+	now := time.Now().UnixNano()
+	sec, ms := now/1e9, now/1e6
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		code, _, errs := ingestRun(t, "", append([]string{"--db", db, "--live-dir", live}, args...)...)
+		return code, errs
+	}
+	bad := ingestFile(t, "bad.ilp", fmt.Sprintf("t,sym=A v=1 %d\nt,sym=A v=2 %d\nt,sym=A v=3 %d\n", now-int64(time.Hour), sec, int64(math.MaxInt64)))
+	code, errs := run(bad)
+	for _, want := range []string{
+		fmt.Sprintf("bad.ilp: line 2: timestamp %d read as nanoseconds is 1970-01-01T00:00:01.", sec), "give --ts-unit s (data really from the first weeks of 1970: --allow-1970)",
+		"bad.ilp: line 3: timestamp 9223372036854775807 (2262-04-11T23:47:16.854775807Z) is 235 years ahead", "2 bad lines; nothing stored",
+	} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr has no %q:\n%s", code, want, errs)
+		}
+	}
+	if code, errs := run("--skip-bad", bad); code != 0 || !strings.Contains(errs, "2 bad lines skipped") {
+		t.Errorf("--skip-bad: exit %d\n%s", code, errs)
+	}
+	wantRows(t, db, "t", fmt.Sprintf(`%d sym="A" v=1`, now-int64(time.Hour)))
+
+	secs := ingestFile(t, "s.ilp", fmt.Sprintf("s,sym=A v=1 %d\ns,sym=A v=2\n", sec))
+	if code, errs := run("--ts-unit", "s", secs); code != 0 {
+		t.Fatalf("--ts-unit s: exit %d\n%s", code, errs)
+	}
+	if rows := ingestRows(t, db, "s"); len(rows) != 2 || !strings.HasPrefix(rows[0], fmt.Sprint(sec*1e9, " ")) || rows[1] < fmt.Sprint(now) {
+		t.Errorf("--ts-unit s: rows %q, want %d, then one at the load's time", rows, sec*1e9)
+	}
+
+	csv := ingestFile(t, "c.csv", fmt.Sprintf("ts,sym,v\n%d,A,1\n", ms))
+	if code, errs := run("--table", "c", csv); code != 1 || !strings.Contains(errs, "c.csv: line 2: timestamp") || !strings.Contains(errs, "give --ts-unit ms") {
+		t.Errorf("CSV in ms: exit %d\n%s", code, errs)
+	}
+	if code, errs := run("--table", "c", "--ts-unit", "ms", csv); code != 0 {
+		t.Errorf("CSV with --ts-unit ms: exit %d\n%s", code, errs)
+	}
+	wantRows(t, db, "c", fmt.Sprintf(`%d sym="A" v=1i`, ms*1e6))
+	if code, errs := run("--table", "old", "--allow-1970", csv); code != 0 {
+		t.Errorf("--allow-1970: exit %d\n%s", code, errs)
+	}
+	wantRows(t, db, "old", fmt.Sprintf(`%d sym="A" v=1i`, ms))
+
+	ahead := now + int64(time.Hour)
+	fut := ingestFile(t, "f.ilp", fmt.Sprintf("f,sym=A v=1 %d\n", ahead))
+	if code, errs := run(fut); code != 1 || !strings.Contains(errs, "is 1h0m0s ahead of the server's clock") && !strings.Contains(errs, "is 59m59s ahead") {
+		t.Errorf("an hour ahead: exit %d\n%s", code, errs)
+	}
+	if code, errs := run("--max-future", "2h", fut); code != 0 {
+		t.Errorf("--max-future 2h: exit %d\n%s", code, errs)
+	}
+	if code, errs := run("--max-future", "0", "--table", "f0", fut); code != 0 {
+		t.Errorf("--max-future 0: exit %d\n%s", code, errs)
+	}
+	wantRows(t, db, "f0", fmt.Sprintf(`%d sym="A" v=1`, ahead))
+	for _, c := range []struct{ flag, val, want string }{{"--ts-unit", "min", "want s, ms, us or ns"}, {"--max-future", "-1s", "negative"}} {
+		if code, errs := run(c.flag, c.val, fut); code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s %s: exit %d\n%s", c.flag, c.val, code, errs)
+		}
+	}
+}
+
+// A table that already holds a far-future row (loaded with --max-future
+// 0, as any table could be before the check): a later load is refused
+// with a message naming the row and the way out, and an error at open;
+// the way out, with existing commands, copies its other rows into a new
+// table of the same name, which then takes real-time rows.
+func TestIngestFarRowWayOut(t *testing.T) {
+	db, live := testutil.DB(t)
+	t0 := time.Now().Add(-time.Hour).UnixNano()
+	f := ingestFile(t, "bk.ilp", fmt.Sprintf("bk,sym=A v=1,n=1i %d\nbk,sym=B v=2.5,n=2i %d\nbk,sym=A v=3,n=3i %d\n", t0, t0+1, int64(math.MaxInt64)))
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, "--max-future", "0", f); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	now := ingestFile(t, "now.ilp", fmt.Sprintf("bk,sym=C v=4,n=4i %d\n", time.Now().UnixNano()))
+	code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, now)
+	for _, want := range []string{
+		"level=ERROR", "table holds a row far ahead of the clock", "table=bk", "seq=2", "ts=9223372036854775807", // at open
+		"now.ilp: line 1: timestamp ", "is before the last row of table bk", "table bk holds row seq 2, ts 9223372036854775807 (2262-04-11T23:47:16.854775807Z)",
+		"the way out: stop the server, then tickdb query --db " + db + " --table bk --to ",
+	} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr has no %q:\n%s", code, want, errs)
+		}
+	}
+	// The way out.
+	code, dump, errs := runCLI("query", "--db", db, "--table", "bk", "--to", time.Now().UTC().Format(time.RFC3339), "--format", "ilp")
+	if code != 0 {
+		t.Fatalf("query: exit %d\n%s", code, errs)
+	}
+	if err := os.Rename(filepath.Join(db, "bk"), filepath.Join(t.TempDir(), "bk")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, ingestFile(t, "bk-copy.ilp", dump)); code != 0 {
+		t.Fatalf("ingest of the copy: exit %d\n%s", code, errs)
+	}
+	good := []string{fmt.Sprintf(`%d sym="A" v=1 n=1i`, t0), fmt.Sprintf(`%d sym="B" v=2.5 n=2i`, t0+1)}
+	wantRows(t, db, "bk", good...)
+	if code, _, errs := ingestRun(t, "", "--db", db, "--live-dir", live, now); code != 0 {
+		t.Fatalf("a real-time row after the way out: exit %d\n%s", code, errs)
+	}
+	if rows := ingestRows(t, db, "bk"); len(rows) != 3 || strings.Join(rows[:2], "\n") != strings.Join(good, "\n") {
+		t.Fatalf("rows %q", rows)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,42 @@ func TestQueryProcess(t *testing.T) {
 	code, out, errs = execCLI(t, "query", "--db", db, "--table", "nope")
 	if code != 1 || out != "" || errs != `tickdb: no table "nope" in `+db+"; tables: trades\n" {
 		t.Fatalf("missing table: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// A bare integer --from, --to or --at that reads as seconds, ms or µs of
+// now is an error with the hint (what it is as ns, what it would be in
+// that unit, how to write it), in every command that takes times; small
+// integers (1970 in every unit) are still ns.
+func TestTimeFlagHints(t *testing.T) {
+	db, live := testutil.DB(t)
+	writeKnown(t, db, live, "k")
+	now := time.Now()
+	sec := now.Unix()
+	for _, c := range []struct{ val, unit string }{
+		{fmt.Sprint(sec), "seconds"}, {fmt.Sprint(now.UnixMilli()), "milliseconds"}, {fmt.Sprint(now.UnixMicro()), "microseconds"},
+	} {
+		for _, args := range [][]string{
+			{"query", "--table", "k", "--from", c.val},
+			{"query", "--table", "k", "--to", c.val},
+			{"bars", "--table", "k", "--sym", "AAPL", "--interval", "1m", "--from", c.val},
+			{"asof", "--left", "k", "--right", "k", "--to", c.val},
+			{"export", "--table", "k", "--format", "csv", "--out", t.TempDir(), "--from", c.val},
+			{"latest", "--table", "k", "--at", c.val},
+		} {
+			code, out, errs := runCLI(append(args, "--db", db)...)
+			want := fmt.Sprintf("time %q is integer ns, 1970-01-", c.val)
+			if code == 0 || out != "" || !strings.Contains(errs, want) || !strings.Contains(errs, "as "+c.unit+" it is "+now.UTC().Format("2006-01-02T15")) ||
+				!strings.Contains(errs, ": write ") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want the %s hint", args, code, out, errs, c.unit)
+			}
+		}
+	}
+	code, _, errs := runCLI("query", "--db", db, "--table", "k", "--from", fmt.Sprint(sec), "--to", "1000")
+	if want := fmt.Sprintf(": write %d (ns) or %s", sec*1e9, time.Unix(sec, 0).UTC().Format(time.RFC3339)); code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("stderr %q, want %q", errs, want)
+	}
+	if code, out, errs := runCLI("query", "--db", db, "--table", "k", "--from", "5", "--to", "1000", "--format", "csv"); code != 0 || out != "ts,sym,price,size\n" {
+		t.Errorf("--from 5 --to 1000: exit %d, %q %q", code, out, errs)
 	}
 }

@@ -33,14 +33,23 @@ type serveOpts struct {
 	retainAge     time.Duration
 	retainBytes   byteSize
 	compactAfter  time.Duration
-	hotBytes      byteSize
+	hotBytes      byteSizeZero
 	maxStreams    int
 	streamTimeout time.Duration
+	readTimeout   time.Duration
+	maxHTTPConns  int
+	maxBody       byteSize
+	maxDecomp     byteSize
+	writeMemory   byteSize
+	maxFuture     time.Duration
+	tsUnit        string
+	allow1970     bool
 	flushWorkers  int
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes}
+	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes,
+		maxBody: 256 << 20, maxDecomp: ingest.DefaultMaxDecompressed, writeMemory: ingest.DefaultMaxWriteMemory}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the line protocol over TCP (epoll) and HTTP into the database",
@@ -58,7 +67,32 @@ refuses to listen for TCP beyond loopback unless --ilp-insecure says the
 network in front of it is trusted. One serve per database: a second one on
 a --db that a live serve holds exits at once, naming its pid. SIGINT or
 SIGTERM stop it gracefully: every accepted row is made durable before it
-exits 0.`,
+exits 0.
+
+Timestamps: a row more than --max-future ahead of the server's clock is a
+bad line (reason future), never stored, so one bad clock cannot make every
+later real-time row late. A timestamp that reads as the first weeks of 1970
+in ns but as now in seconds, ms or µs is a bad line (reason ts_unit) that
+names the fix: precision=s|ms|us on HTTP, --ts-unit for the TCP listener's
+lines; --allow-1970 stores such rows as given. A table that already holds a
+row far ahead (written before this check, or with it off) is named in an
+error at start, with the way out (docs/DESIGN.md, Ingestion).
+
+A full disk refuses writes before storing them: HTTP gets 503 with
+Retry-After, line-protocol lines wait (the connections are read no further
+until there is room), reads go on, and /health says degraded; writes
+resume by themselves once there is room.
+
+An HTTP write is all or nothing: 204 once every row is durable; any other
+answer stored nothing, so a client may always retry it. Its body is parsed
+as it arrives (gzip too) and held as compact rows, about their stored size;
+the limits, each answered with nothing stored: --max-body on the wire and
+--max-body-decompressed (413); --max-write-memory for all write requests
+together (503 with Retry-After: 1 after a second's wait; 413 for a request
+that alone needs more); a body that brings less than 64 KiB (on the wire or
+decompressed) in a --read-timeout is cut off (408), and so are headers
+that take longer; a connection over --max-http-conns is answered 503 and
+closed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, o) },
 	}
@@ -72,9 +106,17 @@ exits 0.`,
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
 	f.DurationVar(&o.lateWindow, "late-window", ingest.DefaultLateWindow, "store a row up to this far behind its table's newest row as a late row (queries return it in ts order); 0: none")
 	f.StringVar(&o.ooo, "out-of-order", "reject", "rows later than --late-window: reject (counted) or stamp (stored with the arrival time)")
+	f.DurationVar(&o.maxFuture, "max-future", ingest.DefaultMaxFuture, "refuse rows more than this far ahead of the server's clock (reason future); 0: no limit")
+	f.StringVar(&o.tsUnit, "ts-unit", "ns", "unit of the TCP listener's timestamps: s, ms, us or ns (HTTP takes precision=)")
+	f.BoolVar(&o.allow1970, "allow-1970", false, "store timestamps that read as the first weeks of 1970 in ns but as now in s, ms or µs (else a bad line, reason ts_unit)")
 	f.StringVar(&o.liveDir, "live-dir", "", "directory for the live segments, one sub-directory per table (default /dev/shm/tickdb)")
 	f.IntVar(&o.maxConns, "max-conns", 4096, "line-protocol connection limit")
-	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections idle this long")
+	f.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close line-protocol connections, and HTTP connections between requests, idle this long")
+	f.DurationVar(&o.readTimeout, "read-timeout", ingest.DefaultReadTimeout, "cut off an HTTP request whose headers take longer than this, or whose body brings less than 64 KiB in this long (408); responses are not cut")
+	f.IntVar(&o.maxHTTPConns, "max-http-conns", 4096, "HTTP connection limit (a connection over it is answered 503 and closed)")
+	f.Var(&o.maxBody, "max-body", "largest HTTP write body on the wire (413 over it)")
+	f.Var(&o.maxDecomp, "max-body-decompressed", "largest HTTP write body once decompressed (413 over it)")
+	f.Var(&o.writeMemory, "max-write-memory", "memory all HTTP write requests together may hold, about their rows' stored size (503 with Retry-After over it)")
 	f.Var(&o.lineLimit, "line-limit", "longest line accepted (bytes, or with K/M)")
 	f.IntVar(&o.loops, "loops", 2, "epoll event loops")
 	f.IntVar(&o.maxStreams, "max-streams", ingest.DefaultMaxStreams, "GET /tail streams open at once (503 over it)")
@@ -101,6 +143,9 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	if o.maxStreams <= 0 || o.streamTimeout <= 0 {
 		return fmt.Errorf("--max-streams %d, --stream-write-timeout %v: want both positive", o.maxStreams, o.streamTimeout)
 	}
+	if o.readTimeout <= 0 || o.maxHTTPConns <= 0 {
+		return fmt.Errorf("--read-timeout %v, --max-http-conns %d: want both positive", o.readTimeout, o.maxHTTPConns)
+	}
 	if o.retainAge < 0 || o.compactAfter < 0 {
 		return fmt.Errorf("--retain-age %v, --compact-after %v: negative", o.retainAge, o.compactAfter)
 	}
@@ -112,6 +157,13 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	flush, err := writer.ParseFlushPolicy(o.flush)
 	if err != nil {
 		return fmt.Errorf("--flush: %w", err)
+	}
+	if o.maxFuture < 0 {
+		return fmt.Errorf("--max-future %v: negative (0 turns the check off)", o.maxFuture)
+	}
+	tsUnit, err := ingest.ParseTsUnit(o.tsUnit)
+	if err != nil {
+		return fmt.Errorf("--ts-unit: %w", err)
 	}
 	var ooo writer.OutOfOrderPolicy
 	switch o.ooo {
@@ -127,6 +179,9 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, ILPInsecure: o.ilpInsecure,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
+		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),
+		MaxDecompressed: int64(o.maxDecomp), MaxWriteMemory: int64(o.writeMemory),
+		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
 		Group: writer.GroupOptions{Flushers: o.flushWorkers},
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
@@ -154,6 +209,14 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	}
 	log.Info("tickdb serve: stopped")
 	return nil
+}
+
+// maxFutureOption is Options.MaxFuture for a --max-future value (0: off).
+func maxFutureOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return ingest.MaxFutureOff
+	}
+	return d
 }
 
 func addrString(a fmt.Stringer) string {

@@ -154,6 +154,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"serve", "--ilp", "256.1.1.1:1"}, "ilp address"},
 		{[]string{"serve", "--max-streams", "0"}, "want both positive"},
 		{[]string{"serve", "--token", "tok", "--ilp", "0.0.0.0:0"}, "--ilp-insecure"},
+		{[]string{"serve", "--ts-unit", "min"}, "want s, ms, us or ns"},
+		{[]string{"serve", "--max-future", "-1m"}, "negative (0 turns the check off)"},
 	} {
 		var out, errb strings.Builder
 		if code := run(append(tc.args, "--db", t.TempDir(), "--http", "off"), &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
@@ -248,5 +250,51 @@ func TestServeKill9(t *testing.T) {
 		if row.I64(nc) != int64(seq) || row.Ts() != int64(seq+1) {
 			t.Fatalf("row %d: n=%d ts=%d: not a prefix of what was sent", seq, row.I64(nc), row.Ts())
 		}
+	}
+}
+
+// serve's time flags: --ts-unit s reads the TCP listener's timestamps in
+// seconds (HTTP keeps precision=, and names it); the default refuses a row
+// ahead of the clock; --max-future 0 and --allow-1970 opt out.
+func TestServeTimeFlags(t *testing.T) {
+	post := func(p *serveProc, body string) (int, string) {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Post("http://"+p.http+"/write", "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	now := time.Now().UnixNano()
+	sec := now / 1e9
+	db, live := testutil.DB(t)
+	p := startServe(t, "--db", db, "--live-dir", live, "--ts-unit", "s")
+	c, err := net.DialTimeout("tcp", p.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "a,sym=A v=1 %d\n", sec)
+	c.Close()
+	waitCount(t, p, db, "a", 1)
+	if rows := ingestRows(t, db, "a"); len(rows) != 1 || !strings.HasPrefix(rows[0], fmt.Sprint(sec*1e9, " ")) {
+		t.Errorf("--ts-unit s: rows %q, want ts %d", rows, sec*1e9)
+	}
+	if code, resp := post(p, fmt.Sprintf("h,sym=A v=1 %d\n", sec)); code != http.StatusBadRequest || !strings.Contains(resp, "send precision=s") {
+		t.Errorf("HTTP seconds without precision: %d %s", code, resp)
+	}
+	if code, resp := post(p, fmt.Sprintf("h,sym=A v=1 %d\n", now+int64(time.Hour))); code != http.StatusBadRequest || !strings.Contains(resp, "more than the 1m0s max-future allows") {
+		t.Errorf("HTTP an hour ahead: %d %s", code, resp)
+	}
+
+	db2, live2 := testutil.DB(t)
+	p2 := startServe(t, "--db", db2, "--live-dir", live2, "--max-future", "0", "--allow-1970")
+	if code, resp := post(p2, fmt.Sprintf("h,sym=A v=1 %d\nh,sym=A v=2 %d\n", sec, now+int64(time.Hour))); code != http.StatusNoContent {
+		t.Errorf("--allow-1970 --max-future 0: %d %s", code, resp)
+	}
+	want := []string{fmt.Sprintf(`%d sym="A" v=1`, sec), fmt.Sprintf(`%d sym="A" v=2`, now+int64(time.Hour))}
+	if rows := ingestRows(t, db2, "h"); strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows %q, want %q", rows, want)
 	}
 }

@@ -43,6 +43,22 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// byteSizeZero is byteSize that also takes 0, for a flag whose 0 means
+// none (--hot-bytes).
+type byteSizeZero byteSize
+
+func (b *byteSizeZero) String() string { return (*byteSize)(b).String() }
+
+func (b *byteSizeZero) Type() string { return "size" }
+
+func (b *byteSizeZero) Set(s string) error {
+	if strings.TrimSpace(s) == "0" {
+		*b = 0
+		return nil
+	}
+	return (*byteSize)(b).Set(s)
+}
+
 // kv prints one "label  value  note" line of a report section.
 func kv(out io.Writer, label, value, note string) {
 	cells(out, []int{-32, 14}, "  "+label, value, note)

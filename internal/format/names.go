@@ -10,11 +10,14 @@ import (
 const (
 	// FormatVersion is written in every file header but post.idx's.
 	FormatVersion = 1
-	// PostVersion1 and PostVersion2 are post.idx's header versions: data
-	// chunks of u64 entries, and of 3-byte entries (docs/FORMAT.md §7).
-	// A new post.idx is version 2; a version 1 file stays version 1.
+	// PostVersion1, PostVersion2 and PostVersion3 are post.idx's header
+	// versions: data chunks of u64 entries, of 3-byte entries, and 3-byte
+	// entries in blocks that grow from one 64-byte line (docs/FORMAT.md
+	// §7). A new post.idx is version 3; a file of an older version keeps
+	// its version.
 	PostVersion1 = 1
 	PostVersion2 = 2
+	PostVersion3 = 3
 
 	// BlockSize is the header size of every file and the O_DIRECT unit.
 	BlockSize = 4096

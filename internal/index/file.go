@@ -218,17 +218,29 @@ func (m *mappedFile) sync(end int64) error {
 	return mmap.MsyncSync(b)
 }
 
-// trim frees the disk blocks of the file from byte from (rounded up to a
-// page) to its end, keeping its size: the room grown ahead that a closed
-// table will not use. Reads there give zeros, as in a grown file; a writer
-// that reopens the table takes page faults there instead of pre-faulted
-// pages.
+// trim cuts the file at byte from (rounded up to a page): the room grown
+// ahead that a closed table will not use goes, blocks and size. (A hole
+// punched there, keeping the size, would be worse: a writer that reopens
+// the table would find the size and take the room as allocated, and its
+// first store into a page the file system cannot allocate, on a full disk,
+// would raise SIGBUS.) Readers read only entries below what is published,
+// below from; a writer that reopens the table grows the file again
+// (fallocate) before it uses more.
 func (m *mappedFile) trim(from int64) error {
-	from = (from + format.BlockSize - 1) &^ (format.BlockSize - 1)
+	from = max((from+format.BlockSize-1)&^(format.BlockSize-1), format.BlockSize)
 	if size := m.size.Load(); from < size {
-		if err := m.punch(from, size-from); err != nil {
-			return fmt.Errorf("index: trim %s from %d: %w", m.Path, from, err)
+		f, err := m.file()
+		if err != nil {
+			return err
 		}
+		err = f.Truncate(from)
+		if e := f.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
+			return fmt.Errorf("index: trim %s to %d bytes: %w", m.Path, from, err)
+		}
+		m.size.Store(from)
 	}
 	return nil
 }

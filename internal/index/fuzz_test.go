@@ -210,7 +210,7 @@ func FuzzPostings(f *testing.F) {
 		if len(spec) < 4 || len(spec) > 7*64+4 {
 			return
 		}
-		for _, v := range []uint32{format.PostVersion1, format.PostVersion2} {
+		for _, v := range []uint32{format.PostVersion1, format.PostVersion2, format.PostVersion3} {
 			fuzzPostings(t, tmp, v, spec, seq, reset)
 		}
 	})
@@ -242,11 +242,11 @@ func fuzzPostings(t *testing.T, tmp string, version uint32, spec []byte, seq uin
 			continue // the header
 		}
 		if o[0]&1 == 0 {
-			p.w[c*ChunkWords+w] = v
+			p.w[c*p.wpu+w] = v
 			continue
 		}
 		for i := uint64(1); i < ChunkWords; i++ {
-			p.w[c*ChunkWords+i] = v + i - 1
+			p.w[c*p.wpu+i] = v + i - 1
 		}
 	}
 	chunks, err := p.DataChunks(nil, dir, next)

@@ -140,7 +140,7 @@ func (l *LateIndex) Grow(n uint64) error {
 // Sync writes entries [0, n) back to disk.
 func (l *LateIndex) Sync(n uint64) error { return l.m.sync(format.BlockSize + int64(n)*LateEntrySize) }
 
-// Trim frees the disk blocks past the first n entries.
+// Trim cuts the file after the first n entries.
 func (l *LateIndex) Trim(n uint64) error { return l.m.trim(format.BlockSize + int64(n)*LateEntrySize) }
 
 // clampSub is a - b, saturating at MinInt64.

@@ -1,25 +1,57 @@
 package index
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
-// versions runs f over a version 1 and a version 2 postings file.
+// versions runs f over a postings file of each version.
 func versions(t *testing.T, f func(t *testing.T, v uint32)) {
-	for _, v := range []uint32{format.PostVersion1, format.PostVersion2} {
+	for _, v := range []uint32{format.PostVersion1, format.PostVersion2, format.PostVersion3} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { f(t, v) })
 	}
 }
 
-// dirFull is the number of entries that fill one directory's data chunks.
-func dirFull(p *Postings) int { return (ChunkWords - 1) * p.EntriesPerChunk() }
+// dirFull is the number of entries that fill a symbol's first directory's
+// data blocks.
+func dirFull(p *Postings) int { return dirsFull(p, 1) }
+
+// dirsFull is the number of entries that fill a symbol's first k
+// directories' data blocks.
+func dirsFull(p *Postings, k int) int {
+	return int(p.BlockStart(uint64(p.firstSlots() + (k-1)*dirSlots)))
+}
+
+// ndirs is the directories a chain of nblocks data blocks takes.
+func ndirs(p *Postings, nblocks int) int {
+	if nblocks <= p.firstSlots() {
+		return 1
+	}
+	return 1 + (nblocks-p.firstSlots()+dirSlots-1)/dirSlots
+}
+
+// chunkAddr is the address of chunk c.
+func chunkAddr(p *Postings, c uint64) uint64 { return c << (chunkShift - p.shift) }
+
+// addrOff is the file offset of address a.
+func addrOff(p *Postings, a uint64) int64 { return int64(a) << p.shift }
+
+// dirUnits is the size of a chain's k-th directory in address units.
+func dirUnits(p *Postings, k int) uint64 {
+	if k == 0 {
+		return 1
+	}
+	return chunkAddr(p, 1)
+}
 
 func newPostings(t *testing.T, v uint32) *Postings {
 	t.Helper()
@@ -95,13 +127,12 @@ func readSymbol(t *testing.T, p *Postings, dir, next uint64) ([]uint64, []uint64
 		t.Fatalf("DataChunks(%d, %d): %v", dir, next, err)
 	}
 	var seqs []uint64
-	n := p.EntriesPerChunk()
 	for j, c := range chunks {
 		if j > 0 && c <= chunks[j-1] {
 			t.Fatalf("data chunks not increasing: %v", chunks)
 		}
 		ended, repeat := false, false
-		for i := range n {
+		for i := range p.BlockLen(uint64(j)) {
 			e := p.Entry(c, i)
 			switch {
 			case e == 0:
@@ -111,7 +142,7 @@ func readSymbol(t *testing.T, p *Postings, dir, next uint64) ([]uint64, []uint64
 				ended = true
 			case ended:
 				t.Fatalf("chunk %d entry %d = %d after an empty entry", c, i, e)
-			case i > 0 && e == p.Entry(c, i-1) && p.Version() == format.PostVersion2:
+			case i > 0 && e == p.Entry(c, i-1) && p.Version() != format.PostVersion1:
 				repeat = true
 			case repeat:
 				t.Fatalf("chunk %d entry %d = %d after a repeated entry", c, i, e)
@@ -140,10 +171,9 @@ func readSymbol(t *testing.T, p *Postings, dir, next uint64) ([]uint64, []uint64
 // EntriesPerChunk rows, one at least, and in version 2 a new one for a
 // row lim-1 or more after its chunk's first.
 func wantChunks(p *Postings, seqs []uint64, lim uint64) int {
-	n := p.EntriesPerChunk()
 	chunks, fill, first := 1, 0, uint64(0)
 	for _, s := range seqs {
-		if fill == n || fill > 0 && p.Version() == format.PostVersion2 && s-first+1 >= lim {
+		if fill == p.BlockLen(uint64(chunks-1)) || fill > 0 && p.Version() != format.PostVersion1 && s-first+1 >= lim {
 			chunks, fill = chunks+1, 0
 		}
 		if fill == 0 {
@@ -154,16 +184,33 @@ func wantChunks(p *Postings, seqs []uint64, lim uint64) int {
 	return chunks
 }
 
-// checkModel compares every symbol with the model and checks that no chunk
-// belongs to two symbols.
+// checkModel compares every symbol with the model and checks that no
+// block or directory overlaps another.
 func checkModel(t *testing.T, p *Postings, m *postModel, next uint64) {
 	t.Helper()
-	owner := map[uint64]int{}
-	for id, dir := range m.dirs {
-		if prev, dup := owner[dir]; dup {
-			t.Fatalf("directory %d of symbol %d also used by symbol %d", dir, id, prev)
+	type span struct {
+		a, end uint64
+		id, j  int // j < 0: directory -j-1
+	}
+	what := func(s span) string {
+		if s.j < 0 {
+			return fmt.Sprintf("directory %d (%d) of symbol %d", s.a, -s.j-1, s.id)
 		}
-		owner[dir] = id
+		return fmt.Sprintf("block %d (%d) of symbol %d", s.a, s.j, s.id)
+	}
+	var spans []span
+	for id, dir := range m.dirs {
+		for k, d := 0, dir; d != 0 && d < next; k, d = k+1, p.Word(d, 0) {
+			spans = append(spans, span{d, d + dirUnits(p, k), id, -k - 1})
+			if k > 0 && p.shift == lineShift && d%chunkLines != 0 {
+				t.Fatalf("directory %d of symbol %d not 4 KiB aligned", d, id)
+			}
+			if n := p.firstSlots(); k == 0 && p.Word(d, n) == 0 {
+				break // (a link out of a partial directory is not followed)
+			} else if k > 0 && p.Word(d, dirSlots) == 0 {
+				break
+			}
+		}
 		got, chunks := readSymbol(t, p, dir, next)
 		if !equalSeqs(got, m.seqs[id]) {
 			t.Fatalf("symbol %d: %d entries %v, want %d %v", id, len(got), brief(got), len(m.seqs[id]), brief(m.seqs[id]))
@@ -172,12 +219,18 @@ func checkModel(t *testing.T, p *Postings, m *postModel, next uint64) {
 		if len(chunks) != want && (!m.early || len(chunks) < want) {
 			t.Fatalf("symbol %d with %d entries has %d data chunks, want %d", id, len(got), len(chunks), want)
 		}
-		for _, c := range chunks {
-			if prev, dup := owner[c]; dup {
-				t.Fatalf("chunk %d of symbol %d also used by symbol %d", c, id, prev)
-			}
-			owner[c] = id
+		for j, c := range chunks {
+			spans = append(spans, span{c, c + p.blockUnits(uint64(j)), id, j})
 		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.a, b.a) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].a < spans[i-1].end {
+			t.Fatalf("%s overlaps %s", what(spans[i]), what(spans[i-1]))
+		}
+	}
+	if len(spans) > 0 && spans[len(spans)-1].end > next {
+		t.Fatalf("%s ends past next %d", what(spans[len(spans)-1]), next)
 	}
 }
 
@@ -238,8 +291,8 @@ func TestPostWriterAdd(t *testing.T) {
 			versions(t, func(t *testing.T, v uint32) {
 				p := newPostings(t, v)
 				pw := NewPostWriter(p, 0) // 0 means 1: chunk 0 is the header
-				if pw.NextChunk() != 1 {
-					t.Fatalf("NextChunk = %d, want 1", pw.NextChunk())
+				if pw.NextChunk() != chunkAddr(p, 1) {
+					t.Fatalf("NextChunk = %d, want %d", pw.NextChunk(), chunkAddr(p, 1))
 				}
 				m := &postModel{}
 				for range tc.nsyms {
@@ -261,23 +314,28 @@ func TestPostWriterAdd(t *testing.T) {
 func checkAdded(t *testing.T, p *Postings, pw *PostWriter, m *postModel) {
 	t.Helper()
 	next := pw.NextChunk()
-	if next > p.Chunks() {
+	if next > chunkAddr(p, p.Chunks()) {
 		t.Fatalf("NextChunk %d past the file's %d chunks", next, p.Chunks())
 	}
 	checkModel(t, p, m, next)
 	// Directory chains: the directory count follows the chunk count.
 	for id, dir := range m.dirs {
 		nchunks := wantChunks(p, m.seqs[id], m.limit())
-		ndirs := 0
+		nd := 0
 		for d := dir; d != 0; d = p.Word(d, 0) {
-			ndirs++
+			nd++
 		}
-		if want := (nchunks + ChunkWords - 2) / (ChunkWords - 1); ndirs != want {
-			t.Errorf("symbol %d: %d directories for %d chunks, want %d", id, ndirs, nchunks, want)
+		if want := ndirs(p, nchunks); nd != want {
+			t.Errorf("symbol %d: %d directories for %d chunks, want %d", id, nd, nchunks, want)
 		}
 	}
-	// A reader with an older NextChunk sees a prefix of the chunks.
-	for _, older := range []uint64{1, next / 2, next - 1} {
+	// A reader with an older NextChunk sees a prefix of the chunks. (A
+	// published NextChunk is the end of an allocation.)
+	ends := allocEnds(p, m, next)
+	for _, older := range []uint64{NewPostWriter(p, 0).NextChunk(), next / 2, next - 1} {
+		if i, _ := slices.BinarySearch(ends, older+1); i > 0 {
+			older = ends[i-1]
+		}
 		for id, dir := range m.dirs {
 			if dir >= older {
 				if _, err := p.DataChunks(nil, dir, older); err == nil {
@@ -302,6 +360,26 @@ func checkAdded(t *testing.T, p *Postings, pw *PostWriter, m *postModel) {
 	}
 }
 
+// allocEnds is the sorted ends of the directories and blocks of m's
+// symbols: the NextChunk values a writer published.
+func allocEnds(p *Postings, m *postModel, next uint64) []uint64 {
+	var ends []uint64
+	for _, dir := range m.dirs {
+		for k, d := 0, dir; d != 0 && d < next; k, d = k+1, p.Word(d, 0) {
+			ends = append(ends, d+dirUnits(p, k))
+			if k == 0 && p.Word(d, p.firstSlots()) == 0 || k > 0 && p.Word(d, dirSlots) == 0 {
+				break
+			}
+		}
+		chunks, _ := p.DataChunks(nil, dir, next)
+		for j, c := range chunks {
+			ends = append(ends, c+p.blockUnits(uint64(j)))
+		}
+	}
+	slices.Sort(ends)
+	return ends
+}
+
 func TestDataChunksErrors(t *testing.T) { versions(t, testDataChunksErrors) }
 
 func testDataChunksErrors(t *testing.T, v uint32) {
@@ -323,12 +401,12 @@ func testDataChunksErrors(t *testing.T, v uint32) {
 	})
 	t.Run("dir_past_next", func(t *testing.T) {
 		_, err := p.DataChunks(nil, next+3, next)
-		wantCorrupt(t, err, p.Path(), int64(next+3)*format.BlockSize)
+		wantCorrupt(t, err, p.Path(), addrOff(p, next+3))
 	})
 	t.Run("next_past_file", func(t *testing.T) {
-		far := p.Chunks() + 10
+		far := chunkAddr(p, p.Chunks()+10)
 		_, err := p.DataChunks(nil, dir, far)
-		wantCorrupt(t, err, p.Path(), int64(far)*format.BlockSize)
+		wantCorrupt(t, err, p.Path(), addrOff(p, far))
 	})
 	t.Run("appends_to_dst", func(t *testing.T) {
 		got, err := p.DataChunks([]uint64{42}, dir, next)
@@ -360,37 +438,66 @@ func testDataChunksDamage(t *testing.T, v uint32) {
 		return p, dir, pw.NextChunk()
 	}
 	// Links are only followed out of full directories: two full ones.
+	two := dirsFull(probe, 2) + 10
 	t.Run("directory_self_loop", func(t *testing.T) {
-		p, dir, next := build(t, 2*dirFull+10)
+		p, dir, next := build(t, two)
 		second := p.Word(dir, 0)
-		p.w[second*ChunkWords] = second
+		p.w[second*p.wpu] = second
 		_, err := p.DataChunks(nil, dir, next)
-		wantCorrupt(t, err, p.Path(), int64(second)*format.BlockSize)
+		wantCorrupt(t, err, p.Path(), p.WordOff(second, 0))
 	})
 	t.Run("directory_links_back", func(t *testing.T) {
-		p, dir, next := build(t, 2*dirFull+10)
+		p, dir, next := build(t, two)
 		second := p.Word(dir, 0)
-		p.w[second*ChunkWords] = dir
+		p.w[second*p.wpu] = dir
 		_, err := p.DataChunks(nil, dir, next)
-		wantCorrupt(t, err, p.Path(), int64(second)*format.BlockSize)
+		wantCorrupt(t, err, p.Path(), p.WordOff(second, 0))
 	})
 	t.Run("data_chunk_is_its_directory", func(t *testing.T) {
 		p, dir, next := build(t, 10)
-		p.w[dir*ChunkWords+1] = dir
+		p.w[dir*p.wpu+1] = dir
 		_, err := p.DataChunks(nil, dir, next)
-		wantCorrupt(t, err, p.Path(), int64(dir*ChunkWords+1)*8)
+		wantCorrupt(t, err, p.Path(), p.WordOff(dir, 1))
 	})
 	t.Run("next_directory_before_last_data_chunk", func(t *testing.T) {
 		p, dir, next := build(t, dirFull+10)
-		p.w[dir*ChunkWords] = p.Word(dir, ChunkWords-1) // a data chunk of its own
+		p.w[dir*p.wpu] = p.Word(dir, p.firstSlots()) // a data chunk of its own
 		_, err := p.DataChunks(nil, dir, next)
-		wantCorrupt(t, err, p.Path(), int64(dir)*format.BlockSize)
+		wantCorrupt(t, err, p.Path(), p.WordOff(dir, 0))
 	})
+	if v == format.PostVersion3 {
+		t.Run("first_directory_big_block_not_aligned", func(t *testing.T) {
+			p, dir, next := build(t, dirFull+10)
+			p.w[dir*p.wpu+smallSlots]++ // block 6, of 64 lines
+			_, err := p.DataChunks(nil, dir, next)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, smallSlots))
+		})
+		t.Run("first_directory_links_to_unaligned", func(t *testing.T) {
+			p, dir, next := build(t, dirFull+10)
+			p.w[dir*p.wpu]++
+			_, err := p.DataChunks(nil, dir, next)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, 0))
+		})
+		t.Run("block_ends_past_next", func(t *testing.T) {
+			p, dir, _ := build(t, 100) // blocks 0 to 2
+			c := p.Word(dir, 3)        // block 2, of 4 lines
+			_, err := p.DataChunks(nil, dir, c+2)
+			wantCorrupt(t, err, p.Path(), p.WordOff(dir, 3))
+			var ch Chain
+			if err := p.LoadChain(&ch, dir, c+2); err != nil || ch.Len() != 3 {
+				t.Fatalf("LoadChain: %d blocks, %v", ch.Len(), err)
+			}
+			if ch.Block(2) != 0 || ch.Err() == nil {
+				t.Fatalf("Chain.Block of a block past next: %v", ch.Err())
+			}
+			wantCorrupt(t, ch.Err(), p.Path(), p.WordOff(dir, 3))
+		})
+	}
 	t.Run("data_chunk_repeated", func(t *testing.T) {
 		p, dir, next := build(t, 5*n)
-		p.w[dir*ChunkWords+3] = p.Word(dir, 2)
+		p.w[dir*p.wpu+3] = p.Word(dir, 2)
 		_, err := p.DataChunks(nil, dir, next)
-		wantCorrupt(t, err, p.Path(), int64(dir*ChunkWords+3)*8)
+		wantCorrupt(t, err, p.Path(), p.WordOff(dir, 3))
 	})
 }
 
@@ -402,7 +509,7 @@ func TestPostWriterReset(t *testing.T) { versions(t, testPostWriterReset) }
 
 func testPostWriterReset(t *testing.T, v uint32) {
 	probe := newPostings(t, v)
-	n := uint64(probe.EntriesPerChunk())
+	n := probe.BlockStart(1) // the first block boundary
 	type tc struct {
 		name    string
 		nsyms   int    // symbols at the start
@@ -433,6 +540,16 @@ func testPostWriterReset(t *testing.T, v uint32) {
 		{name: "late_symbols_cut_to_zero", nsyms: 1, late: 2, ck: 0, rows: 700, cut: 0, garbage: true, more: 700},
 		{name: "checkpoint_at_chunk_fill", nsyms: 1, ck: n, rows: 3 * n, cut: n, garbage: true, more: 600},
 	}
+	if v == format.PostVersion3 {
+		// The growing blocks' boundaries, and the first 4 KiB block's.
+		for _, j := range []uint64{2, 5, bigClass, bigClass + 1} {
+			b := probe.BlockStart(j)
+			cases = append(cases,
+				tc{name: "cut_at_block_" + itoa(j), nsyms: 2, ck: 2*b + 10, rows: 2*b + 10, cut: 2 * b, more: 3 * b},
+				tc{name: "cut_before_block_" + itoa(j), nsyms: 2, ck: 2*b + 10, rows: 2*b + 10, cut: 2*b - 1, more: 3 * b},
+				tc{name: "limit_in_block_" + itoa(j), nsyms: 3, late: 1, ck: 3*b - 2, rows: 3*b + 500, cut: 3*b - 2, garbage: true, more: 3 * b})
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPostings(t, v)
@@ -458,13 +575,13 @@ func testPostWriterReset(t *testing.T, v uint32) {
 			crashNext := pw.NextChunk()
 			if c.garbage {
 				rng := rand.New(rand.NewPCG(9, 9))
-				for ch := limit; ch < crashNext; ch++ {
-					for i := range ChunkWords {
-						// Small values look like chunk numbers, large ones like seqs.
+				for a := limit; a < crashNext; a++ {
+					for i := range p.wpu {
+						// Small values look like addresses, large ones like seqs.
 						if rng.IntN(2) == 0 {
-							p.w[ch*ChunkWords+uint64(i)] = uint64(rng.IntN(int(crashNext) + 5))
+							p.w[a*p.wpu+i] = uint64(rng.IntN(int(crashNext) + 5))
 						} else {
-							p.w[ch*ChunkWords+uint64(i)] = rng.Uint64()
+							p.w[a*p.wpu+i] = rng.Uint64()
 						}
 					}
 				}
@@ -508,7 +625,7 @@ func testPostWriterReset(t *testing.T, v uint32) {
 func TestPostWriterResetErrors(t *testing.T) { versions(t, testPostWriterResetErrors) }
 
 func testPostWriterResetErrors(t *testing.T, v uint32) {
-	dirFull := dirFull(newPostings(t, v))
+	two := dirsFull(newPostings(t, v), 2) + 10
 	t.Run("symbol_without_directory", func(t *testing.T) {
 		p := newPostings(t, v)
 		err := NewPostWriter(p, 1).Reset([]uint64{0}, 0, 1, false)
@@ -518,11 +635,11 @@ func testPostWriterResetErrors(t *testing.T, v uint32) {
 		p := newPostings(t, v)
 		pw := NewPostWriter(p, 1)
 		dir, _ := pw.NewSymbol()
-		for seq := range uint64(2*dirFull + 10) {
+		for seq := range uint64(two) {
 			pw.Add(0, seq)
 		}
 		second := p.Word(dir, 0)
-		p.w[second*ChunkWords] = dir
+		p.w[second*p.wpu] = dir
 		err := NewPostWriter(p, 1).Reset([]uint64{dir}, 10, pw.NextChunk(), false)
 		if !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("Reset over a directory cycle: %v, want a corruption error", err)
@@ -537,7 +654,7 @@ func testPostWriterResetErrors(t *testing.T, v uint32) {
 		for seq := range uint64(700) {
 			pw.Add(0, seq)
 		}
-		p.w[dir*ChunkWords] = dir
+		p.w[dir*p.wpu] = dir
 		pw2 := NewPostWriter(p, 1)
 		if err := pw2.Reset([]uint64{dir}, 700, pw.NextChunk(), false); err != nil {
 			t.Fatal(err)
@@ -552,9 +669,9 @@ func testPostWriterResetErrors(t *testing.T, v uint32) {
 		p := newPostings(t, v)
 		pw := NewPostWriter(p, 1)
 		dir, _ := pw.NewSymbol()
-		p.w[dir*ChunkWords+1] = 0
-		p.w[dir*ChunkWords+2] = 1 // the header chunk
-		p.w[dir*ChunkWords+7] = dir + 1
+		p.w[dir*p.wpu+1] = 0
+		p.w[dir*p.wpu+2] = 1 // in the header chunk
+		p.w[dir*p.wpu+7] = dir + 1
 		pw2 := NewPostWriter(p, 1)
 		if err := pw2.Reset([]uint64{dir}, 0, pw.NextChunk(), false); err != nil {
 			t.Fatal(err)
@@ -568,7 +685,7 @@ func testPostWriterResetErrors(t *testing.T, v uint32) {
 	t.Run("limit_zero_means_one", func(t *testing.T) {
 		p := newPostings(t, v)
 		pw := NewPostWriter(p, 1)
-		if err := pw.Reset(nil, 0, 0, false); err != nil || pw.NextChunk() != 1 {
+		if err := pw.Reset(nil, 0, 0, false); err != nil || pw.NextChunk() != chunkAddr(p, 1) {
 			t.Fatalf("Reset(nil, 0, 0) = %v, next %d", err, pw.NextChunk())
 		}
 	})
@@ -585,11 +702,11 @@ func testPostingsGrowAndReopen(t *testing.T, v uint32) {
 	if err := p.Grow(start + 1000); err != nil {
 		t.Fatal(err)
 	}
-	if p.Chunks() != start+1000 || !p.CoversChunks(start+1000) {
+	if p.Chunks() != start+1000 || !p.Covers(chunkAddr(p, start+1000)) {
 		t.Fatalf("Chunks %d after Grow", p.Chunks())
 	}
-	if p.CoversChunks(1 << 40) {
-		t.Error("CoversChunks past the reservation")
+	if p.Covers(chunkAddr(p, 1<<40)) {
+		t.Error("Covers past the reservation")
 	}
 	pw := NewPostWriter(p, 1)
 	dir, _ := pw.NewSymbol()
@@ -613,5 +730,13 @@ func testPostingsGrowAndReopen(t *testing.T, v uint32) {
 	other[0]++
 	if _, err := OpenPostings(p.Path(), other, false); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("OpenPostings with another table id: %v", err)
+	}
+}
+
+// TestSymPostSize: a cursor is one cache line, and grow maps them by
+// symPostSize.
+func TestSymPostSize(t *testing.T) {
+	if n := unsafe.Sizeof(symPost{}); n != symPostSize {
+		t.Fatalf("symPost is %d bytes, symPostSize %d", n, symPostSize)
 	}
 }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func earlyCases(n int) []struct {
 
 func TestPostWriterEarlyClose(t *testing.T) {
 	versions(t, func(t *testing.T, v uint32) {
-		n := newPostings(t, v).EntriesPerChunk()
+		n := newPostings(t, v).BlockLen(0)
 		for _, c := range earlyCases(n) {
 			t.Run(c.name, func(t *testing.T) {
 				p := newPostings(t, v)
@@ -183,50 +184,53 @@ func TestPostWriterResetEarlyClose(t *testing.T) {
 		{"far_row_header_only", F, true, false},
 		{"far_row_header_only_punched", F, true, true},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := newPostings(t, format.PostVersion2)
-			pw := NewPostWriter(p, 1)
-			m := &postModel{}
-			m.newSymbol(t, pw)
-			m.newSymbol(t, pw)
-			addAll(t, pw, m, rows)
-			limit := pw.NextChunk()
-			chunks, err := p.DataChunks(nil, m.dirs[0], limit)
-			if err != nil || len(chunks) != 2 {
-				t.Fatalf("symbol 0 has chunks %v, %v; want two", chunks, err)
-			}
-			if c.headerOnly {
-				// The far row's chunk as a crash between its header and its
-				// entry 0 leaves it, the rows after it not yet written.
-				b := chunks[1] * format.BlockSize
-				clear(p.b[b+entryOff2(0) : b+format.BlockSize])
-			}
-			pw2 := NewPostWriter(p, 1)
-			if err := pw2.Reset(m.dirs, c.cut, limit, c.punched); err != nil {
-				t.Fatalf("Reset(%d): %v", c.cut, err)
-			}
-			m.cut(c.cut)
-			m.early = true // a chunk closed for a row that was cut stays closed
-			checkModel(t, p, m, pw2.NextChunk())
-			// Appends resume: symbol 0 near its kept rows, then far again.
-			next := c.cut
-			for k := range uint64(40) {
-				m.add(t, pw2, uint32(k%2), next+k)
-			}
-			m.add(t, pw2, 0, next+40+2*D)
-			m.add(t, pw2, 1, next+41+2*D)
-			m.add(t, pw2, 0, next+42+2*D)
-			checkModel(t, p, m, pw2.NextChunk())
-			pw3 := NewPostWriter(p, 1)
-			if err := pw3.Reset(m.dirs, next+43+2*D, pw2.NextChunk(), c.punched); err != nil {
-				t.Fatal(err)
-			}
-			if pw3.NextChunk() != pw2.NextChunk() {
-				t.Errorf("idempotent Reset moved NextChunk from %d to %d", pw2.NextChunk(), pw3.NextChunk())
-			}
-			checkModel(t, p, m, pw3.NextChunk())
-		})
+	for _, v := range []uint32{format.PostVersion2, format.PostVersion3} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("v%d/%s", v, c.name), func(t *testing.T) {
+				p := newPostings(t, v)
+				pw := NewPostWriter(p, 1)
+				m := &postModel{}
+				m.newSymbol(t, pw)
+				m.newSymbol(t, pw)
+				addAll(t, pw, m, rows)
+				limit := pw.NextChunk()
+				chunks, err := p.DataChunks(nil, m.dirs[0], limit)
+				if want := wantChunks(p, run(0, 100), MaxDelta) + 1; err != nil || len(chunks) != want {
+					t.Fatalf("symbol 0 has chunks %v, %v; want %d", chunks, err, want)
+				}
+				if c.headerOnly {
+					// The far row's chunk as a crash between its header and its
+					// entry 0 leaves it, the rows after it not yet written.
+					j := uint64(len(chunks) - 1)
+					b := chunks[j] << p.shift
+					clear(p.b[b+entryOff2(0) : b+p.blockUnits(j)<<p.shift])
+				}
+				pw2 := NewPostWriter(p, 1)
+				if err := pw2.Reset(m.dirs, c.cut, limit, c.punched); err != nil {
+					t.Fatalf("Reset(%d): %v", c.cut, err)
+				}
+				m.cut(c.cut)
+				m.early = true // a chunk closed for a row that was cut stays closed
+				checkModel(t, p, m, pw2.NextChunk())
+				// Appends resume: symbol 0 near its kept rows, then far again.
+				next := c.cut
+				for k := range uint64(40) {
+					m.add(t, pw2, uint32(k%2), next+k)
+				}
+				m.add(t, pw2, 0, next+40+2*D)
+				m.add(t, pw2, 1, next+41+2*D)
+				m.add(t, pw2, 0, next+42+2*D)
+				checkModel(t, p, m, pw2.NextChunk())
+				pw3 := NewPostWriter(p, 1)
+				if err := pw3.Reset(m.dirs, next+43+2*D, pw2.NextChunk(), c.punched); err != nil {
+					t.Fatal(err)
+				}
+				if pw3.NextChunk() != pw2.NextChunk() {
+					t.Errorf("idempotent Reset moved NextChunk from %d to %d", pw2.NextChunk(), pw3.NextChunk())
+				}
+				checkModel(t, p, m, pw3.NextChunk())
+			})
+		}
 	}
 }
 
@@ -238,6 +242,10 @@ func TestPunchBelow(t *testing.T) {
 	versions(t, func(t *testing.T, v uint32) {
 		p := newPostings(t, v)
 		n := uint64(p.EntriesPerChunk())
+		rows := 6 * n
+		if v == format.PostVersion3 {
+			rows = 30 * n // symbol 1 past its growing blocks too
+		}
 		pw := NewPostWriter(p, 1)
 		pw.SetMaxDelta(1000)
 		m := &postModel{lim: 1000}
@@ -247,12 +255,12 @@ func TestPunchBelow(t *testing.T) {
 		// Symbol 0 dense, symbol 1 sparse (every 7th row, and a gap of
 		// 5000 rows: a version 2 chunk closed early), symbol 2 one row.
 		seq := uint64(0)
-		for i := range 6 * n {
+		for i := range rows {
 			id := uint32(0)
 			if i%7 == 3 {
 				id = 1
 			}
-			if i == 2*n {
+			if i == rows/3 {
 				seq += 5000
 			}
 			m.add(t, pw, id, seq)
@@ -262,20 +270,33 @@ func TestPunchBelow(t *testing.T) {
 		seq++
 		next := pw.NextChunk()
 		floor := seq / 2
-		// Expected: every chunk but a symbol's last whose last entry is
-		// below the floor.
+		// Expected: every punchable block but a symbol's last whose last
+		// entry is below the floor; kept: the entries of the others.
 		want := map[uint64]bool{}
-		for _, dir := range m.dirs {
+		kept := make([][]uint64, len(m.dirs))
+		for id, dir := range m.dirs {
 			chunks, err := p.DataChunks(nil, dir, next)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, c := range chunks[:len(chunks)-1] {
-				if p.Entry(c, int(n)-1)-1 < floor {
+			reaches := false
+			for i, c := range chunks {
+				j := uint64(i)
+				if i < len(chunks)-1 && p.Punchable(j) && !reaches && p.Entry(c, p.BlockLen(j)-1)-1 < floor {
 					want[c] = true
-				} else if i == 0 {
-					t.Fatalf("symbol with directory %d has nothing to punch", dir)
+					continue
 				}
+				if p.Punchable(j) {
+					reaches = true
+				}
+				for k := range p.BlockLen(j) {
+					if e := p.Entry(c, k); e != 0 && (len(kept[id]) == 0 || e-1 != kept[id][len(kept[id])-1]) {
+						kept[id] = append(kept[id], e-1)
+					}
+				}
+			}
+			if len(chunks)-1 > p.punchFrom && !want[chunks[p.punchFrom]] {
+				t.Fatalf("symbol %d has nothing to punch", id)
 			}
 		}
 		got, err := p.PunchBelow(m.dirs, next, floor)
@@ -283,52 +304,50 @@ func TestPunchBelow(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got != len(want) || got == 0 {
-			t.Fatalf("PunchBelow punched %d chunks, want %d", got, len(want))
+			t.Fatalf("PunchBelow punched %d blocks, want %d", got, len(want))
 		}
 		for id, dir := range m.dirs {
 			chunks, _ := p.DataChunks(nil, dir, next)
-			var kept []uint64
-			for _, c := range chunks {
+			var have []uint64
+			for i, c := range chunks {
+				j := uint64(i)
 				zero := true
-				for k := range int(n) {
+				for k := range p.BlockLen(j) {
 					zero = zero && p.Entry(c, k) == 0
 				}
 				if zero != want[c] {
-					t.Fatalf("symbol %d chunk %d: zero %v, punched %v", id, c, zero, want[c])
+					t.Fatalf("symbol %d block %d (%d): zero %v, punched %v", id, c, j, zero, want[c])
 				}
 				if want[c] {
 					for w := range ChunkWords {
 						if p.Word(c, w) != 0 {
-							t.Fatalf("punched chunk %d word %d = %d", c, w, p.Word(c, w))
+							t.Fatalf("punched block %d word %d = %d", c, w, p.Word(c, w))
 						}
 					}
 					continue
 				}
-				for k := range int(n) {
-					if e := p.Entry(c, k); e != 0 && (len(kept) == 0 || e-1 != kept[len(kept)-1]) {
-						kept = append(kept, e-1)
+				for k := range p.BlockLen(j) {
+					if e := p.Entry(c, k); e != 0 && (len(have) == 0 || e-1 != have[len(have)-1]) {
+						have = append(have, e-1)
 					}
 				}
 			}
-			all := m.seqs[id]
-			if len(kept) == 0 || !equalSeqs(kept, all[len(all)-len(kept):]) {
-				t.Fatalf("symbol %d keeps %v, not a suffix of %v", id, brief(kept), brief(all))
-			}
-			if kept[0] >= floor && len(all) > len(kept) && all[len(all)-len(kept)-1] >= floor {
-				t.Fatalf("symbol %d: row %d at or above the floor punched", id, all[len(all)-len(kept)-1])
+			if !equalSeqs(have, kept[id]) {
+				t.Fatalf("symbol %d keeps %v, want %v", id, brief(have), brief(kept[id]))
 			}
 		}
 		if again, err := p.PunchBelow(m.dirs, next, floor); err != nil || again != 0 {
 			t.Fatalf("PunchBelow again = %d, %v; want 0", again, err)
 		}
-		// Restart at the end with punched chunks: they stay, first.
+		// Restart at the end with punched blocks: they stay in the
+		// chain, and appends go after them.
 		pw2 := NewPostWriter(p, 1)
 		pw2.SetMaxDelta(1000)
 		if err := pw2.Reset(m.dirs, seq, next, true); err != nil {
 			t.Fatal(err)
 		}
 		if pw2.NextChunk() != next {
-			t.Fatalf("Reset with punched chunks moved NextChunk from %d to %d", next, pw2.NextChunk())
+			t.Fatalf("Reset with punched blocks moved NextChunk from %d to %d", next, pw2.NextChunk())
 		}
 		for k := range uint64(3 * n) {
 			if err := pw2.Add(uint32(k%3), seq+k); err != nil {
@@ -340,15 +359,12 @@ func TestPunchBelow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prev, lead := uint64(0), true
-			for _, c := range chunks {
-				for k := range int(n) {
+			prev := uint64(0)
+			for i, c := range chunks {
+				j := uint64(i)
+				for k := range p.BlockLen(j) {
 					e := p.Entry(c, k)
-					if e == 0 && lead {
-						continue
-					}
-					lead = false
-					if e != 0 && e <= prev && !(e == prev && p.Entry(c, int(n)-1) == e) {
+					if e != 0 && e <= prev && !(e == prev && p.Entry(c, p.BlockLen(j)-1) == e) {
 						t.Fatalf("symbol %d: entry %d after %d", id, e, prev)
 					}
 					prev = max(prev, e)
@@ -361,7 +377,7 @@ func TestPunchBelow(t *testing.T) {
 	})
 }
 
-// TestPostingsVersions: a new post.idx is version 2; versions 1 and 2
+// TestPostingsVersions: a new post.idx is version 3; versions 1 to 3
 // open; an unknown version is refused naming the file and the version
 // word's offset. A build before version 2 checked post.idx's header as
 // every other file's (format.CheckFileHeader, version 1 only): it refuses
@@ -376,17 +392,17 @@ func TestPostingsVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Version() != format.PostVersion2 || p.EntriesPerChunk() != 1341 {
-		t.Errorf("new post.idx: version %d, %d entries a chunk; want 2, 1341", p.Version(), p.EntriesPerChunk())
+	if p.Version() != format.PostVersion3 || p.EntriesPerChunk() != 1341 || p.BlockLen(0) != 18 {
+		t.Errorf("new post.idx: version %d, %d entries a chunk, %d in a first block; want 3, 1341, 18", p.Version(), p.EntriesPerChunk(), p.BlockLen(0))
 	}
 	p.Close()
 	hdr := make([]byte, format.BlockSize)
 	if err := format.CheckFileHeader(path, readHeader(t, path, hdr), format.MagicPost, testID); err == nil {
-		t.Error("a version 1 build's header check accepts post.idx version 2")
+		t.Error("a version 1 build's header check accepts post.idx version 3")
 	} else {
 		wantCorrupt(t, err, path, 8)
 	}
-	for _, v := range []uint32{0, 3, 1 << 31} {
+	for _, v := range []uint32{0, 4, 1 << 31} {
 		bad := filepath.Join(dir, "bad.idx")
 		if err := createPostings(bad, v, testID); err != nil {
 			t.Fatal(err)

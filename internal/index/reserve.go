@@ -149,7 +149,7 @@ func (p *Postings) Remap(reserve int) error {
 }
 
 // Rebind points the PostWriter at its postings' mapping after a Remap.
-func (pw *PostWriter) Rebind() { pw.b = pw.p.b }
+func (pw *PostWriter) Rebind() { pw.b, pw.w = pw.p.b, pw.p.w }
 
 // Tight is TimeIndex.Tight for late.idx.
 func (l *LateIndex) Tight(margin int64) bool { return l.m.tight(margin) }
@@ -170,9 +170,9 @@ func (l *LateIndex) Remap(reserve int) error {
 // grown ahead, after a Remap. Writer side (its preparer).
 func (t *TimeIndex) PopulateFrom(next uint64) { t.m.populate(format.BlockSize + int64(next)*8) }
 
-// PopulateFrom is TimeIndex.PopulateFrom for the postings, from chunk
-// next on.
-func (p *Postings) PopulateFrom(next uint64) { p.m.populate(int64(next) * format.BlockSize) }
+// PopulateFrom is TimeIndex.PopulateFrom for the postings, from address
+// next (the published NextChunk) on.
+func (p *Postings) PopulateFrom(next uint64) { p.m.populate(int64(next) << p.shift) }
 
 // PopulateFrom is TimeIndex.PopulateFrom for late.idx.
 func (l *LateIndex) PopulateFrom(next uint64) {

@@ -2,8 +2,10 @@ package index
 
 import (
 	"fmt"
+	"hash/maphash"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -23,8 +25,18 @@ type Symbols struct {
 	m     *mappedFile
 	names []string
 	dirs  []uint64
-	ids   map[string]uint32
-	end   uint64 // file offset just past the last decoded entry
+	// ids finds a name's id: open addressing, linear probing, at most
+	// half full, a 32-byte slot a name (aligned, so one cache line) that
+	// holds the name itself when it has at most 23 bytes (an option
+	// contract's has 21): a lookup then reads one line, where a Go map
+	// of strings reads a group, a string header and the name's bytes,
+	// three cache misses (and page walks) at a million symbols, the
+	// largest cost of a row then. No pointers for the collector either.
+	ids  []uint64 // slotWords words a slot, in memory of its own (idsMem)
+	mem  []byte   // ids' mapping (huge pages where the kernel gives them)
+	nids int      // names in ids
+	seed maphash.Seed
+	end  uint64 // file offset just past the last decoded entry
 }
 
 // CreateSymbols creates an empty sym.dat at path.
@@ -38,14 +50,17 @@ func OpenSymbols(path string, tableID [16]byte, writable bool) (*Symbols, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Symbols{m: m, ids: map[string]uint32{}, end: format.BlockSize}, nil
+	return &Symbols{m: m, seed: maphash.MakeSeed(), end: format.BlockSize}, nil
 }
 
 // Path is the file's path.
 func (s *Symbols) Path() string { return s.m.Path }
 
-// Close unmaps the file.
-func (s *Symbols) Close() error { return s.m.Close() }
+// Close unmaps the file and the name table.
+func (s *Symbols) Close() error {
+	s.releaseIDs()
+	return s.m.Close()
+}
 
 // Len is the number of decoded symbols.
 func (s *Symbols) Len() int { return len(s.names) }
@@ -70,8 +85,124 @@ func (s *Symbols) Dirs() []uint64 { return s.dirs }
 
 // Lookup returns the id of name without allocating.
 func (s *Symbols) Lookup(name []byte) (uint32, bool) {
-	id, ok := s.ids[string(name)]
-	return id, ok
+	if len(s.ids) == 0 {
+		return 0, false
+	}
+	h := maphash.Bytes(s.seed, name)
+	var k [slotWords - 1]uint64
+	packName(&k, name)
+	mask := uint64(len(s.ids)/slotWords - 1)
+	key := uint64(uint32(h>>32) | 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := s.ids[i*slotWords : i*slotWords+slotWords : i*slotWords+slotWords]
+		if e[0] == 0 {
+			return 0, false
+		}
+		if e[0]>>32 == key && s.same(e, &k, name) {
+			return uint32(e[0]) - 1, true
+		}
+	}
+}
+
+// A slot of Symbols.ids is slotWords words, 32 bytes aligned (one cache
+// line): word 0 is the name's hash's high 32 bits with bit 0 set (0:
+// empty) above id+1; words 1 to 3 hold the name's length (byte 0, or
+// inlineName+1 for a longer name, which is then names[id]) and its bytes
+// (bytes 1 to inlineName), little-endian, zero padded.
+const (
+	slotWords  = 4
+	inlineName = 23
+	// pageSlots is the slots of a 4 KiB page.
+	pageSlots = format.BlockSize / (8 * slotWords)
+)
+
+// packName puts name's length and, when it fits, bytes in k as a slot
+// holds them.
+func packName(k *[slotWords - 1]uint64, name []byte) {
+	var b [8 * (slotWords - 1)]byte
+	if len(name) <= inlineName {
+		b[0] = byte(len(name))
+		copy(b[1:], name)
+	} else {
+		b[0] = inlineName + 1
+	}
+	for i := range k {
+		k[i] = le.Uint64(b[8*i:])
+	}
+}
+
+// same reports whether slot e, whose key matched, holds name (packed in k).
+func (s *Symbols) same(e []uint64, k *[slotWords - 1]uint64, name []byte) bool {
+	if e[1] != k[0] || e[2] != k[1] || e[3] != k[2] {
+		return false
+	}
+	return len(name) <= inlineName || s.names[uint32(e[0])-1] == string(name)
+}
+
+// index adds name's id to ids unless name is there already (the first id
+// of a name stays), growing ids to keep it at most half full.
+func (s *Symbols) index(name string, id uint32) {
+	if 2*(s.nids+1) > len(s.ids)/slotWords {
+		s.rehash(2 * (s.nids + 1))
+	}
+	h := maphash.String(s.seed, name)
+	var k [slotWords - 1]uint64
+	packName(&k, []byte(name))
+	mask := uint64(len(s.ids)/slotWords - 1)
+	key := uint64(uint32(h>>32) | 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := s.ids[i*slotWords : i*slotWords+slotWords : i*slotWords+slotWords]
+		if e[0] == 0 {
+			e[0] = key<<32 | uint64(id+1)
+			e[1], e[2], e[3] = k[0], k[1], k[2]
+			s.nids++
+			return
+		}
+		if e[0]>>32 == key && s.same(e, &k, []byte(name)) {
+			return
+		}
+	}
+}
+
+// rehash makes ids room for n names (a power of two, at least 2n slots)
+// and indexes every name of names again. The table is mapped apart from
+// the Go heap, in huge pages where the kernel gives them: at a million
+// symbols, 64 MiB in 32 pages rather than 16,000, a fault each at open
+// and a page walk, in a virtual machine a costly one, at most lookups.
+func (s *Symbols) rehash(n int) {
+	size := 64
+	for size < 2*max(n, len(s.names)) {
+		size *= 2
+	}
+	s.releaseIDs()
+	b, err := mmap.MapAnon(size * slotWords * 8)
+	if err != nil {
+		// (No memory for the map: the heap then, where the same
+		// shortage would panic anyway.)
+		b = make([]byte, size*slotWords*8)
+	} else {
+		_ = mmap.AdviseHuge(b) // advice: 4 KiB pages without it
+		s.mem = b
+	}
+	s.ids, s.nids = mmap.Words(b), 0
+	// Write each page first, in order: the probes read a slot before
+	// writing it, and a page first read is the shared zero page, whose
+	// write then costs a second fault and a TLB shootdown (an interrupt
+	// to every CPU).
+	for i := 0; i < len(s.ids); i += pageSlots * slotWords {
+		s.ids[i] = 0
+	}
+	for id, name := range s.names {
+		s.index(name, uint32(id))
+	}
+}
+
+// releaseIDs unmaps the table.
+func (s *Symbols) releaseIDs() {
+	if s.mem != nil {
+		_ = mmap.Unmap(s.mem)
+	}
+	s.ids, s.mem = nil, nil
 }
 
 // Refresh decodes entries up to count symbols and the end offset published
@@ -83,47 +214,83 @@ func (s *Symbols) Refresh(count, end uint64) error {
 	if end > uint64(len(s.m.b)) || !s.m.covers(int64(end)) {
 		return format.Corruptf(s.m.Path, int64(end), "published dictionary end %d is past the end of the file", end)
 	}
-	for uint64(len(s.names)) < count {
-		if s.end >= end {
-			return format.Corruptf(s.m.Path, int64(s.end), "published %d symbols, entries end after %d", count, len(s.names))
-		}
-		id := uint32(len(s.names))
-		name, dir, size, err := format.ParseSymEntry(s.m.Path, int64(s.end), s.m.b[s.end:end], id)
-		if err != nil {
-			return err
-		}
-		s.add(string(name), dir)
-		s.end += uint64(size)
-	}
-	return nil
+	return s.decode(end, int(count), true)
 }
 
 // Scan decodes entries from the current end until one fails its check or
 // the file ends: recovery uses it when the published count is not trusted.
 // It returns the number of symbols then known.
 func (s *Symbols) Scan() int {
-	for {
-		id := uint32(len(s.names))
-		if !s.m.covers(int64(s.end) + format.SymEntryHeader) {
-			return len(s.names)
-		}
-		limit := uint64(s.m.size.Load())
-		name, dir, size, err := format.ParseSymEntry(s.m.Path, int64(s.end), s.m.b[s.end:limit], id)
-		if err != nil || (len(name) == 0 && dir == 0) {
-			return len(s.names)
-		}
-		s.add(string(name), dir)
-		s.end += uint64(size)
+	_ = s.decode(uint64(s.m.size.Load()), -1, false)
+	return len(s.names)
+}
+
+// decode decodes the entries from s.end below limit: count symbols in all
+// (strict: the published ones, a failure is damage), or (count < 0) until
+// one fails its check. The new names share one string and go into a map
+// sized for them: a million symbols cost three allocations here, not a
+// million, and no rehash.
+func (s *Symbols) decode(limit uint64, count int, strict bool) error {
+	var (
+		buf  []byte
+		offs []uint32
+		dirs []uint64
+		err  error
+	)
+	end := s.end
+	if n := count - len(s.names); n > 0 {
+		offs, dirs = make([]uint32, 0, n+1), make([]uint64, 0, n)
 	}
+	for id := len(s.names); count < 0 || id < count; id++ {
+		if strict && end >= limit {
+			err = format.Corruptf(s.m.Path, int64(end), "published %d symbols, entries end after %d", count, id)
+			break
+		}
+		if !strict && !s.m.covers(int64(end)+format.SymEntryHeader) {
+			break
+		}
+		if buf == nil {
+			buf = make([]byte, 0, min(limit-end, 1<<31))
+		}
+		name, dir, size, perr := format.ParseSymEntry(s.m.Path, int64(end), s.m.b[end:limit], uint32(id))
+		if perr != nil {
+			if strict {
+				err = perr
+			}
+			break
+		}
+		if !strict && len(name) == 0 && dir == 0 {
+			break
+		}
+		offs = append(offs, uint32(len(buf)))
+		buf = append(buf, name...)
+		dirs = append(dirs, dir)
+		end += uint64(size)
+	}
+	if len(dirs) == 0 {
+		return err
+	}
+	all := string(buf)
+	offs = append(offs, uint32(len(all)))
+	if len(s.names) == 0 {
+		// The whole dictionary at once (an open): sized once.
+		s.names, s.dirs = make([]string, 0, len(dirs)), make([]uint64, 0, len(dirs))
+	}
+	if 2*(s.nids+len(dirs)) > len(s.ids)/slotWords {
+		s.rehash(s.nids + len(dirs))
+	}
+	for i, dir := range dirs {
+		s.add(all[offs[i]:offs[i+1]], dir)
+	}
+	s.end = end
+	return err
 }
 
 func (s *Symbols) add(name string, dir uint64) {
 	id := uint32(len(s.names))
 	s.names = append(s.names, name)
 	s.dirs = append(s.dirs, dir)
-	if _, dup := s.ids[name]; !dup {
-		s.ids[name] = id
-	}
+	s.index(name, id)
 }
 
 // Append writes a new entry for name (writer only) and returns its id; the
@@ -146,21 +313,29 @@ func (s *Symbols) Append(name []byte, dir uint64) (uint32, error) {
 	return id, nil
 }
 
+// ReserveTo grows the file, if needed, to hold entries up to file offset
+// end (a quarter more, in whole blocks), so that entries appended below
+// it need no allocation. Writer side; the preparer calls it with the
+// published end plus some room while the writer appends.
+func (s *Symbols) ReserveTo(end uint64) error {
+	size := min((int64(end)+int64(end)/4+format.BlockSize-1)&^(format.BlockSize-1), int64(len(s.m.b)))
+	if int64(end) <= s.m.size.Load() || size <= s.m.size.Load() {
+		return nil // enough, or as much as the mapping holds (Append says when full)
+	}
+	return s.m.grow(size)
+}
+
 // Truncate forgets decoded entries past count (recovery).
 func (s *Symbols) Truncate(count int) {
 	if count >= len(s.names) {
 		return
-	}
-	for _, n := range s.names[count:] {
-		if id, ok := s.ids[n]; ok && int(id) >= count {
-			delete(s.ids, n)
-		}
 	}
 	end := uint64(format.BlockSize)
 	for _, n := range s.names[:count] {
 		end += uint64(format.SymEntrySize(len(n)))
 	}
 	s.names, s.dirs, s.end = s.names[:count], s.dirs[:count], end
+	s.rehash(count)
 }
 
 // Sync writes the dictionary back up to End.
@@ -169,6 +344,29 @@ func (s *Symbols) Sync() error { return s.m.sync(int64(s.end)) }
 // SyncTo writes the dictionary back up to file offset end. It touches only
 // the mapping, so the flusher may call it while the writer appends entries.
 func (s *Symbols) SyncTo(end uint64) error { return s.m.sync(int64(end)) }
+
+// Rewrite writes the dictionary's bytes [from, to) (file offsets) to the
+// file again through the page cache, from a copy, so that they are dirty
+// again: after a failed msync the kernel may have marked them clean
+// without their reaching the disk, and a second msync would skip them.
+// The bytes must be published (they do not change); the writer may go on
+// appending past to.
+func (s *Symbols) Rewrite(from, to uint64) error {
+	from = min(from, to)
+	buf := make([]byte, to-from)
+	copy(buf, s.m.b[from:to])
+	f, err := s.m.file()
+	if err == nil {
+		_, err = f.WriteAt(buf, int64(from))
+		if e := f.Close(); err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("index: rewrite %s: %w", s.m.Path, err)
+	}
+	return nil
+}
 
 // ClearTail zeroes the bytes after the last decoded entry, up to the size
 // of the largest possible entry: a writer that died between writing an

@@ -278,3 +278,66 @@ func TestSymbolsOpenErrors(t *testing.T) {
 	_, err = OpenSymbols(path, testID, false)
 	wantCorrupt(t, err, path, 32)
 }
+
+// TestSymbolsManyLookup: ids found by name through every way a dictionary
+// is filled (appends, one refresh of all, refreshes in steps, a scan),
+// across the table's growths; names not there are not found; after a
+// truncation the names cut are gone and the rest stay; a name twice in a
+// (damaged) dictionary finds its first id.
+func TestSymbolsManyLookup(t *testing.T) {
+	const n = 20_000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("O%07dC", i*7)
+	}
+	path, w := newSymbols(t)
+	appendAll(t, w, names[:n-1])
+	if _, err := w.Append([]byte(names[3]), 1); err != nil { // a duplicate
+		t.Fatal(err)
+	}
+	check := func(what string, s *Symbols, k int) {
+		t.Helper()
+		for i, name := range names[:k] {
+			if i == n-1 {
+				name = names[3]
+			}
+			want := uint32(i)
+			if i == n-1 {
+				want = 3
+			}
+			if id, ok := s.Lookup([]byte(name)); !ok || id != want {
+				t.Fatalf("%s: Lookup(%q) = %d, %v; want %d", what, name, id, ok, want)
+			}
+		}
+		for _, absent := range []string{"O0000001C", "", "O9999999C", names[min(k, n-2)] + "x"} {
+			if id, ok := s.Lookup([]byte(absent)); ok {
+				t.Fatalf("%s: Lookup(%q) = %d of an absent name", what, absent, id)
+			}
+		}
+		if k < n-1 {
+			if _, ok := s.Lookup([]byte(names[k])); ok {
+				t.Fatalf("%s: Lookup(%q), symbol %d of %d, found", what, names[k], k, s.Len())
+			}
+		}
+	}
+	check("appended", w, n)
+	r := openSymbolsRO(t, path)
+	if err := r.Refresh(n, w.End()); err != nil {
+		t.Fatal(err)
+	}
+	check("refreshed at once", r, n)
+	r2 := openSymbolsRO(t, path)
+	for k := 1; k <= n; k = k*3 + 1 {
+		if err := r2.Refresh(uint64(k), w.End()); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("refreshed to %d", k), r2, k)
+	}
+	r3 := openSymbolsRO(t, path)
+	if got := r3.Scan(); got != n {
+		t.Fatalf("Scan found %d symbols, want %d", got, n)
+	}
+	check("scanned", r3, n)
+	r3.Truncate(777)
+	check("truncated", r3, 777)
+}

@@ -70,6 +70,6 @@ func (t *TimeIndex) Grow(n uint64) error {
 // Sync writes entries [0, n) back to disk.
 func (t *TimeIndex) Sync(n uint64) error { return t.m.sync(format.BlockSize + int64(n)*8) }
 
-// Trim frees the disk blocks past the first n entries (the room grown
-// ahead): maintenance when a table closes.
+// Trim cuts the file after the first n entries (the room grown ahead
+// goes): maintenance when a table closes.
 func (t *TimeIndex) Trim(n uint64) error { return t.m.trim(format.BlockSize + int64(n)*8) }

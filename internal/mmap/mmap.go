@@ -40,3 +40,16 @@ func Words(b []byte) []uint64 {
 // AddRelease64 adds d to the word at b[off:] atomically and returns the new
 // value: for a counter more than one goroutine of the writer bumps.
 func AddRelease64(b []byte, off int, d uint64) uint64 { return atomic.AddUint64(word(b, off), d) }
+
+// Slice views b, page-aligned memory of MapAnon, as a slice of T (len(b)
+// / size of T of them), for arrays of fixed-size structs kept off the Go
+// heap (in huge pages, AdviseHuge). T must hold no pointers: the
+// collector does not see this memory.
+func Slice[T any](b []byte) []T {
+	var t T
+	n := len(b) / int(unsafe.Sizeof(t))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
+}

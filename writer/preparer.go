@@ -200,7 +200,7 @@ func (p *preparer) step() error {
 			}
 		}
 	}
-	indexed, err := p.growIndexes(pos)
+	indexed, err := p.growIndexes(pos, target)
 	if err != nil {
 		if err := soft(err); err != nil {
 			return err
@@ -216,13 +216,15 @@ func (p *preparer) step() error {
 // postings chunks, dictionary entries and late rows those rows may take.
 // It reports false, with no error, when it could not look (the writer was
 // mid-publish; the next tick does).
-func (p *preparer) growIndexes(pos uint64) (bool, error) {
+func (p *preparer) growIndexes(pos, target uint64) (bool, error) {
 	w := p.w
 	// Room for the rows up to twice the distance ahead (the writer kicks
-	// the preparer when it has gone half of it). Growth is proportional
-	// (a quarter more), so small tables stay small and large ones grow
-	// rarely.
-	need := (pos+2*p.ahead)>>w.strideShft + 2
+	// the preparer when it has gone half of it), or to the target Reserve
+	// asked for when that is further: the room published stops at the
+	// time index's capacity. Growth is proportional (a quarter more), so
+	// small tables stay small and large ones grow rarely.
+	ahead := max(2*p.ahead, target-min(target, pos))
+	need := (pos+ahead)>>w.strideShft + 2
 	if w.ts.Capacity() < need {
 		if err := w.ts.Grow(need + need/4); err != nil {
 			return false, err
@@ -234,7 +236,7 @@ func (p *preparer) growIndexes(pos uint64) (bool, error) {
 	}
 	// Postings: room for those rows' entries and a quarter more symbols
 	// (Postings.AheadChunks). Allocation past this grows the file itself.
-	chunks := w.post.AheadChunks(snap.NextChunk, 2*p.ahead, w.ctl.SymCount())
+	chunks := w.post.AheadChunks(snap.NextChunk, ahead, w.ctl.SymCount())
 	if w.post.Chunks() < chunks {
 		if err := w.post.Grow(chunks + chunks/4); err != nil {
 			return false, err

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
@@ -242,4 +243,30 @@ func TestReserve(t *testing.T) {
 		t.Fatalf("Reserve after Close: %v", err)
 	}
 	tb.checkAll(t, seq, ids)
+}
+
+// TestReserveBeyondDistance: a group larger than the distance the
+// preparer keeps ready (256 KiB of rows at first), within one segment of
+// the default size, is reserved: the index files grow to what Reserve
+// asked for, not only to the preparer's own distance (it once waited for
+// ever there, and an HTTP request of 50,000 rows hung its server).
+func TestReserveBeyondDistance(t *testing.T) {
+	tb := newWtTable(t)
+	w := tb.open(t, func(o *writer.Options) { o.SegmentSize = 64 << 20 })
+	ids := tb.symbols(t, w, "A")
+	done := make(chan error, 1)
+	go func() { done <- w.Reserve(200_000) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang, not a timing
+		t.Fatal("Reserve(200000) did not return")
+	}
+	tb.appendN(t, w, 0, 200_000, ids)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.checkAll(t, 200_000, ids)
 }

@@ -124,7 +124,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	w.unmapSlots()
 	for _, s := range w.slots {
 		c.SetSlot(s.i, 0, 0)
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -156,7 +156,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// that put them there may have been cut short before its O_DSYNC flush:
 	// flush them now, before they are declared durable.
 	for n := d >> w.shift; seq > d && n <= (seq-1)>>w.shift; n++ {
-		if err := mmap.SyncPath(format.SegPath(w.dir, n)); err != nil {
+		if err := w.fs.SyncPath(format.SegPath(w.dir, n)); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // Strict is an FS over the real files under a root directory that also
@@ -28,8 +25,8 @@ import (
 //
 // Drop plants a missing sync: a sync whose site it reports true for is
 // done on the real file but not recorded, as if the call were not there.
-// A site is the function that called into the seam, outside this package
-// and internal/mmap, and the kind of file ("writer.(*flusher).flushTo
+// A site is the function that called into the seam, outside this package,
+// internal/mmap and internal/index, and the kind of file ("writer.(*flusher).flushTo
 // seg-N.dat"); Sites lists those seen.
 type Strict struct {
 	// Drop, when set, is asked for each sync's site before it is
@@ -109,8 +106,11 @@ func scan(path string) (*node, error) {
 		return nil, err
 	}
 	defer f.Close()
-	n := &node{}
-	return n, n.load(f)
+	img, err := readImage(f)
+	if err != nil {
+		return nil, err
+	}
+	return &node{blocks: img.blocks, size: img.size}, nil
 }
 
 func clone(m map[string]*node) map[string]*node {
@@ -168,7 +168,7 @@ func (s *Strict) OpenFile(name string, flag int, perm os.FileMode) (*File, error
 	if err != nil {
 		return nil, err
 	}
-	file := &File{File: f, dsync: flag&(unix.O_DSYNC|unix.O_SYNC) != 0}
+	file := &File{File: f, dsync: flag&dsyncFlags != 0}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, parent, base, inside := s.lookup(name)
@@ -270,31 +270,41 @@ func (s *Strict) MkdirTemp(dir, pattern string) (string, error) {
 }
 
 // SyncPath fsyncs name: a directory's entries, or a file's bytes, become
-// durable.
+// durable, as they were when it was called.
 func (s *Strict) SyncPath(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	s.mu.Lock()
+	n, _, _, _ := s.lookup(name)
+	var kids map[string]*node
+	if n != nil && n.dir {
+		kids = clone(n.kids)
+	}
+	s.mu.Unlock()
+	var img *image
+	if n != nil && !n.dir {
+		if img, err = readImage(f); err != nil {
+			return err
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", name, err)
 	}
-	s.mu.Lock()
-	n, _, _, _ := s.lookup(name)
-	s.mu.Unlock()
-	if n == nil {
-		return nil
-	}
-	if n.dir {
+	switch {
+	case n == nil:
+	case n.dir:
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.record(name) {
-			n.durKids = clone(n.kids)
+			n.durKids = kids
 		}
-		return nil
+	default:
+		(&tracked{s: s, n: n, name: name}).synced(img)
 	}
-	return (&tracked{s: s, n: n, name: name}).synced(f)
+	return nil
 }
 
 // wrote records b, the bytes at off, as durable.
@@ -309,15 +319,16 @@ func (t *tracked) wrote(b []byte, off int64) {
 	t.n.size = max(t.n.size, off+int64(len(b)))
 }
 
-// synced records the whole of f, as it is now, as durable.
-func (t *tracked) synced(f *os.File) error {
+// synced records img, the file as it was when its fsync was called, as
+// durable.
+func (t *tracked) synced(img *image) {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.record(t.name) {
-		return nil
+		return
 	}
-	return t.n.load(f)
+	t.n.blocks, t.n.size = img.blocks, img.size
 }
 
 // record counts the calling site of a sync of the file name and reports
@@ -341,15 +352,17 @@ func (s *Strict) Sites() []string {
 	return out
 }
 
-// callSite names the first function on the stack outside this package
-// and internal/mmap.
+// callSite names the first function on the stack outside this package,
+// internal/mmap and internal/index: the code that decided to sync (the
+// index files' msync is index's, but whether and when it runs is the
+// writer's: its checkpoint, its flusher before rows naming new symbols).
 func callSite() string {
 	pcs := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
 	for {
 		fr, more := frames.Next()
 		fn := fr.Function
-		seam := strings.Contains(fn, "/internal/mmap.") ||
+		seam := strings.Contains(fn, "/internal/mmap.") || strings.Contains(fn, "/internal/index.") ||
 			strings.Contains(fn, "/internal/vfs.") && !strings.HasSuffix(fr.File, "_test.go")
 		if !seam {
 			return fn[strings.LastIndex(fn, "/")+1:]
@@ -400,56 +413,54 @@ func (n *node) put(b []byte, off int64) {
 	}
 }
 
-// load makes the durable bytes those of f as it is, reading only its
-// data extents (segment files are large and sparse).
-func (n *node) load(f *os.File) error {
+// image is a file's bytes (by block, all-zero blocks absent) and size.
+type image struct {
+	blocks map[int64][]byte
+	size   int64
+}
+
+// readImage reads f's bytes as they are, only its data extents (segment
+// files are large and sparse).
+func readImage(f *os.File) (*image, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n.blocks, n.size = map[int64][]byte{}, st.Size()
-	fd := int(f.Fd())
+	img := &image{blocks: map[int64][]byte{}, size: st.Size()}
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < n.size; {
-		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
+	for off := int64(0); off < img.size; {
+		data, hole, ok := extent(f, off, img.size)
+		if !ok {
 			break // no data past off
-		}
-		if err != nil {
-			data = off // no SEEK_DATA here: read everything
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			hole = n.size
 		}
 		data &^= blockSize - 1
 		for p := data; p < hole; {
 			m, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if m > 0 {
-				n.putBlocks(buf[:m], p)
+				putBlocks(img.blocks, buf[:m], p)
 			}
 			if err == io.EOF || m == 0 {
 				break
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			p += int64(m)
 		}
 		off = hole
 	}
-	return nil
+	return img, nil
 }
 
 // putBlocks stores b (at a block-aligned off) block by block, leaving out
 // the all-zero ones.
-func (n *node) putBlocks(b []byte, off int64) {
+func putBlocks(blocks map[int64][]byte, b []byte, off int64) {
 	for len(b) > 0 {
 		c := min(len(b), blockSize)
 		if !isZero(b[:c]) {
 			blk := make([]byte, blockSize)
 			copy(blk, b[:c])
-			n.blocks[off/blockSize] = blk
+			blocks[off/blockSize] = blk
 		}
 		b, off = b[c:], off+int64(c)
 	}

@@ -37,6 +37,11 @@ type Strict struct {
 	mu    sync.Mutex
 	top   *node
 	sites map[string]int
+	// clock stamps each sync's view of a file or directory when it is
+	// taken: syncs of one file that overlap in time (msyncs of ctl from
+	// two goroutines, a directory's) each keep what is newest, as on a
+	// real disk, where no sync makes older bytes durable over newer.
+	clock uint64
 }
 
 // node is a file or directory of the tracked tree. Nodes, not paths, are
@@ -47,10 +52,19 @@ type node struct {
 	dir bool
 	// Directories: the entries as they are, and as of the last fsync.
 	kids, durKids map[string]*node
-	// Files: the durable bytes by 4 KiB block (all-zero blocks absent)
-	// and the durable size.
-	blocks map[int64][]byte
+	kidsAt        uint64 // the stamp of durKids
+	// Files: the durable bytes by 4 KiB block and the durable size, with
+	// the stamps of the syncs that recorded them.
+	blocks map[int64]*block
 	size   int64
+	sizeAt uint64
+}
+
+// block is a durable 4 KiB block of a file: its bytes (nil: zeros) as
+// of the sync stamped at.
+type block struct {
+	b  []byte
+	at uint64
 }
 
 const blockSize = 4096
@@ -110,7 +124,9 @@ func scan(path string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &node{blocks: img.blocks, size: img.size}, nil
+	n := &node{}
+	n.synced(img, 0)
+	return n, nil
 }
 
 func clone(m map[string]*node) map[string]*node {
@@ -283,6 +299,7 @@ func (s *Strict) SyncPath(name string) error {
 	if n != nil && n.dir {
 		kids = clone(n.kids)
 	}
+	at := s.stampLocked()
 	s.mu.Unlock()
 	var img *image
 	if n != nil && !n.dir {
@@ -298,37 +315,70 @@ func (s *Strict) SyncPath(name string) error {
 	case n.dir:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.record(name) {
-			n.durKids = kids
+		if s.record(name) && at > n.kidsAt {
+			n.durKids, n.kidsAt = kids, at
 		}
 	default:
-		(&tracked{s: s, n: n, name: name}).synced(img)
+		(&tracked{s: s, n: n, name: name}).synced(img, at)
 	}
 	return nil
 }
 
-// wrote records b, the bytes at off, as durable.
-func (t *tracked) wrote(b []byte, off int64) {
-	s := t.s
+// stamp is a new stamp for a sync's view of a file, taken as the view
+// is: later stamps are newer views.
+func (s *Strict) stamp() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.record(t.name) {
-		return
-	}
-	t.n.put(b, off)
-	t.n.size = max(t.n.size, off+int64(len(b)))
+	return s.stampLocked()
 }
 
-// synced records img, the file as it was when its fsync was called, as
-// durable.
-func (t *tracked) synced(img *image) {
+func (s *Strict) stampLocked() uint64 {
+	s.clock++
+	return s.clock
+}
+
+// wrote records b, the bytes at off as of stamp at, as durable.
+func (t *tracked) wrote(b []byte, off int64, at uint64) {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.record(t.name) {
 		return
 	}
-	t.n.blocks, t.n.size = img.blocks, img.size
+	t.n.put(b, off, at)
+}
+
+// synced records img, the file as it was when its fsync was called
+// (stamp at), as durable.
+func (t *tracked) synced(img *image, at uint64) {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.record(t.name) {
+		return
+	}
+	t.n.synced(img, at)
+}
+
+// synced makes img the file's durable bytes and size, but for the blocks
+// (and size) a newer sync recorded.
+func (n *node) synced(img *image, at uint64) {
+	if n.blocks == nil {
+		n.blocks = map[int64]*block{}
+	}
+	for bi, b := range n.blocks {
+		if b.at <= at && img.blocks[bi] == nil {
+			n.blocks[bi] = &block{at: at} // zeros now
+		}
+	}
+	for bi, b := range img.blocks {
+		if old := n.blocks[bi]; old == nil || old.at <= at {
+			n.blocks[bi] = &block{b: b, at: at}
+		}
+	}
+	if at >= n.sizeAt {
+		n.size, n.sizeAt = img.size, at
+	}
 }
 
 // record counts the calling site of a sync of the file name and reports
@@ -391,23 +441,29 @@ func fileKind(name string) string {
 	return string(out)
 }
 
-// put stores b at off in the durable blocks.
-func (n *node) put(b []byte, off int64) {
+// put stores b at off in the durable blocks, as of stamp at, but in
+// blocks a newer sync recorded.
+func (n *node) put(b []byte, off int64, at uint64) {
 	if n.blocks == nil {
-		n.blocks = map[int64][]byte{}
+		n.blocks = map[int64]*block{}
+	}
+	if end := off + int64(len(b)); end > n.size && at >= n.sizeAt {
+		n.size, n.sizeAt = end, at
 	}
 	for len(b) > 0 {
 		bi, in := off/blockSize, int(off%blockSize)
 		c := min(len(b), blockSize-in)
-		blk := n.blocks[bi]
-		if blk == nil {
-			blk = make([]byte, blockSize)
-		}
-		copy(blk[in:], b[:c])
-		if isZero(blk) {
-			delete(n.blocks, bi)
-		} else {
-			n.blocks[bi] = blk
+		old := n.blocks[bi]
+		if old == nil || old.at <= at {
+			blk := make([]byte, blockSize)
+			if old != nil && old.b != nil {
+				copy(blk, old.b)
+			}
+			copy(blk[in:], b[:c])
+			if isZero(blk) {
+				blk = nil
+			}
+			n.blocks[bi] = &block{b: blk, at: at}
 		}
 		b, off = b[c:], off+int64(c)
 	}
@@ -421,7 +477,14 @@ type image struct {
 
 // readImage reads f's bytes as they are, only its data extents (segment
 // files are large and sparse).
-func readImage(f *os.File) (*image, error) {
+func readImage(of *os.File) (*image, error) {
+	// A descriptor of its own, for reading: the caller's may be
+	// write-only, or O_DIRECT (which reads only aligned buffers).
+	f, err := reopenRead(of)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: read %s: %w", of.Name(), err)
+	}
+	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -439,11 +502,11 @@ func readImage(f *os.File) (*image, error) {
 			if m > 0 {
 				putBlocks(img.blocks, buf[:m], p)
 			}
-			if err == io.EOF || m == 0 {
+			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("vfs: read %s: %w", of.Name(), err)
 			}
 			p += int64(m)
 		}
@@ -507,10 +570,10 @@ func (n *node) writeOut(path string) error {
 	}
 	for bi, blk := range n.blocks {
 		off := bi * blockSize
-		if off >= n.size {
+		if off >= n.size || blk.b == nil {
 			continue
 		}
-		if _, err := f.WriteAt(blk[:min(int64(blockSize), n.size-off)], off); err != nil {
+		if _, err := f.WriteAt(blk.b[:min(int64(blockSize), n.size-off)], off); err != nil {
 			return err
 		}
 	}

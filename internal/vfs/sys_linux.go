@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,4 +27,10 @@ func extent(f *os.File, off, size int64) (data, hole int64, ok bool) {
 		hole = size
 	}
 	return data, hole, true
+}
+
+// reopenRead opens the file of f again, read-only, through /proc (the
+// same inode, whatever its name is now).
+func reopenRead(f *os.File) (*os.File, error) {
+	return os.Open("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 }

@@ -11,3 +11,6 @@ const dsyncFlags = os.O_SYNC
 func extent(f *os.File, off, size int64) (data, hole int64, ok bool) {
 	return off, size, true
 }
+
+// reopenRead opens the file of f again, read-only, by its name.
+func reopenRead(f *os.File) (*os.File, error) { return os.Open(f.Name()) }

@@ -61,7 +61,7 @@ type File struct {
 func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(b, off)
 	if f.tr != nil && f.dsync && n > 0 {
-		f.tr.wrote(b[:n], off)
+		f.tr.wrote(b[:n], off, f.tr.s.stamp())
 	}
 	return n, err
 }
@@ -75,7 +75,7 @@ func (f *File) Write(b []byte) (int, error) {
 	}
 	n, err := f.File.Write(b)
 	if f.tr != nil && f.dsync && n > 0 {
-		f.tr.wrote(b[:n], off)
+		f.tr.wrote(b[:n], off, f.tr.s.stamp())
 	}
 	return n, err
 }
@@ -88,6 +88,7 @@ func (f *File) Sync() error {
 	// What the file holds before the call is what the fsync promises;
 	// bytes written meanwhile (by another goroutine) may or may not be
 	// on disk, so the image leaves them out.
+	at := f.tr.s.stamp()
 	img, err := readImage(f.File)
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func (f *File) Sync() error {
 	if err := f.File.Sync(); err != nil {
 		return err
 	}
-	f.tr.synced(img)
+	f.tr.synced(img, at)
 	return nil
 }
 
@@ -108,16 +109,18 @@ func (f *File) Msync(b []byte, off int64) error {
 		return nil
 	}
 	var before []byte
+	var at uint64
 	if f.tr != nil {
 		// The bytes as they are at the call: stores made while the
 		// msync runs may or may not be written back.
+		at = f.tr.s.stamp()
 		before = append([]byte(nil), b...)
 	}
 	if err := mmap.MsyncSync(b); err != nil {
 		return fmt.Errorf("msync %s [%d, %d): %w", f.Name(), off, off+int64(len(b)), err)
 	}
 	if f.tr != nil {
-		f.tr.wrote(before, off)
+		f.tr.wrote(before, off, at)
 	}
 	return nil
 }

@@ -404,6 +404,14 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 			var sym uint32
 			if w.symOff >= 0 {
 				sym = le32(row[w.symOff:])
+				if int(sym) >= w.syms.Len() {
+					// The row is whole (its check word holds) but names
+					// a symbol the dictionary lost: sym.dat was not
+					// written back before the row was made durable.
+					mmap.Unmap(b)
+					return 0, &store.CorruptError{Path: format.SegPath(w.dir, n), Offset: int64(off),
+						Reason: fmt.Sprintf("row %d names symbol %d; %s holds %d symbols", seq, sym, format.SymName, w.syms.Len())}
+				}
 			}
 			if ts < maxTs {
 				if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: maxTs, Sym: sym}); err != nil {

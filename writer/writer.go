@@ -192,7 +192,7 @@ func createTable(db, name string, o *Options) error {
 		return err
 	}
 	fs := o.fs
-	if err := fs.MkdirAll(db, 0o755); err != nil {
+	if err := mkdirDurable(fs, db); err != nil {
 		return err
 	}
 	tmp, err := fs.MkdirTemp(db, "."+name+".tmp-")
@@ -222,6 +222,26 @@ func createTable(db, name string, o *Options) error {
 		return err
 	}
 	return fs.SyncPath(db)
+}
+
+// mkdirDurable makes dir and its missing parents, each one synced into
+// its parent: a directory made but not synced there may be gone after a
+// power cut, with everything synced inside it (the database directory
+// Open makes for a first table).
+func mkdirDurable(fs vfs.FS, dir string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(fs, parent); err != nil {
+			return err
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.SyncPath(parent)
 }
 
 func (w *Writer) open() error {

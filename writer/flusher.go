@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // flusher makes published rows durable. It copies rows out of the live
@@ -60,7 +61,7 @@ type flusher struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	durable uint64 // flusher's own copy of the durable count
-	fd      *os.File
+	fd      *vfs.File
 	fdSeg   uint64 // segment of fd, +1 (0: none)
 	// hot is the hot copy being written beside fd's segment (clu.go),
 	// nil when there is none: no hot budget, a segment this flusher did
@@ -358,13 +359,13 @@ func (f *flusher) publishDurable(done uint64) error {
 // that map them, durable before it returns (docs/DESIGN.md, "Durable
 // files"). Where the file system has no fallocate the write allocates
 // for itself.
-func (f *flusher) allocate(fd *os.File, s *liveSlot, off, n int64) error {
+func (f *flusher) allocate(fd *vfs.File, s *liveSlot, off, n int64) error {
 	if f.noAlloc || off+n <= f.allocEnd || uint64(off+n) <= format.BlockSize+s.dAlloc.Load() {
 		return nil
 	}
 	from := max(off, f.allocEnd)
 	end := min(off+n+f.allocStep, f.w.segSize)
-	if err := mmap.Allocate(fd, from, end-from); err != nil {
+	if err := mmap.Allocate(fd.File, from, end-from); err != nil {
 		if errors.Is(err, mmap.ErrNoAllocate) {
 			f.noAlloc = true
 			return nil
@@ -376,7 +377,7 @@ func (f *flusher) allocate(fd *os.File, s *liveSlot, off, n int64) error {
 	return nil
 }
 
-func (f *flusher) file(n uint64) (*os.File, error) {
+func (f *flusher) file(n uint64) (*vfs.File, error) {
 	if f.fdSeg == n+1 {
 		if f.fd == nil {
 			return f.unpark(n) // closed while idle (group_jobs.go)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // A writer's flusher, preparer and checkpointer as jobs of a Group
@@ -124,7 +125,7 @@ func (f *flusher) park() {
 }
 
 // unpark opens segment n's file again (and its hot copy) for file().
-func (f *flusher) unpark(n uint64) (*os.File, error) {
+func (f *flusher) unpark(n uint64) (*vfs.File, error) {
 	fd, err := f.w.openDirect(n, &f.warned)
 	if err != nil {
 		f.closeFd()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -168,6 +169,10 @@ type Options struct {
 	// writes; an error it returns stands for the write's (tests: an I/O
 	// error without a failing disk).
 	flushFault func() error
+	// fs is where the writer creates, renames, removes and syncs its
+	// files (default vfs.OS); tests give a vfs.Strict to check what a
+	// machine crash would leave (SetFS).
+	fs vfs.FS
 }
 
 func (o *Options) withDefaults() Options {
@@ -196,6 +201,9 @@ func (o *Options) withDefaults() Options {
 	r.FlushBytes = (r.FlushBytes + format.BlockSize - 1) &^ (format.BlockSize - 1)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.fs == nil {
+		r.fs = vfs.OS
 	}
 	return r
 }

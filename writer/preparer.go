@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // preparer keeps the writer's way clear, a growing distance ahead of it.
@@ -44,7 +45,7 @@ type preparer struct {
 	last   uint64 // writer position when ahead last doubled
 	// dfd is the durable file of segment dfdSeg-1 (0: none), open for
 	// allocating ahead.
-	dfd    *os.File
+	dfd    *vfs.File
 	dfdSeg uint64
 	// noAlloc is set where the durable files' file system has no
 	// fallocate: their writes allocate for themselves.
@@ -329,13 +330,13 @@ func (p *preparer) allocate(s *liveSlot, seg, pos, target uint64) error {
 	}
 	if p.dfdSeg != seg+1 {
 		p.closeDurable()
-		fd, err := os.OpenFile(format.SegPath(w.dir, seg), os.O_WRONLY, 0)
+		fd, err := w.fs.OpenFile(format.SegPath(w.dir, seg), os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("writer: open segment to allocate: %w", err)
 		}
 		p.dfd, p.dfdSeg = fd, seg+1
 	}
-	if err := mmap.Allocate(p.dfd, int64(format.BlockSize+from), int64(to-from)); err != nil {
+	if err := mmap.Allocate(p.dfd.File, int64(format.BlockSize+from), int64(to-from)); err != nil {
 		if !errors.Is(err, mmap.ErrNoAllocate) {
 			return err
 		}

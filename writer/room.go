@@ -216,12 +216,12 @@ func (w *Writer) trimDurable() {
 	seg := w.seq >> w.shift
 	from := format.BlockSize + int64((w.seq-seg<<w.shift)*w.rowSize+format.BlockSize-1)&^(format.BlockSize-1)
 	for n := seg; n <= seg+1; n, from = n+1, format.BlockSize {
-		f, err := os.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
+		f, err := w.fs.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
 		if err != nil {
 			continue // not made (or a compressed segment's, gone)
 		}
 		if from < w.segSize {
-			err = mmap.PunchHole(f, from, w.segSize-from)
+			err = mmap.PunchHole(f.File, from, w.segSize-from)
 		}
 		f.Close()
 		if err != nil {

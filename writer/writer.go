@@ -16,6 +16,7 @@ import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -53,6 +54,7 @@ type Writer struct {
 
 	opts    Options
 	log     *slog.Logger
+	fs      vfs.FS // opts.fs: the durable side's file operations
 	dir     string
 	name    string
 	liveDir string
@@ -130,7 +132,7 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 		o.Group.leaveIfSet()
 		return nil, err
 	}
-	w := &Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	w := &Writer{opts: o, log: o.Logger, fs: o.fs, dir: dir, name: name, lock: lock, symOff: -1}
 	if err := w.open(); err != nil {
 		w.closeFiles()
 		o.Group.leaveIfSet()
@@ -189,41 +191,62 @@ func createTable(db, name string, o *Options) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(db, 0o755); err != nil {
+	fs := o.fs
+	if err := mkdirDurable(fs, db); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(db, "."+name+".tmp-")
+	tmp, err := fs.MkdirTemp(db, "."+name+".tmp-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer fs.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	for _, step := range []func() error{
-		func() error { return index.CreateCtl(filepath.Join(tmp, format.CtlName), s, g, id) },
-		func() error { return index.CreateSymbols(filepath.Join(tmp, format.SymName), id) },
-		func() error { return index.CreateTimeIndex(filepath.Join(tmp, format.TimeIdxName), id) },
-		func() error { return index.CreatePostings(filepath.Join(tmp, format.PostName), id) },
-		func() error { return index.CreateLateIndex(filepath.Join(tmp, format.LateIdxName), id) },
-		func() error { return mmap.SyncPath(tmp) },
+		func() error { return index.CreateCtl(filepath.Join(tmp, format.CtlName), s, g, id, fs) },
+		func() error { return index.CreateSymbols(filepath.Join(tmp, format.SymName), id, fs) },
+		func() error { return index.CreateTimeIndex(filepath.Join(tmp, format.TimeIdxName), id, fs) },
+		func() error { return index.CreatePostings(filepath.Join(tmp, format.PostName), id, fs) },
+		func() error { return index.CreateLateIndex(filepath.Join(tmp, format.LateIdxName), id, fs) },
+		func() error { return fs.SyncPath(tmp) },
 	} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, filepath.Join(db, name)); err != nil {
+	if err := fs.Rename(tmp, filepath.Join(db, name)); err != nil {
 		if _, statErr := os.Stat(filepath.Join(db, name, format.CtlName)); statErr == nil {
 			return nil // created concurrently by another process
 		}
 		return err
 	}
-	return mmap.SyncPath(db)
+	return fs.SyncPath(db)
+}
+
+// mkdirDurable makes dir and its missing parents, each one synced into
+// its parent: a directory made but not synced there may be gone after a
+// power cut, with everything synced inside it (the database directory
+// Open makes for a first table).
+func mkdirDurable(fs vfs.FS, dir string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(fs, parent); err != nil {
+			return err
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.SyncPath(parent)
 }
 
 func (w *Writer) open() error {
 	var err error
-	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, format.CtlName), true); err != nil {
+	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, format.CtlName), w.fs); err != nil {
 		return err
 	}
 	c := w.ctl
@@ -244,13 +267,13 @@ func (w *Writer) open() error {
 	w.segSize = format.SegFileSize(c.Schema.RowSize, w.rps)
 	w.strideShft = c.StrideShift
 	w.strideMask = 1<<c.StrideShift - 1
-	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), c.TableID, true); err != nil {
+	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), c.TableID, w.fs); err != nil {
 		return err
 	}
-	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, format.TimeIdxName), c.TableID, true); err != nil {
+	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, format.TimeIdxName), c.TableID, w.fs); err != nil {
 		return err
 	}
-	if w.post, err = index.OpenPostings(filepath.Join(w.dir, format.PostName), c.TableID, true); err != nil {
+	if w.post, err = index.OpenPostings(filepath.Join(w.dir, format.PostName), c.TableID, w.fs); err != nil {
 		return err
 	}
 	if err := w.openLate(); err != nil {
@@ -452,19 +475,19 @@ func (w *Writer) openLate() error {
 			return format.Corruptf(path, 0, "file missing, the table has %d late rows", c.RawSnap().Late)
 		}
 		tmp := path + ".tmp"
-		os.Remove(tmp)
-		if err := index.CreateLateIndex(tmp, c.TableID); err != nil {
+		w.fs.Remove(tmp)
+		if err := index.CreateLateIndex(tmp, c.TableID, w.fs); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := w.fs.Rename(tmp, path); err != nil {
 			return err
 		}
-		if err := mmap.SyncPath(w.dir); err != nil {
+		if err := w.fs.SyncPath(w.dir); err != nil {
 			return err
 		}
 	}
 	var err error
-	if w.late, err = index.OpenLateIndex(path, c.TableID, true); err != nil {
+	if w.late, err = index.OpenLateIndex(path, c.TableID, w.fs); err != nil {
 		return err
 	}
 	w.lateWin = int64(w.opts.LateWindow)
@@ -1017,11 +1040,11 @@ func (w *Writer) removeLive() error {
 			mmap.Unmap(s.b)
 			s.b, s.rows = nil, nil
 		}
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.fs.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if w.opts.LiveDir == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -594,7 +595,7 @@ func TestSyncDurable(t *testing.T) {
 			tb := newWtTable(t)
 			w := tb.open(t, func(o *writer.Options) { o.Flush = pol })
 			ids := tb.symbols(t, w, "A", "B")
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), false)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1118,7 +1119,7 @@ func TestTornTailCutOnReopen(t *testing.T) {
 			}
 			// The crash: the durable count published before it was lower
 			// than the rows that reached the files.
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), true)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), vfs.OS)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // mappedFile is an index file mapped with a large fixed virtual size that
@@ -18,9 +19,15 @@ import (
 // rare operations that need a descriptor (grow, trim, punch) open the
 // file for their call (file), so a table's index files cost its writer
 // no descriptor (a thousand tables in one process, four files each).
+//
+// The writer opens, grows and syncs the file through its vfs.FS (fs):
+// the file it opened (wf, closed once mapped) is what the mapping's
+// msync goes through.
 type mappedFile struct {
 	Path string
-	rf   *os.File // the reader's descriptor (nil in the writer)
+	rf   *os.File  // the reader's descriptor (nil in the writer)
+	fs   vfs.FS    // the writer's file system (nil in a reader)
+	wf   *vfs.File // the writer's file as opened (closed), for msync
 	b    []byte
 	// size is the bytes known to exist (writer: allocated; reader: last
 	// fstat). Atomic because the writer's preparer grows the file while the
@@ -34,8 +41,8 @@ type mappedFile struct {
 	growMu  sync.Mutex // serialises growth (writer goroutine and preparer)
 }
 
-func createIndexFile(path, magic string, version uint32, tableID [16]byte, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+func createIndexFile(fs vfs.FS, path, magic string, version uint32, tableID [16]byte, size int64) error {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -45,20 +52,27 @@ func createIndexFile(path, magic string, version uint32, tableID [16]byte, size 
 	if _, err := f.Write(hdr); err != nil {
 		return err
 	}
-	if err := mmap.Fallocate(f, size); err != nil {
+	if err := mmap.Fallocate(f.File, size); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
 // openIndexFile maps an index file whose header version is 1 to
-// maxVersion (m.version).
-func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
-	flag := os.O_RDONLY
+// maxVersion (m.version): read-write through fs (the writer), or
+// read-only when fs is nil (a reader).
+func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, fs vfs.FS) (*mappedFile, error) {
+	writable := fs != nil
+	var f *os.File
+	var wf *vfs.File
+	var err error
 	if writable {
-		flag = os.O_RDWR
+		if wf, err = fs.OpenFile(path, os.O_RDWR, 0); err == nil {
+			f = wf.File
+		}
+	} else {
+		f, err = os.OpenFile(path, os.O_RDONLY, 0)
 	}
-	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +100,7 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 	// machines), and what a query needs is read ahead explicitly
 	// (WillNeed) instead.
 	_ = mmap.AdviseRandom(b)
-	m := &mappedFile{Path: path, rf: f, b: b, rw: writable, max: max}
+	m := &mappedFile{Path: path, rf: f, fs: fs, wf: wf, b: b, rw: writable, max: max}
 	if writable {
 		f.Close()
 		m.rf = nil
@@ -118,8 +132,8 @@ func (m *mappedFile) Close() error {
 
 // file opens the writer's file for one operation that needs a descriptor;
 // the caller closes it.
-func (m *mappedFile) file() (*os.File, error) {
-	return os.OpenFile(m.Path, os.O_RDWR, 0)
+func (m *mappedFile) file() (*vfs.File, error) {
+	return m.fs.OpenFile(m.Path, os.O_RDWR, 0)
 }
 
 // punch frees the disk blocks of bytes [off, off+n), keeping the size.
@@ -129,7 +143,7 @@ func (m *mappedFile) punch(off, n int64) error {
 	if err != nil {
 		return err
 	}
-	err = mmap.PunchHole(f, off, n)
+	err = mmap.PunchHole(f.File, off, n)
 	if e := f.Close(); err == nil {
 		err = e
 	}
@@ -184,7 +198,7 @@ func (m *mappedFile) grow(size int64) error {
 	if err != nil {
 		return err
 	}
-	err = mmap.Fallocate(f, size)
+	err = mmap.Fallocate(f.File, size)
 	if e := f.Close(); err == nil {
 		err = e
 	}
@@ -215,7 +229,7 @@ func (m *mappedFile) sync(end int64) error {
 			return err
 		}
 	}
-	return mmap.MsyncSync(b)
+	return m.wf.Msync(b, 0)
 }
 
 // trim cuts the file at byte from (rounded up to a page): the room grown

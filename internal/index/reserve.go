@@ -87,7 +87,7 @@ func (m *mappedFile) remap(reserve int) error {
 	if err != nil {
 		return err
 	}
-	b, err := mmap.MapShared(f, reserve, true)
+	b, err := mmap.MapShared(f.File, reserve, true)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("index: map %s again: %w", m.Path, err)

@@ -1,6 +1,7 @@
 package writer_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -684,7 +685,7 @@ func (r *strictRun) checkTable(what, db string, tb *strictTable, n, first uint64
 	for s := first; s < n; s++ {
 		want = append(want, s)
 	}
-	slices.SortStableFunc(want, func(a, b uint64) int { return cmpInt64(tb.rows[a].ts, tb.rows[b].ts) })
+	slices.SortStableFunc(want, func(a, b uint64) int { return cmp.Compare(tb.rows[a].ts, tb.rows[b].ts) })
 	if err := rd.Range(math.MinInt64, reader.ToEnd, &it); err != nil {
 		r.problemf("%s: %s: range: %v", what, tb.name, err)
 		return
@@ -737,16 +738,6 @@ func (r *strictRun) checkTable(what, db string, tb *strictTable, n, first uint64
 // rngFor is a generator for a check's own choices (checks run two at a
 // time: not the run's generator).
 func (r *strictRun) rngFor(n uint64) *rand.Rand { return rand.New(rand.NewPCG(r.cfg.seed, n)) }
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // seqsProblem reads it to the end and says how its rows differ from want.
 func seqsProblem(it *reader.Iter, want []uint64) string {

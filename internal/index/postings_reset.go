@@ -220,10 +220,17 @@ func clearBytes(b []byte) {
 // symbol's last data block, which the writer still appends to, and
 // directories are kept. Blocks already punched are skipped. Writer only
 // (the checkpointer, with the writer's postings cursors untouched). It
-// returns the blocks punched.
+// returns the blocks punched. A symbol whose first directory is at or
+// past next was added after the snapshot next was read from (the
+// checkpointer reads the dictionary's count after it, and the writer may
+// have added symbols between): none of its blocks is published, so it is
+// skipped.
 func (p *Postings) PunchBelow(dirs []uint64, next, floor uint64) (int, error) {
 	var punch, chunks []uint64
 	for _, dir := range dirs {
+		if dir >= next {
+			continue
+		}
 		var err error
 		if chunks, err = p.DataChunks(chunks[:0], dir, next); err != nil {
 			return 0, err

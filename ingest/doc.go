@@ -41,7 +41,10 @@
 // body as it arrives into staged rows (http_write.go, http_stage.go) and
 // hands them to the writer through a channel, which applies a large
 // request a slice at a time between other work (sink_txn.go). Only the
-// writer goroutine touches tables.
+// writer goroutine touches tables. Every table's background work
+// (flushing, preparing, checkpointing) runs on one writer.Group the
+// server makes (Options.Group sizes it): a few threads whatever the
+// number of tables.
 // A GET /tail stream is one HTTP goroutine with its own reader.Reader: it
 // follows the table through its own read-only mapping and never slows the
 // writer (a client too slow to take its events is cut off instead).

@@ -24,6 +24,9 @@ import (
 type Loader struct {
 	s *sink
 	c *checker
+	// group runs the tables' background work (a file of many tables
+	// costs a few threads), when the loader made it.
+	group *writer.Group
 }
 
 // NewLoader opens a loader on o.DB with o.Writer as every table's writer
@@ -31,9 +34,18 @@ type Loader struct {
 // not used). Tables that exist are opened when first named.
 func NewLoader(o *Options) *Loader {
 	opts := o.withDefaults()
+	ld := &Loader{}
+	if opts.Writer.Group == nil {
+		// Without one (the buffers could not be mapped) each table runs
+		// its own goroutines, as a lone writer does.
+		if g, err := writer.NewGroup(&opts.Group); err == nil {
+			ld.group, opts.Writer.Group = g, g
+		}
+	}
 	var wg sync.WaitGroup
-	s := newSink(opts, newMetrics(), nil, &wg)
-	return &Loader{s: s, c: newChecker(s)}
+	ld.s = newSink(opts, newMetrics(), nil, &wg)
+	ld.c = newChecker(ld.s)
+	return ld
 }
 
 // Check validates l without storing anything; a bad line gives a
@@ -71,6 +83,12 @@ func (ld *Loader) Rows() map[string]uint64 {
 func (ld *Loader) Close() error {
 	ld.s.publish()
 	ld.s.closeTables()
+	if ld.group != nil {
+		if err := ld.group.Close(); err != nil && ld.s.err == nil {
+			ld.s.err = err
+		}
+		ld.group = nil
+	}
 	return ld.s.err
 }
 

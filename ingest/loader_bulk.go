@@ -50,7 +50,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 	sk.noteFar(t)
 	sk.tables[name] = t
 	sk.last = t
-	sk.refreshStats(true)
+	sk.copyStats(t)
 	return nil
 }
 

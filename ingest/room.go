@@ -46,7 +46,7 @@ func unavailable(err error) (writer.Condition, bool) {
 		return writer.CondOK, false
 	case errors.Is(err, writer.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return writer.CondNoSpace, true
-	case errors.Is(err, writer.ErrIO), errors.Is(err, syscall.EIO):
+	case errors.Is(err, writer.ErrIO), errors.Is(err, syscall.EIO), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return writer.CondIOError, true
 	}
 	return writer.CondOK, false

@@ -107,8 +107,15 @@ type Options struct {
 	Allow1970 bool
 	// Writer is the template for every table's writer options (flush
 	// policy, out-of-order policy, segment size); Schema, LiveDir and
-	// Logger are set per table.
+	// Logger are set per table. Its Group, when set, runs every table's
+	// background work and must outlive the server; nil (the usual case):
+	// the server runs its own writer.Group for all its tables (Group
+	// sizes it) and closes it after them.
 	Writer writer.Options
+	// Group sizes the server's own writer.Group (when Writer.Group is
+	// nil): its flush workers, preparer and checkpointer serve every
+	// table, so a thousand tables cost a few threads, not a few thousand.
+	Group writer.GroupOptions
 	// Logger receives start/stop lines and rate-limited bad-input lines.
 	Logger *slog.Logger
 
@@ -202,6 +209,7 @@ type Server struct {
 	streams  chan struct{} // a token per open /tail stream
 	closing  chan struct{} // closed when HTTP shuts down: streams end
 	dbLock   *os.File      // the database's server lock (dblock.go), held until Close
+	group    *writer.Group // the tables' background workers, when the server made them
 	readers  *readerPool   // open readers for HTTP queries (readers.go)
 	closeMu  sync.Mutex
 	closed   bool
@@ -227,6 +235,14 @@ func Start(opts *Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger, m: newMetrics(), streams: make(chan struct{}, o.MaxStreams), closing: make(chan struct{}), dbLock: lock, readers: newReaderPool(o.DB)}
 	s.wmem = newWriteMemory(o.MaxWriteMemory, o.memoryWait, func(n int64) { s.m.writeMem.Set(float64(n)) })
 	o.Writer.OnFlush = s.m.flushed
+	if o.Writer.Group == nil {
+		g, err := writer.NewGroup(&o.Group)
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		s.group, o.Writer.Group = g, g
+	}
 	var rings []*ring
 	if o.ILPAddr != "off" {
 		for range o.Loops {
@@ -238,6 +254,7 @@ func Start(opts *Options) (*Server, error) {
 	if o.ILPAddr != "off" {
 		lis, err := newListener(s, o.ILPAddr, rings)
 		if err != nil {
+			s.closeGroup()
 			lock.Close()
 			return nil, err
 		}
@@ -249,6 +266,7 @@ func Start(opts *Options) (*Server, error) {
 			if s.lis != nil {
 				s.lis.closeFds()
 			}
+			s.closeGroup()
 			lock.Close()
 			return nil, fmt.Errorf("ingest: http listen on %s: %w", o.HTTPAddr, err)
 		}
@@ -338,8 +356,21 @@ func (s *Server) Close() error {
 	close(s.sink.stopc)
 	<-s.sink.donec
 	s.closeErr = s.sink.err
-	s.dbLock.Close() // after every table's writer is closed
+	s.closeGroup() // after every table's writer is closed
+	s.dbLock.Close()
 	return s.closeErr
+}
+
+// closeGroup stops the server's writer.Group, if it made one. Every
+// table's writer is closed by then: one that is not (a writer that
+// failed to close) leaves the group running, logged.
+func (s *Server) closeGroup() {
+	if s.group == nil {
+		return
+	}
+	if err := s.group.Close(); err != nil {
+		s.log.Error("ingest: writer group", "err", err)
+	}
 }
 
 // Stats returns each table's writer counters as last copied by the writer

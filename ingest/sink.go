@@ -58,6 +58,12 @@ type sink struct {
 	holdErr   error
 	heldUntil []time.Time
 	heldN     gauge
+
+	// touched are the tables with rows appended since the last publish
+	// (table.dirty), stale those whose counters may have moved since the
+	// last copy (table.stale): a publish round and a stats copy cost the
+	// tables written, not every table open.
+	touched, stale []*table
 }
 
 // failedOpen remembers a table that could not be opened, so a stream of
@@ -428,8 +434,16 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 		}
 		return err
 	}
-	t.dirty = true
+	if !t.dirty {
+		t.dirty = true
+		s.touched = append(s.touched, t)
+	}
 	t.accepted++
+	t.wrote = s.now
+	if !t.stale {
+		t.stale = true
+		s.stale = append(s.stale, t)
+	}
 	return nil
 }
 
@@ -480,14 +494,25 @@ func (s *sink) knownLabel(name []byte) string {
 func (s *sink) publish() {
 	t0 := time.Now()
 	defer func() { s.m.publishSec.Observe(time.Since(t0).Seconds()) }()
-	for _, t := range s.tables {
-		if t.dirty && (s.cur == nil || !s.cur.locksName(t.name)) {
+	keep := s.touched[:0]
+	for _, t := range s.touched {
+		// dirty is false when the table was published since (an HTTP
+		// request's end), and its writer is closed when it was dropped
+		// since. A table an HTTP request in progress has locked is
+		// published when the request ends (sink_txn.go): it stays.
+		if t.dirty && s.cur != nil && s.cur.locksName(t.name) && s.tables[t.name] == t {
+			keep = append(keep, t)
+			continue
+		}
+		if t.dirty && s.tables[t.name] == t {
 			t.w.Publish()
-			t.dirty = false
 			s.m.addAccepted(t.name, t.accepted)
 			t.accepted = 0
 		}
+		t.dirty = false
 	}
+	clear(s.touched[len(keep):])
+	s.touched = keep
 	if len(s.reads) > 0 {
 		now := time.Now().UnixNano()
 		for _, r := range s.reads {
@@ -522,7 +547,7 @@ func (s *sink) table(l *lineproto.Line) (*table, error) {
 	delete(s.failed, name)
 	s.tables[name] = t
 	s.last = t
-	s.refreshStats(true)
+	s.copyStats(t)
 	return t, nil
 }
 
@@ -682,18 +707,50 @@ func withLine(err error, line uint64) error {
 	return err
 }
 
-// refreshStats copies every table's writer counters for /metrics, at most
-// every 100 ms unless forced.
+// refreshStats copies the writer counters of the tables written lately
+// for /metrics, at most every 100 ms; forced, every table's. A table's
+// counters move in the background (its durable rows, flushes, hot
+// segments) only after rows are appended to it, so one is copied again
+// while it has rows not yet durable or had rows within the last second,
+// and then left alone: a thousand idle tables cost nothing here.
 func (s *sink) refreshStats(force bool) {
 	now := time.Now()
 	if !force && now.Sub(s.lastSt) < 100*time.Millisecond {
 		return
 	}
 	s.lastSt = now
-	s.statsMu.Lock()
-	for name, t := range s.tables {
-		s.stats[name] = t.w.Stats()
+	if force {
+		s.statsMu.Lock()
+		for name, t := range s.tables {
+			s.stats[name] = t.w.Stats()
+		}
+		s.statsMu.Unlock()
 	}
+	keep := s.stale[:0]
+	for _, t := range s.stale {
+		if s.tables[t.name] != t {
+			t.stale = false // dropped: its writer is closed
+			continue
+		}
+		st := t.w.Stats()
+		s.statsMu.Lock()
+		s.stats[t.name] = st
+		s.statsMu.Unlock()
+		if st.Durable < st.Appended || now.UnixNano()-t.wrote < int64(time.Second) {
+			keep = append(keep, t)
+		} else {
+			t.stale = false
+		}
+	}
+	clear(s.stale[len(keep):])
+	s.stale = keep
+}
+
+// copyStats copies table t's writer counters for /metrics.
+func (s *sink) copyStats(t *table) {
+	st := t.w.Stats()
+	s.statsMu.Lock()
+	s.stats[t.name] = st
 	s.statsMu.Unlock()
 }
 

@@ -262,7 +262,7 @@ type table struct {
 	idx      []int
 	emptySym uint32 // id of "" (a missing tag), valid when haveEmpty
 	haveEmpt bool
-	dirty    bool   // rows appended since the last publish
+	dirty    bool   // rows appended since the last publish (in sink.touched)
 	accepted uint64 // rows appended since the last metrics update
 	rejected uint64
 	far      *farRow // the row that put the newest ts too far ahead, once looked up
@@ -271,6 +271,12 @@ type table struct {
 	// so it waits for them (the flusher makes their rows durable
 	// meanwhile, in a flush interval).
 	waiters sync.WaitGroup
+
+	// stale is set while the table is in sink.stale: its counters may
+	// have moved since the sink last copied them; wrote is when a row
+	// was last appended to it (the sink's clock, ns).
+	stale bool
+	wrote int64
 }
 
 func newTable(name string, w *writer.Writer, log *slog.Logger) *table {

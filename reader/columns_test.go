@@ -14,6 +14,7 @@ import (
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/tablecheck"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -312,7 +313,7 @@ func TestAddColumnUpgradeAtOpen(t *testing.T) {
 	}
 	// As AddColumn leaves it before the reopen: schema file and feature
 	// bit, last segment still in the old layout.
-	ctl, err := index.OpenCtl(filepath.Join(db, "grow", format.CtlName), true)
+	ctl, err := index.OpenCtl(filepath.Join(db, "grow", format.CtlName), vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestAddColumnUpgradeAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := index.WriteSchema(filepath.Join(db, "grow"), ns, ctl.TableID); err != nil {
+	if err := index.WriteSchema(filepath.Join(db, "grow"), ns, ctl.TableID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
 	ctl.AddFeatures(index.FeatColumns)

@@ -32,7 +32,7 @@ func (r *Reader) lateFor(n uint64) error {
 		return nil
 	}
 	if r.late == nil {
-		l, err := index.OpenLateIndex(filepath.Join(r.dir, format.LateIdxName), r.ctl.TableID, false)
+		l, err := index.OpenLateIndex(filepath.Join(r.dir, format.LateIdxName), r.ctl.TableID, nil)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return format.Corruptf(filepath.Join(r.dir, format.LateIdxName), 0, "file missing, the table has %d late rows", n)

@@ -289,7 +289,7 @@ func TestLateRowsMatchModel(t *testing.T) {
 			}
 			lateCheck(t, db, live, m, rng)
 			// The format features the table now uses are declared.
-			c, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), false)
+			c, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

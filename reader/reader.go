@@ -162,7 +162,7 @@ func Open(db, name string, opts *Options) (*Reader, error) {
 		return nil, err
 	}
 	dir := filepath.Join(db, name)
-	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), false)
+	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", store.ErrNoTable, dir)
 	}
@@ -180,13 +180,13 @@ func Open(db, name string, opts *Options) (*Reader, error) {
 func (r *Reader) open(opts *Options) error {
 	c := r.ctl
 	var err error
-	if r.syms, err = index.OpenSymbols(filepath.Join(r.dir, format.SymName), c.TableID, false); err != nil {
+	if r.syms, err = index.OpenSymbols(filepath.Join(r.dir, format.SymName), c.TableID, nil); err != nil {
 		return err
 	}
-	if r.ts, err = index.OpenTimeIndex(filepath.Join(r.dir, format.TimeIdxName), c.TableID, false); err != nil {
+	if r.ts, err = index.OpenTimeIndex(filepath.Join(r.dir, format.TimeIdxName), c.TableID, nil); err != nil {
 		return err
 	}
-	if r.post, err = index.OpenPostings(filepath.Join(r.dir, format.PostName), c.TableID, false); err != nil {
+	if r.post, err = index.OpenPostings(filepath.Join(r.dir, format.PostName), c.TableID, nil); err != nil {
 		return err
 	}
 	// Every query's seek reads the time index: start reading it now (on a

@@ -214,7 +214,7 @@ func TestReaderCapsCountAfterRestart(t *testing.T) {
 	}
 	// The index checkpoint follows Sync in the background: wait for it to
 	// cover the synced rows, or the cap below is 0 on a busy machine.
-	ctl, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), false)
+	ctl, err := index.OpenCtl(filepath.Join(db, "t", format.CtlName), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,17 +38,28 @@ type checkpointer struct {
 	kickc chan struct{}
 	stopc chan struct{}
 	donec chan struct{}
+	// pausec holds the goroutine between passes until the channel it
+	// receives is closed (reserve.go: the writer maps index files again).
+	pausec chan chan struct{}
 	// mark is the compaction mark as the previous pass left it: the
 	// postings floor follows it one pass behind.
 	mark uint64
+	// job is the checkpointer as its writer's Group runs it (nil: its
+	// own goroutine, run).
+	job *job
 }
 
 func newCheckpointer(w *Writer) *checkpointer {
-	return &checkpointer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), mark: w.ctl.CmpSegs()}
+	return &checkpointer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), pausec: make(chan chan struct{}), mark: w.ctl.CmpSegs()}
 }
 
-// wake asks for a checkpoint; it never blocks.
+// wake asks for a checkpoint; it never blocks (in a Group, it takes the
+// group's lock).
 func (c *checkpointer) wake() {
+	if c.job != nil {
+		c.job.kick(0)
+		return
+	}
 	select {
 	case c.kickc <- struct{}{}:
 	default:
@@ -58,6 +69,11 @@ func (c *checkpointer) wake() {
 // stop ends the goroutine after the checkpoint in progress, if any.
 func (c *checkpointer) stop() {
 	close(c.stopc)
+	if c.job != nil {
+		c.job.stop()
+		close(c.donec)
+		return
+	}
 	<-c.donec
 }
 
@@ -67,63 +83,72 @@ func (c *checkpointer) run() {
 	// the writer or the flusher might run on.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	w := c.w
 	for {
 		select {
 		case <-c.stopc:
 			return
 		case <-c.kickc:
-		}
-		if w.fail.get() != nil {
+		case r := <-c.pausec:
+			<-r
 			continue
 		}
-		// Hot copies of the segments sealed since (clu.go), first: the
-		// preparer recycles their slots once the writer needs them. A
-		// failure (tmpfs full) costs readers only the faster path:
-		// logged, not fatal.
-		if err := w.makeHot(); err != nil {
-			w.log.Warn("writer: hot copy failed", "table", w.name, "err", err)
-		}
-		if w.sh.ckCond.get() != nil {
-			continue // no checkpoint is recorded again in this run (above)
-		}
-		if err := w.checkpoint(w.ctl.Durable()); errors.Is(err, index.ErrBusy) {
-			// The writer goroutine was preempted mid-publish for longer
-			// than a snapshot waits (a loaded machine): the next wake
-			// checkpoints; running late costs only recovery work.
-			continue
-		} else if err != nil {
-			if classify(err) == CondFailed {
-				w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
-				w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
-				continue
-			}
-			w.sh.ckCond.set(w.condErr(fmt.Errorf("writer: checkpoint: %w", err)))
-			w.log.Error("writer: checkpoint failed; none is recorded again until the table is reopened, which re-indexes from the last one", "table", w.name, "err", err)
-			continue
-		}
-		// Segments automatic retention (at a roll) moved below the first
-		// row: the writer goroutine does not wait for the unlinks.
-		if _, _, err := w.dropSegments(); err != nil {
-			c.failed("retention", err)
-			continue
-		}
-		// Options.CompactAge: segments old enough, compressed here, off
-		// the writer's and the flusher's goroutines.
-		if err := w.autoCompact(); err != nil {
-			c.failed("compaction", err)
-			continue
-		}
-		// The postings of rows compacted before the previous pass: a
-		// reader that saw the mark before it moved has had a checkpoint's
-		// time to finish with them.
-		mark := w.ctl.CmpSegs()
-		if err := w.dropPostings(c.mark, false); err != nil {
-			c.failed("dropping compacted postings", err)
-			continue
-		}
-		c.mark = mark
+		c.pass()
 	}
+}
+
+// pass is one wake's work: hot copies, the checkpoint, then retention,
+// compaction and the postings of compacted rows.
+func (c *checkpointer) pass() {
+	w := c.w
+	if w.fail.get() != nil {
+		return
+	}
+	// Hot copies of the segments sealed since (clu.go), first: the
+	// preparer recycles their slots once the writer needs them. A
+	// failure (tmpfs full) costs readers only the faster path:
+	// logged, not fatal.
+	if err := w.makeHot(); err != nil {
+		w.log.Warn("writer: hot copy failed", "table", w.name, "err", err)
+	}
+	if w.sh.ckCond.get() != nil {
+		return // no checkpoint is recorded again in this run (above)
+	}
+	if err := w.checkpoint(w.ctl.Durable()); errors.Is(err, index.ErrBusy) {
+		// The writer goroutine was preempted mid-publish for longer
+		// than a snapshot waits (a loaded machine): the next wake
+		// checkpoints; running late costs only recovery work.
+		return
+	} else if err != nil {
+		if classify(err) == CondFailed {
+			w.fail.set(fmt.Errorf("writer: checkpoint: %w", err))
+			w.log.Error("writer: checkpoint failed", "table", w.name, "err", err)
+			return
+		}
+		w.sh.ckCond.set(w.condErr(fmt.Errorf("writer: checkpoint: %w", err)))
+		w.log.Error("writer: checkpoint failed; none is recorded again until the table is reopened, which re-indexes from the last one", "table", w.name, "err", err)
+		return
+	}
+	// Segments automatic retention (at a roll) moved below the first
+	// row: the writer goroutine does not wait for the unlinks.
+	if _, _, err := w.dropSegments(); err != nil {
+		c.failed("retention", err)
+		return
+	}
+	// Options.CompactAge: segments old enough, compressed here, off
+	// the writer's and the flusher's goroutines.
+	if err := w.autoCompact(); err != nil {
+		c.failed("compaction", err)
+		return
+	}
+	// The postings of rows compacted before the previous pass: a
+	// reader that saw the mark before it moved has had a checkpoint's
+	// time to finish with them.
+	mark := w.ctl.CmpSegs()
+	if err := w.dropPostings(c.mark, false); err != nil {
+		c.failed("dropping compacted postings", err)
+		return
+	}
+	c.mark = mark
 }
 
 // failed handles the error of background maintenance (what): a full

@@ -59,19 +59,21 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 	fail := func(step string, err error) error {
 		lock.Close()
 		w.closed = true
+		o.Group.leaveIfSet()
 		return fmt.Errorf("writer: %s: %s: %w", what, step, err)
 	}
+	w.reopening = true
 	if err := w.Close(); err != nil {
 		return fail("close", err)
 	}
 	w.columnStep(1)
 	// The schema file first, then the feature bit that makes readers read
 	// it: a crash between leaves the table as it was.
-	if err := index.WriteSchema(dir, ns, id); err != nil {
+	if err := index.WriteSchema(dir, ns, id, o.fs); err != nil {
 		return fail("write the schema", err)
 	}
 	w.columnStep(2)
-	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), true)
+	ctl, err := index.OpenCtl(filepath.Join(dir, format.CtlName), o.fs)
 	if err != nil {
 		return fail("open ctl", err)
 	}
@@ -85,7 +87,7 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 	}
 	w.columnStep(3)
 	before := w.final // the counters kept in memory, which go on
-	*w = Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	*w = Writer{opts: o, log: o.Logger, fs: o.fs, dir: dir, name: name, lock: lock, symOff: -1}
 	w.sh.rollStalls.Store(before.RollStalls)
 	w.sh.stallNanos.Store(int64(before.StallTime))
 	w.sh.flushes.Store(before.Flushes)
@@ -94,6 +96,7 @@ func (w *Writer) AddColumns(cols ...store.Column) error {
 	if err := w.open(); err != nil {
 		w.closeFiles()
 		w.closed = true
+		o.Group.leaveIfSet()
 		return fmt.Errorf("writer: %s: reopen: %w", what, err)
 	}
 	w.start()
@@ -138,13 +141,13 @@ func (w *Writer) upgradeTail() error {
 		if n == cur && visible > cur<<w.shift {
 			err = w.rewriteLayout(n, rs, visible)
 		} else {
-			err = os.Remove(format.SegPath(w.dir, n))
+			err = w.fs.Remove(format.SegPath(w.dir, n))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return mmap.SyncPath(w.dir)
+	return w.fs.SyncPath(w.dir)
 }
 
 // rewriteLayout writes rows [n's first, end) of segment n, rows of rs
@@ -166,9 +169,9 @@ func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	// filling the page cache (on this kind of machine allocating its pages
 	// costs more than the write). Chunks of 64 Ki rows start on 4 KiB
 	// boundaries; the last is zero padded to one.
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|oDirect, 0o644)
+	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|oDirect, 0o644)
 	if errors.Is(err, syscall.EINVAL) {
-		f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err = w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	}
 	if err != nil {
 		return err
@@ -212,13 +215,13 @@ func (w *Writer) rewriteLayout(n, rs, end uint64) error {
 	}
 	if err == nil {
 		w.columnStep(4)
-		err = os.Rename(tmp, path)
+		err = w.fs.Rename(tmp, path)
 	}
 	if err == nil {
 		w.columnStep(5)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		w.fs.Remove(tmp)
 		return err
 	}
 	w.log.Info("writer: rewrote the last segment for added columns", "table", w.name, "segment", n, "rows", end-base, "row_size", w.rowSize, "was", rs)

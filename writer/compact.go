@@ -14,6 +14,7 @@ import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // Compaction rewrites old sealed segments into compressed files (package
@@ -126,7 +127,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	if w.schema.SymCol >= 0 {
 		w.ctl.AddFeatures(index.FeatClustered) // Encode writes version 2; the swap makes ctl durable
 	}
-	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *os.File) error {
+	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *vfs.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
 		st, err = cseg.Encode(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath)
@@ -191,13 +192,13 @@ func (w *Writer) cleanCompaction() error {
 		default:
 			continue
 		}
-		if err := os.Remove(filepath.Join(w.dir, path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(filepath.Join(w.dir, path)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		removed = true
 	}
 	if removed {
-		return mmap.SyncPath(w.dir)
+		return w.fs.SyncPath(w.dir)
 	}
 	return nil
 }
@@ -303,7 +304,7 @@ func (w *Writer) restoreSegment(n uint64) error {
 	}
 	defer z.Close()
 	rs := z.RowSize() // the layout the segment was written in
-	return w.swap(n, zPath, rawPath, n, 10, func(f *os.File) error {
+	return w.swap(n, zPath, rawPath, n, 10, func(f *vfs.File) error {
 		// Full size, sparse: the rows are written below, the rest reads
 		// as zeros and the flusher allocates ahead of its writes.
 		if err := f.Truncate(format.SegFileSize(rs, w.rps)); err != nil {
@@ -334,10 +335,10 @@ func (w *Writer) restoreSegment(n uint64) error {
 // to.tmp; rename it to to and fsync the directory; publish the mark and
 // msync ctl; remove from and fsync the directory. The compaction hook
 // sees steps step0+1 to step0+4.
-func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill func(*os.File) error) error {
+func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill func(*vfs.File) error) error {
 	tmp := to + ".tmp"
-	_ = os.Remove(tmp) // a crashed pass's
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	_ = w.fs.Remove(tmp) // a crashed pass's
+	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -349,14 +350,14 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		err = e
 	}
 	if err != nil {
-		os.Remove(tmp)
+		w.fs.Remove(tmp)
 		return err
 	}
 	w.compactStep(n, step0+1)
-	if err := os.Rename(tmp, to); err != nil {
+	if err := w.fs.Rename(tmp, to); err != nil {
 		return err
 	}
-	if err := mmap.SyncPath(w.dir); err != nil {
+	if err := w.fs.SyncPath(w.dir); err != nil {
 		return err
 	}
 	w.compactStep(n, step0+2)
@@ -365,10 +366,10 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		return err
 	}
 	w.compactStep(n, step0+3)
-	if err := os.Remove(from); err != nil {
+	if err := w.fs.Remove(from); err != nil {
 		return err
 	}
-	if err := mmap.SyncPath(w.dir); err != nil {
+	if err := w.fs.SyncPath(w.dir); err != nil {
 		return err
 	}
 	w.compactStep(n, step0+4)
@@ -422,7 +423,7 @@ func (w *Writer) dropPostings(mark uint64, all bool) error {
 	// The published dictionary, through a read-only view of its own: the
 	// writer goroutine may be adding symbols meanwhile.
 	if w.ckSyms == nil {
-		if w.ckSyms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), w.ctl.TableID, false); err != nil {
+		if w.ckSyms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), w.ctl.TableID, nil); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,10 @@
 //     below the first row, and compresses old segments (Options.CompactAge;
 //     internal/cseg).
 //
+// With Options.Group the last three are not goroutines of the writer but
+// jobs of a Group, whose few workers serve every writer in it (a process
+// with a thousand tables: ingest.Server makes one); see Group.
+//
 // Retain and Compact do the same on demand, from the writer's goroutine;
 // CloseCompacted also compresses the segments a running writer must keep
 // raw, once closing has sealed them.

@@ -1,6 +1,10 @@
 package writer
 
-import "time"
+import (
+	"time"
+
+	"github.com/tickdb/tickdb/internal/vfs"
+)
 
 // SetCompactHook makes the writers opened with o call f after each
 // numbered step of a compaction swap (tests kill the process there).
@@ -26,6 +30,16 @@ func SetColumnHook(o *Options, f func(step int)) { o.columnHook = f }
 // opened with o (index.PostWriter.SetMaxDelta).
 func SetPostMaxDelta(o *Options, n uint64) { o.postMaxDelta = n }
 
+// SetIndexReserve makes the writers opened with o map their ts.idx,
+// post.idx and late.idx with n bytes of address space (reserve.go), so
+// that tests grow them past it.
+func SetIndexReserve(o *Options, n int) { o.idxReserve = n }
+
 // SetFlushFault makes the flushers of writers opened with o call f before
 // each write and fail it with f's error when not nil.
 func SetFlushFault(o *Options, f func() error) { o.flushFault = f }
+
+// SetFS makes the writers opened with o create, rename, remove and sync
+// their files through fs (a vfs.Strict, to check what a machine crash
+// would leave).
+func SetFS(o *Options, fs vfs.FS) { o.fs = fs }

@@ -3,6 +3,7 @@ package writer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // flusher makes published rows durable. It copies rows out of the live
@@ -59,7 +61,7 @@ type flusher struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	durable uint64 // flusher's own copy of the durable count
-	fd      *os.File
+	fd      *vfs.File
 	fdSeg   uint64 // segment of fd, +1 (0: none)
 	// hot is the hot copy being written beside fd's segment (clu.go),
 	// nil when there is none: no hot budget, a segment this flusher did
@@ -80,6 +82,11 @@ type flusher struct {
 	retry   time.Duration
 	retryAt time.Time
 	symBad  bool
+	// job is the flusher as its writer's Group runs it (nil: its own
+	// goroutine, run). hotPark is the path of the hot copy being written
+	// while the job, idle, has closed its files (group_jobs.go: park).
+	job     *job
+	hotPark string
 }
 
 // The durable files' allocation steps (flusher.allocate), and the
@@ -97,6 +104,9 @@ func newFlusher(w *Writer) *flusher {
 	f.allocStep = allocFirst
 	f.durable = w.ctl.Durable()
 	f.symSync = w.ctl.SymBytes()
+	if w.opts.Group != nil {
+		return f // the group's workers lend their buffers
+	}
 	buf, err := mmap.MapAnon(w.opts.FlushBytes)
 	if err != nil {
 		w.fail.set(err)
@@ -106,6 +116,10 @@ func newFlusher(w *Writer) *flusher {
 }
 
 func (f *flusher) wake() {
+	if f.job != nil {
+		f.job.kick(0)
+		return
+	}
 	select {
 	case f.kickc <- struct{}{}:
 	default:
@@ -113,6 +127,13 @@ func (f *flusher) wake() {
 }
 
 func (f *flusher) stop() {
+	if f.job != nil {
+		f.job.stop()
+		f.closeFd()
+		close(f.donec)
+		f.broadcast() // waiters see donec closed
+		return
+	}
 	close(f.stopc)
 	<-f.donec
 }
@@ -138,22 +159,30 @@ func (f *flusher) run() {
 		case <-f.kickc:
 		case <-t.C:
 		}
-		if f.w.fail.get() != nil {
-			f.broadcast()
-			continue
-		}
-		if f.retry != 0 && time.Now().Before(f.retryAt) {
-			f.broadcast() // waiters with a deadline look at the clock
-			continue
-		}
-		v := f.w.ctl.Visible()
-		limit := v
-		if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
-			limit = v >> f.w.shift << f.w.shift
-		}
-		f.settle(f.flushTo(limit))
-		f.broadcast()
+		f.round(math.MaxUint64)
 	}
+}
+
+// round is one pass of the flusher: it writes the rows published (under
+// FlushOnSync and FlushNone, unless a Sync waits, the sealed segments)
+// below most, unless waiting out the backoff of a failed flush, and
+// wakes the waiters.
+func (f *flusher) round(most uint64) {
+	if f.w.fail.get() != nil {
+		f.broadcast()
+		return
+	}
+	if f.retry != 0 && time.Now().Before(f.retryAt) {
+		f.broadcast() // waiters with a deadline look at the clock
+		return
+	}
+	v := f.w.ctl.Visible()
+	limit := v
+	if f.w.opts.Flush != FlushInterval && f.w.sh.syncWant.Load() <= f.durable {
+		limit = v >> f.w.shift << f.w.shift
+	}
+	f.settle(f.flushTo(min(limit, most)))
+	f.broadcast()
 }
 
 // settle records how a flush ended: a failure that can clear sets the
@@ -164,6 +193,7 @@ func (f *flusher) settle(err error) {
 	if err == nil {
 		if f.retry != 0 {
 			f.retry = 0
+			w.sh.flushRetryAt.Store(0)
 			if w.sh.ioCond.clear() {
 				w.log.Info("writer: flusher writes again", "table", w.name, "durable", f.durable)
 			}
@@ -185,6 +215,7 @@ func (f *flusher) settle(err error) {
 		f.retry = min(2*f.retry, retryMax)
 	}
 	f.retryAt = time.Now().Add(f.retry)
+	w.sh.flushRetryAt.Store(f.retryAt.UnixNano())
 	w.sh.ioCond.set(w.condErr(fmt.Errorf("writer: flusher: %w", err)))
 }
 
@@ -328,13 +359,13 @@ func (f *flusher) publishDurable(done uint64) error {
 // that map them, durable before it returns (docs/DESIGN.md, "Durable
 // files"). Where the file system has no fallocate the write allocates
 // for itself.
-func (f *flusher) allocate(fd *os.File, s *liveSlot, off, n int64) error {
+func (f *flusher) allocate(fd *vfs.File, s *liveSlot, off, n int64) error {
 	if f.noAlloc || off+n <= f.allocEnd || uint64(off+n) <= format.BlockSize+s.dAlloc.Load() {
 		return nil
 	}
 	from := max(off, f.allocEnd)
 	end := min(off+n+f.allocStep, f.w.segSize)
-	if err := mmap.Allocate(fd, from, end-from); err != nil {
+	if err := mmap.Allocate(fd.File, from, end-from); err != nil {
 		if errors.Is(err, mmap.ErrNoAllocate) {
 			f.noAlloc = true
 			return nil
@@ -346,8 +377,11 @@ func (f *flusher) allocate(fd *os.File, s *liveSlot, off, n int64) error {
 	return nil
 }
 
-func (f *flusher) file(n uint64) (*os.File, error) {
+func (f *flusher) file(n uint64) (*vfs.File, error) {
 	if f.fdSeg == n+1 {
+		if f.fd == nil {
+			return f.unpark(n) // closed while idle (group_jobs.go)
+		}
 		return f.fd, nil
 	}
 	f.closeFd()
@@ -362,8 +396,8 @@ func (f *flusher) file(n uint64) (*os.File, error) {
 func (f *flusher) closeFd() {
 	if f.fd != nil {
 		f.fd.Close()
-		f.fd, f.fdSeg = nil, 0
 	}
+	f.fd, f.fdSeg = nil, 0
 	f.dropHot()
 }
 
@@ -416,5 +450,9 @@ func (f *flusher) dropHot() {
 	if f.hot != nil {
 		dropHot(f.hot)
 		f.hot = nil
+	}
+	if f.hotPark != "" {
+		os.Remove(f.hotPark)
+		f.hotPark = ""
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -147,6 +148,12 @@ type Options struct {
 	FIFO bool
 	// Logger receives start/stop/warning lines (default: discard).
 	Logger *slog.Logger
+	// Group, when set, runs the writer's flusher, preparer and
+	// checkpointer on the group's shared workers instead of goroutines
+	// (and a flush buffer) of its own: for a process that writes many
+	// tables (ingest.Server makes one for all its tables). nil: the
+	// writer's own goroutines. The group must outlive the writer.
+	Group *Group
 
 	compactHook func(seg uint64, step int) // tests: called after each step of a compaction swap
 	columnHook  func(step int)             // tests: called after each step of AddColumn (columns.go)
@@ -154,10 +161,18 @@ type Options struct {
 	// (index.PostWriter.SetMaxDelta): tests, which cannot put 2^24 rows
 	// between two rows of a symbol.
 	postMaxDelta uint64
+	// idxReserve, when set, maps ts.idx, post.idx and late.idx with this
+	// much address space at open (reserve.go): tests, which cannot grow
+	// an index file to a quarter of the real floor.
+	idxReserve int
 	// flushFault, when set, is called before each of the flusher's
 	// writes; an error it returns stands for the write's (tests: an I/O
 	// error without a failing disk).
 	flushFault func() error
+	// fs is where the writer creates, renames, removes and syncs its
+	// files (default vfs.OS); tests give a vfs.Strict to check what a
+	// machine crash would leave (SetFS).
+	fs vfs.FS
 }
 
 func (o *Options) withDefaults() Options {
@@ -186,6 +201,9 @@ func (o *Options) withDefaults() Options {
 	r.FlushBytes = (r.FlushBytes + format.BlockSize - 1) &^ (format.BlockSize - 1)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.fs == nil {
+		r.fs = vfs.OS
 	}
 	return r
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // preparer keeps the writer's way clear, a growing distance ahead of it.
@@ -37,23 +38,33 @@ type preparer struct {
 	kickc chan struct{}
 	stopc chan struct{}
 	donec chan struct{}
-	ahead uint64 // rows kept populated ahead of the writer
-	last  uint64 // writer position when ahead last doubled
+	// pausec holds the goroutine between steps until the channel it
+	// receives is closed (reserve.go: the writer maps index files again).
+	pausec chan chan struct{}
+	ahead  uint64 // rows kept populated ahead of the writer
+	last   uint64 // writer position when ahead last doubled
 	// dfd is the durable file of segment dfdSeg-1 (0: none), open for
 	// allocating ahead.
-	dfd    *os.File
+	dfd    *vfs.File
 	dfdSeg uint64
 	// noAlloc is set where the durable files' file system has no
 	// fallocate: their writes allocate for themselves.
 	noAlloc bool
+	// job is the preparer as its writer's Group runs it (nil: its own
+	// goroutine, run); dead is set once a step failed (it runs no more).
+	job  *job
+	dead bool
 }
 
 // popStart is the distance, in bytes of rows, the preparer first keeps
-// populated ahead of the writer (and the open path pre-faults).
-const popStart = 256 << 10
+// populated ahead of the writer (and the open path pre-faults): what a
+// table of a few rows holds of shared memory (a thousand tables, 32 MiB).
+// It doubles as the writer uses it, so a busy table reaches a segment
+// within a few MiB of rows.
+const popStart = 32 << 10
 
 func newPreparer(w *Writer) *preparer {
-	p := &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	p := &preparer{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), pausec: make(chan chan struct{})}
 	p.ahead = max(min(popStart/w.rowSize, w.rps), 2<<w.strideShft)
 	p.last = w.seq
 	w.sh.kickEvery.Store(p.ahead / 2)
@@ -61,6 +72,10 @@ func newPreparer(w *Writer) *preparer {
 }
 
 func (p *preparer) wake() {
+	if p.job != nil {
+		p.job.kick(0)
+		return
+	}
 	select {
 	case p.kickc <- struct{}{}:
 	default:
@@ -68,29 +83,51 @@ func (p *preparer) wake() {
 }
 
 func (p *preparer) stop() {
-	close(p.stopc)
+	close(p.stopc) // a step in progress stops populating (stopping)
+	if p.job != nil {
+		p.job.stop()
+		p.closeDurable()
+		close(p.donec)
+		return
+	}
 	<-p.donec
 }
+
+// prepTick is how often the preparer looks again without being woken:
+// its own goroutine always, a Group's job while a slot it needs is not
+// free yet (group_jobs.go).
+const prepTick = 10 * time.Millisecond
 
 func (p *preparer) run() {
 	defer close(p.donec)
 	defer p.closeDurable()
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(prepTick)
 	defer t.Stop()
 	for {
-		if err := p.step(); err != nil {
-			p.w.fail.set(fmt.Errorf("writer: preparer: %w", err))
-			p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
+		if !p.once() {
 			return
 		}
-		p.w.sh.prepSteps.Add(1)
 		select {
 		case <-p.stopc:
 			return
 		case <-p.kickc:
 		case <-t.C:
+		case r := <-p.pausec:
+			<-r
 		}
 	}
+}
+
+// once runs a step; on an error it fails the writer and reports false.
+func (p *preparer) once() bool {
+	if err := p.step(); err != nil {
+		p.w.fail.set(fmt.Errorf("writer: preparer: %w", err))
+		p.w.log.Error("writer: preparer failed", "table", p.w.name, "err", err)
+		return false
+	}
+	p.populateIndexes()
+	p.w.sh.prepSteps.Add(1)
+	return true
 }
 
 func (p *preparer) step() error {
@@ -293,13 +330,13 @@ func (p *preparer) allocate(s *liveSlot, seg, pos, target uint64) error {
 	}
 	if p.dfdSeg != seg+1 {
 		p.closeDurable()
-		fd, err := os.OpenFile(format.SegPath(w.dir, seg), os.O_WRONLY, 0)
+		fd, err := w.fs.OpenFile(format.SegPath(w.dir, seg), os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("writer: open segment to allocate: %w", err)
 		}
 		p.dfd, p.dfdSeg = fd, seg+1
 	}
-	if err := mmap.Allocate(p.dfd, int64(format.BlockSize+from), int64(to-from)); err != nil {
+	if err := mmap.Allocate(p.dfd.File, int64(format.BlockSize+from), int64(to-from)); err != nil {
 		if !errors.Is(err, mmap.ErrNoAllocate) {
 			return err
 		}

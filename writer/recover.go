@@ -124,7 +124,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	w.unmapSlots()
 	for _, s := range w.slots {
 		c.SetSlot(s.i, 0, 0)
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -156,7 +156,7 @@ func (w *Writer) recoverCold(boot [16]byte) error {
 	// that put them there may have been cut short before its O_DSYNC flush:
 	// flush them now, before they are declared durable.
 	for n := d >> w.shift; seq > d && n <= (seq-1)>>w.shift; n++ {
-		if err := mmap.SyncPath(format.SegPath(w.dir, n)); err != nil {
+		if err := w.fs.SyncPath(format.SegPath(w.dir, n)); err != nil {
 			return err
 		}
 	}
@@ -404,6 +404,14 @@ func (w *Writer) reindex(from, to uint64, maxTs int64) (int64, error) {
 			var sym uint32
 			if w.symOff >= 0 {
 				sym = le32(row[w.symOff:])
+				if int(sym) >= w.syms.Len() {
+					// The row is whole (its check word holds) but names
+					// a symbol the dictionary lost: sym.dat was not
+					// written back before the row was made durable.
+					mmap.Unmap(b)
+					return 0, &store.CorruptError{Path: format.SegPath(w.dir, n), Offset: int64(off),
+						Reason: fmt.Sprintf("row %d names symbol %d; %s holds %d symbols", seq, sym, format.SymName, w.syms.Len())}
+				}
 			}
 			if ts < maxTs {
 				if err := w.addLate(index.LateEntry{Seq: seq, Ts: ts, Prev: maxTs, Sym: sym}); err != nil {

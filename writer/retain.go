@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // Retention deletes a table's oldest rows, a whole segment file at a time.
@@ -118,7 +117,7 @@ func (w *Writer) dropSegments() (segs int, bytes int64, err error) {
 				continue
 			}
 			if err == nil {
-				err = os.Remove(path)
+				err = w.fs.Remove(path)
 			}
 			if err != nil {
 				return segs, bytes, fmt.Errorf("writer: retention: %w", err)
@@ -131,7 +130,7 @@ func (w *Writer) dropSegments() (segs int, bytes int64, err error) {
 		}
 	}
 	w.dropped = to
-	if err := mmap.SyncPath(w.dir); err != nil {
+	if err := w.fs.SyncPath(w.dir); err != nil {
 		return segs, bytes, err
 	}
 	if segs > 0 {
@@ -166,11 +165,11 @@ func (w *Writer) removeBelowFirst() error {
 		if !segNumber(e.Name(), format.SegName, &n) && !segNumber(e.Name(), format.ZSegName, &n) || n >= first {
 			continue
 		}
-		if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(filepath.Join(w.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	w.sh.dropTo.Store(first)
 	w.dropped = first
-	return mmap.SyncPath(w.dir)
+	return w.fs.SyncPath(w.dir)
 }

@@ -44,8 +44,10 @@ const (
 	// CondNoSpace: the file system is full or over quota; rows are
 	// refused (ErrNoSpace) once the room reserved before is used.
 	CondNoSpace
-	// CondIOError: a write failed with an I/O error; the flusher retries,
-	// new rows are refused (ErrIO) until a retry succeeds. An index
+	// CondIOError: a write failed with an I/O error, or a file could not
+	// be opened for want of descriptors (EMFILE, ENFILE: a flush job of a
+	// writer.Group opens its segment file when it runs); the flusher
+	// retries, new rows are refused (ErrIO) until a retry succeeds. An index
 	// checkpoint's I/O error also shows here, without refusing rows (it
 	// stays until the writer is reopened, which re-indexes).
 	CondIOError
@@ -73,7 +75,7 @@ func classify(err error) Condition {
 	switch {
 	case errors.Is(err, ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return CondNoSpace
-	case errors.Is(err, ErrIO), errors.Is(err, syscall.EIO):
+	case errors.Is(err, ErrIO), errors.Is(err, syscall.EIO), errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return CondIOError
 	}
 	return CondFailed
@@ -214,12 +216,12 @@ func (w *Writer) trimDurable() {
 	seg := w.seq >> w.shift
 	from := format.BlockSize + int64((w.seq-seg<<w.shift)*w.rowSize+format.BlockSize-1)&^(format.BlockSize-1)
 	for n := seg; n <= seg+1; n, from = n+1, format.BlockSize {
-		f, err := os.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
+		f, err := w.fs.OpenFile(format.SegPath(w.dir, n), os.O_WRONLY, 0)
 		if err != nil {
 			continue // not made (or a compressed segment's, gone)
 		}
 		if from < w.segSize {
-			err = mmap.PunchHole(f, from, w.segSize-from)
+			err = mmap.PunchHole(f.File, from, w.segSize-from)
 		}
 		f.Close()
 		if err != nil {

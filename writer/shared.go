@@ -55,6 +55,17 @@ type shared struct {
 	lastLagWarn atomic.Int64
 	dropTo      atomic.Uint64 // retention: delete the segment files below this one (writer → checkpointer)
 	prepSteps   atomic.Uint64 // preparer steps completed (tests wait on it)
+	remaps      atomic.Uint64 // index files mapped again, larger (reserve.go)
+	repopulate  atomic.Bool   // a remap left the room ahead unfaulted (writer → preparer)
+	remapsPut   atomic.Uint64 // remaps left for later: the preparer or checkpointer was busy
+	// flushRun is when a Group last began the flush job (unix ns):
+	// written by the worker, read by the writer's Publish to space the
+	// job's runs FlushInterval apart (group_jobs.go).
+	flushRun atomic.Int64
+	// flushRetryAt is when the flusher tries again after a failed flush
+	// (unix ns; 0: none): written by the flusher, read by a Group's
+	// scheduling of its flush job (group_jobs.go: due).
+	flushRetryAt atomic.Int64
 	// reserved is the seq up to which (exclusive) every row has its room
 	// reserved: live slot pages allocated (populated), durable file blocks
 	// allocated, time-index entries in the file (preparer → writer; see
@@ -71,6 +82,9 @@ type shared struct {
 	waitNanos               atomic.Int64 // time the writer waited for the preparer's reservation
 }
 
+// atomicBool is a flag shared between goroutines (group.go's job.busy).
+type atomicBool = atomic.Bool
+
 // condition is a transient failure one goroutine found and clears itself.
 type condition struct {
 	v atomic.Pointer[ConditionError]
@@ -86,12 +100,17 @@ func (c *condition) clear() bool { return c.v.Swap(nil) != nil }
 func (c *condition) get() *ConditionError { return c.v.Load() }
 
 // failure is the first background error (flusher or preparer); once set
-// the writer refuses further work.
-type failure struct{ v atomic.Pointer[error] }
+// the writer refuses further work. onSet, when set before the background
+// work starts, is called once with the first error: the flusher's
+// waiters wake to see it (in a Group no ticker wakes them).
+type failure struct {
+	v     atomic.Pointer[error]
+	onSet func()
+}
 
 func (f *failure) set(err error) {
-	if err != nil {
-		f.v.CompareAndSwap(nil, &err)
+	if err != nil && f.v.CompareAndSwap(nil, &err) && f.onSet != nil {
+		f.onSet()
 	}
 }
 

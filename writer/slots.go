@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // createSlotFile makes slot s's tmpfs file, sparse, and maps it
@@ -17,19 +18,20 @@ import (
 // a growing distance ahead of the writer: preparer.populate), so a table holding
 // a few rows holds a few pages of shared memory.
 func (w *Writer) createSlotFile(s *liveSlot) error {
-	if err := os.MkdirAll(w.liveDir, 0o755); err != nil {
+	if err := w.fs.MkdirAll(w.liveDir, 0o755); err != nil {
 		return fmt.Errorf("writer: live dir: %w", err)
 	}
 	// A new inode, never the old one truncated: a reader may still map a
 	// file left here by an earlier writer and must keep its bytes.
-	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("writer: replace live slot: %w", err)
 	}
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	vf, err := w.fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("writer: create live slot: %w", err)
 	}
-	defer f.Close()
+	defer vf.Close()
+	f := vf.File
 	if free, ok := freeBytes(f); ok && free < w.segSize {
 		return fmt.Errorf("writer: live dir %s has %d bytes free, a live slot needs %d: %w", w.liveDir, free, w.segSize, syscall.ENOSPC)
 	}
@@ -131,7 +133,7 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 			}
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := w.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("writer: create segment: %w", err)
 	}
@@ -147,20 +149,20 @@ func (w *Writer) ensureDurableFile(seg uint64) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("writer: fsync %s: %w", path, err)
 	}
-	return mmap.SyncPath(w.dir)
+	return w.fs.SyncPath(w.dir)
 }
 
 // openDirect opens a durable segment for the flusher: O_DIRECT|O_DSYNC, or
 // O_DSYNC alone on a file system without O_DIRECT (logged once).
-func (w *Writer) openDirect(seg uint64, warned *bool) (*os.File, error) {
+func (w *Writer) openDirect(seg uint64, warned *bool) (*vfs.File, error) {
 	path := format.SegPath(w.dir, seg)
-	f, err := os.OpenFile(path, os.O_WRONLY|oDirect|oDSync, 0)
+	f, err := w.fs.OpenFile(path, os.O_WRONLY|oDirect|oDSync, 0)
 	if errors.Is(err, syscall.EINVAL) {
 		if !*warned {
 			w.log.Warn("writer: O_DIRECT not supported here, flushing with O_DSYNC", "dir", w.dir)
 			*warned = true
 		}
-		f, err = os.OpenFile(path, os.O_WRONLY|oDSync, 0)
+		f, err = w.fs.OpenFile(path, os.O_WRONLY|oDSync, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("writer: open segment for flush: %w", err)
@@ -194,7 +196,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 	seg := seq >> w.shift
 	path := format.SegPath(w.dir, seg)
 	if _, err := os.Stat(path); err == nil {
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		f, err := w.fs.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return err
 		}
@@ -205,7 +207,7 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 		_, werr := f.WriteAt(buf, format.BlockSize+blk)
 		from := format.BlockSize + blk + format.BlockSize
 		if werr == nil && from < w.segSize {
-			werr = mmap.PunchHole(f, from, w.segSize-from)
+			werr = mmap.PunchHole(f.File, from, w.segSize-from)
 		}
 		if werr == nil {
 			werr = f.Sync()
@@ -223,14 +225,14 @@ func (w *Writer) cutDurableTail(seq uint64, live []byte) error {
 	for _, e := range ents {
 		var n uint64
 		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err == nil && n > seg && e.Name() == format.SegName(n) {
-			if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil {
+			if err := w.fs.Remove(filepath.Join(w.dir, e.Name())); err != nil {
 				return err
 			}
 			removed = true
 		}
 	}
 	if removed {
-		return mmap.SyncPath(w.dir)
+		return w.fs.SyncPath(w.dir)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -53,6 +54,7 @@ type Writer struct {
 
 	opts    Options
 	log     *slog.Logger
+	fs      vfs.FS // opts.fs: the durable side's file operations
 	dir     string
 	name    string
 	liveDir string
@@ -75,6 +77,12 @@ type Writer struct {
 	ck     *checkpointer
 	closed bool
 	final  Stats // the counters at Close
+	// reopening is set by AddColumns around its Close: the writer stays a
+	// member of its Group through the reopen.
+	reopening bool
+	// grouped is the flusher when a Group runs it (nil: its own
+	// goroutine polls): publish tells it about new rows.
+	grouped *flusher
 
 	// Retention (retain.go): the first row not deleted, and the segments
 	// below dropped already deletes (under dropMu).
@@ -112,13 +120,22 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 			return nil, fmt.Errorf("writer: create table %s: %w", name, err)
 		}
 	}
+	if g := o.Group; g != nil {
+		// A member from Open to Close (AddColumn's reopen included): the
+		// group refuses to close under it.
+		if err := g.join(); err != nil {
+			return nil, err
+		}
+	}
 	lock, err := lockTable(dir)
 	if err != nil {
+		o.Group.leaveIfSet()
 		return nil, err
 	}
-	w := &Writer{opts: o, log: o.Logger, dir: dir, name: name, lock: lock, symOff: -1}
+	w := &Writer{opts: o, log: o.Logger, fs: o.fs, dir: dir, name: name, lock: lock, symOff: -1}
 	if err := w.open(); err != nil {
 		w.closeFiles()
+		o.Group.leaveIfSet()
 		return nil, err
 	}
 	w.start()
@@ -126,18 +143,24 @@ func Open(db, name string, opts *Options) (*Writer, error) {
 }
 
 // start starts the flusher, the preparer and the checkpointer of a writer
-// that open has readied.
+// that open has readied: goroutines of their own, or jobs of its Group.
 func (w *Writer) start() {
 	w.fl = newFlusher(w)
 	w.prep = newPreparer(w)
 	w.ck = newCheckpointer(w)
+	w.fail.onSet = w.fl.broadcast
 	// Reserve room for the first rows now, so the first append need not
 	// wait for the preparer (an error here is the preparer's to handle,
 	// on its first step).
 	_ = w.prep.step()
-	go w.fl.run()
-	go w.prep.run()
-	go w.ck.run()
+	if g := w.opts.Group; g != nil {
+		w.prep.closeDurable() // its jobs hold no file between runs
+		w.startJobs(g)
+	} else {
+		go w.fl.run()
+		go w.prep.run()
+		go w.ck.run()
+	}
 	w.prep.wake()
 	if w.hotEnabled() {
 		// Hot segments recovered warm may lack their copies (a writer
@@ -168,41 +191,62 @@ func createTable(db, name string, o *Options) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(db, 0o755); err != nil {
+	fs := o.fs
+	if err := mkdirDurable(fs, db); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(db, "."+name+".tmp-")
+	tmp, err := fs.MkdirTemp(db, "."+name+".tmp-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer fs.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	for _, step := range []func() error{
-		func() error { return index.CreateCtl(filepath.Join(tmp, format.CtlName), s, g, id) },
-		func() error { return index.CreateSymbols(filepath.Join(tmp, format.SymName), id) },
-		func() error { return index.CreateTimeIndex(filepath.Join(tmp, format.TimeIdxName), id) },
-		func() error { return index.CreatePostings(filepath.Join(tmp, format.PostName), id) },
-		func() error { return index.CreateLateIndex(filepath.Join(tmp, format.LateIdxName), id) },
-		func() error { return mmap.SyncPath(tmp) },
+		func() error { return index.CreateCtl(filepath.Join(tmp, format.CtlName), s, g, id, fs) },
+		func() error { return index.CreateSymbols(filepath.Join(tmp, format.SymName), id, fs) },
+		func() error { return index.CreateTimeIndex(filepath.Join(tmp, format.TimeIdxName), id, fs) },
+		func() error { return index.CreatePostings(filepath.Join(tmp, format.PostName), id, fs) },
+		func() error { return index.CreateLateIndex(filepath.Join(tmp, format.LateIdxName), id, fs) },
+		func() error { return fs.SyncPath(tmp) },
 	} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, filepath.Join(db, name)); err != nil {
+	if err := fs.Rename(tmp, filepath.Join(db, name)); err != nil {
 		if _, statErr := os.Stat(filepath.Join(db, name, format.CtlName)); statErr == nil {
 			return nil // created concurrently by another process
 		}
 		return err
 	}
-	return mmap.SyncPath(db)
+	return fs.SyncPath(db)
+}
+
+// mkdirDurable makes dir and its missing parents, each one synced into
+// its parent: a directory made but not synced there may be gone after a
+// power cut, with everything synced inside it (the database directory
+// Open makes for a first table).
+func mkdirDurable(fs vfs.FS, dir string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(fs, parent); err != nil {
+			return err
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.SyncPath(parent)
 }
 
 func (w *Writer) open() error {
 	var err error
-	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, format.CtlName), true); err != nil {
+	if w.ctl, err = index.OpenCtl(filepath.Join(w.dir, format.CtlName), w.fs); err != nil {
 		return err
 	}
 	c := w.ctl
@@ -223,17 +267,24 @@ func (w *Writer) open() error {
 	w.segSize = format.SegFileSize(c.Schema.RowSize, w.rps)
 	w.strideShft = c.StrideShift
 	w.strideMask = 1<<c.StrideShift - 1
-	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), c.TableID, true); err != nil {
+	if w.syms, err = index.OpenSymbols(filepath.Join(w.dir, format.SymName), c.TableID, w.fs); err != nil {
 		return err
 	}
-	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, format.TimeIdxName), c.TableID, true); err != nil {
+	if w.ts, err = index.OpenTimeIndex(filepath.Join(w.dir, format.TimeIdxName), c.TableID, w.fs); err != nil {
 		return err
 	}
-	if w.post, err = index.OpenPostings(filepath.Join(w.dir, format.PostName), c.TableID, true); err != nil {
+	if w.post, err = index.OpenPostings(filepath.Join(w.dir, format.PostName), c.TableID, w.fs); err != nil {
 		return err
 	}
 	if err := w.openLate(); err != nil {
 		return err
+	}
+	if r := w.opts.idxReserve; r > 0 {
+		for _, remap := range []func(int) error{w.ts.Remap, w.post.Remap, w.late.Remap} {
+			if err := remap(r); err != nil {
+				return err
+			}
+		}
 	}
 	w.pw = index.NewPostWriter(w.post, 1)
 	w.pw.Grow = w.growPostings
@@ -424,19 +475,19 @@ func (w *Writer) openLate() error {
 			return format.Corruptf(path, 0, "file missing, the table has %d late rows", c.RawSnap().Late)
 		}
 		tmp := path + ".tmp"
-		os.Remove(tmp)
-		if err := index.CreateLateIndex(tmp, c.TableID); err != nil {
+		w.fs.Remove(tmp)
+		if err := index.CreateLateIndex(tmp, c.TableID, w.fs); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := w.fs.Rename(tmp, path); err != nil {
 			return err
 		}
-		if err := mmap.SyncPath(w.dir); err != nil {
+		if err := w.fs.SyncPath(w.dir); err != nil {
 			return err
 		}
 	}
 	var err error
-	if w.late, err = index.OpenLateIndex(path, c.TableID, true); err != nil {
+	if w.late, err = index.OpenLateIndex(path, c.TableID, w.fs); err != nil {
 		return err
 	}
 	w.lateWin = int64(w.opts.LateWindow)
@@ -601,6 +652,9 @@ func (w *Writer) publish() {
 		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
 		w.ooo = 0
 	}
+	if w.grouped != nil {
+		w.grouped.published() // a Group has no ticker: tell its flush job
+	}
 }
 
 func (w *Writer) checkLag() {
@@ -685,6 +739,11 @@ func (w *Writer) addSymbol(name []byte) (uint32, error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
+	if w.idxTight() {
+		if err := w.remapIndexes(); err != nil {
+			return 0, err
+		}
+	}
 	dir, err := w.pw.NewSymbol()
 	if err != nil {
 		return 0, err
@@ -729,6 +788,11 @@ type Stats struct {
 	// read their HotRows from there.
 	HotSegments uint64
 	HotRows     uint64
+	// IndexReserved is the address space the index files' mappings take
+	// (a reservation that follows their sizes), Remaps how often one was
+	// mapped again, larger, since Open.
+	IndexReserved int64
+	Remaps        uint64
 }
 
 // Stats returns the current counters (after Close, the final ones).
@@ -752,11 +816,13 @@ func (w *Writer) stats() Stats {
 		Flushes:    w.sh.flushes.Load(),
 		FlushBytes: w.sh.flushBytes.Load(),
 		LagAlarms:  w.sh.lagAlarms.Load(),
+		Remaps:     w.sh.remaps.Load(),
 		RoomWait:   time.Duration(w.sh.waitNanos.Load()),
 	}
 	if c, err := w.Condition(); err != nil {
 		st.Condition, st.ConditionErr = c, err.Error()
 	}
+	st.IndexReserved = w.reserved()
 	st.HotSegments, st.HotRows = w.hotSegs()
 	return st
 }
@@ -791,6 +857,11 @@ func (w *Writer) roll() error {
 		return ErrClosed
 	}
 	w.publish()
+	if w.idxTight() {
+		if err := w.remapIndexes(); err != nil {
+			return err
+		}
+	}
 	n := w.seq >> w.shift
 	w.sh.pos.Store(w.seq)
 	w.sh.curSeg.Store(n)
@@ -905,6 +976,9 @@ func (w *Writer) Close() error {
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
+	if !w.reopening {
+		w.opts.Group.leaveIfSet()
+	}
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
 }
@@ -966,11 +1040,11 @@ func (w *Writer) removeLive() error {
 			mmap.Unmap(s.b)
 			s.b, s.rows = nil, nil
 		}
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.fs.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if w.opts.LiveDir == "" {

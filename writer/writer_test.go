@@ -15,6 +15,7 @@ import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
@@ -31,6 +32,7 @@ type wtTable struct {
 	db, live, name string
 	s              *store.Schema
 	sym, px, sz    store.Col
+	group          *writer.Group // nil: writers of their own goroutines
 }
 
 func newWtTable(t *testing.T) *wtTable {
@@ -38,6 +40,9 @@ func newWtTable(t *testing.T) *wtTable {
 	db, live := testutil.DB(t)
 	s := store.TickSchema()
 	tb := &wtTable{db: db, live: live, name: "ticks", s: s}
+	if groupEnv {
+		tb.group = testGroup(t, nil)
+	}
 	tb.sym, _ = s.Col("sym")
 	tb.px, _ = s.Col("price")
 	tb.sz, _ = s.Col("size")
@@ -49,11 +54,32 @@ func (tb *wtTable) dir() string { return filepath.Join(tb.db, tb.name) }
 // opts returns options with the table's schema and live dir; mod edits
 // them.
 func (tb *wtTable) opts(mod func(*writer.Options)) *writer.Options {
-	o := &writer.Options{Schema: tb.s, LiveDir: tb.live, SegmentSize: tinySeg}
+	o := &writer.Options{Schema: tb.s, LiveDir: tb.live, SegmentSize: tinySeg, Group: tb.group}
 	if mod != nil {
 		mod(o)
 	}
 	return o
+}
+
+// groupEnv, set, runs the tests' writers in a writer.Group (one per
+// test): TICKDB_WRITER_GROUP=1 go test ./writer.
+var groupEnv = os.Getenv("TICKDB_WRITER_GROUP") != ""
+
+// testGroup starts a writer.Group that t's cleanup closes (after the
+// writers' cleanups, which run first), failing t if a writer is still
+// open then.
+func testGroup(t testing.TB, o *writer.GroupOptions) *writer.Group {
+	t.Helper()
+	g, err := writer.NewGroup(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("group close: %v", err)
+		}
+	})
+	return g
 }
 
 // open opens the table's writer; the test closes it (a Close left to the
@@ -569,7 +595,7 @@ func TestSyncDurable(t *testing.T) {
 			tb := newWtTable(t)
 			w := tb.open(t, func(o *writer.Options) { o.Flush = pol })
 			ids := tb.symbols(t, w, "A", "B")
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), false)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1093,7 +1119,7 @@ func TestTornTailCutOnReopen(t *testing.T) {
 			}
 			// The crash: the durable count published before it was lower
 			// than the rows that reached the files.
-			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), true)
+			ctl, err := index.OpenCtl(filepath.Join(tb.dir(), format.CtlName), vfs.OS)
 			if err != nil {
 				t.Fatal(err)
 			}

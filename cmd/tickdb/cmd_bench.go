@@ -83,6 +83,7 @@ disk) and /dev/shm; everything is removed at the end.`,
 	f.BoolVar(&o.cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
 	f.StringVar((*string)(&o.cfg.TickDBClose), "tickdb-close", "compacted", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	cmd.AddCommand(newBenchScaleCmd())
+	cmd.AddCommand(newBenchTablesCmd())
 	return cmd
 }
 

@@ -44,6 +44,7 @@ type serveOpts struct {
 	maxFuture     time.Duration
 	tsUnit        string
 	allow1970     bool
+	flushWorkers  int
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -126,6 +127,7 @@ closed.`,
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
 	f.Var(&o.hotBytes, "hot-bytes", "shared memory per table for copies of its newest sealed, durable segments, read from memory instead of disk (0: none)")
 	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
+	f.IntVar(&o.flushWorkers, "flush-workers", writer.DefaultFlushers, "flush workers shared by every table: how many tables' durable writes may be in flight at once")
 	return cmd
 }
 
@@ -180,6 +182,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),
 		MaxDecompressed: int64(o.maxDecomp), MaxWriteMemory: int64(o.writeMemory),
 		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
+		Group: writer.GroupOptions{Flushers: o.flushWorkers},
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
 			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -98,14 +99,14 @@ type Ctl struct {
 	TableID [16]byte
 	Geometry
 	b        []byte
-	f        *os.File
 	writable bool
-	lockSeq  uint64 // writer: last seqlock value stored
+	f        *vfs.File // the writer's file as opened (closed), for msync
+	lockSeq  uint64    // writer: last seqlock value stored
 }
 
-// CreateCtl writes a new control file at path (which must not exist) and
-// fsyncs it.
-func CreateCtl(path string, s *store.Schema, g Geometry, tableID [16]byte) error {
+// CreateCtl writes a new control file at path (which must not exist)
+// through fs and fsyncs it.
+func CreateCtl(path string, s *store.Schema, g Geometry, tableID [16]byte, fs vfs.FS) error {
 	if g.LiveSlots < 2 || g.LiveSlots > MaxLiveSlots {
 		return fmt.Errorf("index: %d live slots, want 2..%d", g.LiveSlots, MaxLiveSlots)
 	}
@@ -123,7 +124,7 @@ func CreateCtl(path string, s *store.Schema, g Geometry, tableID [16]byte) error
 	le.PutUint64(b[hdrCreated:], uint64(time.Now().UnixNano()))
 	s.MarshalSchema(b[hdrSchema:])
 	le.PutUint32(b[hdrCheck:], format.CRC32C(b[:hdrCheck]))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -134,14 +135,21 @@ func CreateCtl(path string, s *store.Schema, g Geometry, tableID [16]byte) error
 	return f.Sync()
 }
 
-// OpenCtl maps the control file read-only (readers) or read-write (writer)
-// and checks its header.
-func OpenCtl(path string, writable bool) (*Ctl, error) {
-	flag := os.O_RDONLY
+// OpenCtl maps the control file read-write through fs (the writer, whose
+// Sync then goes through fs), or read-only when fs is nil (readers), and
+// checks its header.
+func OpenCtl(path string, fs vfs.FS) (*Ctl, error) {
+	writable := fs != nil
+	var f *os.File
+	var wf *vfs.File
+	var err error
 	if writable {
-		flag = os.O_RDWR
+		if wf, err = fs.OpenFile(path, os.O_RDWR, 0); err == nil {
+			f = wf.File
+		}
+	} else {
+		f, err = os.OpenFile(path, os.O_RDONLY, 0)
 	}
-	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,11 @@ func OpenCtl(path string, writable bool) (*Ctl, error) {
 		f.Close()
 		return nil, err
 	}
-	c := &Ctl{Path: path, b: b, f: f, writable: writable}
+	// The mapping keeps the file alive: nothing needs the descriptor
+	// (msync works on the mapping), and a process with a thousand tables
+	// would hold a thousand of them.
+	f.Close()
+	c := &Ctl{Path: path, b: b, writable: writable, f: wf}
 	if err := c.parseHeader(); err != nil {
 		c.Close()
 		return nil, err
@@ -208,11 +220,6 @@ func (c *Ctl) parseHeader() error {
 func (c *Ctl) Close() error {
 	err := mmap.Unmap(c.b)
 	c.b = nil
-	if c.f != nil {
-		if e := c.f.Close(); err == nil {
-			err = e
-		}
-	}
 	return err
 }
 
@@ -516,5 +523,5 @@ func (c *Ctl) SetLiveDir(dir string) error {
 	return nil
 }
 
-// Sync writes the control file back (msync MS_SYNC).
-func (c *Ctl) Sync() error { return mmap.MsyncSync(c.b) }
+// Sync writes the control file back (msync MS_SYNC). Writer only.
+func (c *Ctl) Sync() error { return c.f.Msync(c.b, 0) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -19,15 +20,15 @@ import (
 func TestSnapshotWaitsOutPreemptedWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), format.CtlName)
 	geo := Geometry{SegShift: 16, StrideShift: 6, LiveSlots: 4}
-	if err := CreateCtl(path, store.TickSchema(), geo, [16]byte{1}); err != nil {
+	if err := CreateCtl(path, store.TickSchema(), geo, [16]byte{1}, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	w, err := OpenCtl(path, true)
+	w, err := OpenCtl(path, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	r, err := OpenCtl(path, false)
+	r, err := OpenCtl(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

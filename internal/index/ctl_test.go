@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -23,7 +24,7 @@ var testGeo = Geometry{SegShift: 7, StrideShift: 3, LiveSlots: 4}
 func newCtl(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), format.CtlName)
-	if err := CreateCtl(path, store.TickSchema(), testGeo, testID); err != nil {
+	if err := CreateCtl(path, store.TickSchema(), testGeo, testID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -31,7 +32,7 @@ func newCtl(t *testing.T) string {
 
 func openCtl(t *testing.T, path string, writable bool) *Ctl {
 	t.Helper()
-	c, err := OpenCtl(path, writable)
+	c, err := OpenCtl(path, testFS(writable))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestCreateCtlErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name)
-			if err := CreateCtl(path, store.TickSchema(), tc.geo, testID); err == nil {
+			if err := CreateCtl(path, store.TickSchema(), tc.geo, testID, vfs.OS); err == nil {
 				t.Fatal("CreateCtl accepted the geometry")
 			}
 			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -103,12 +104,12 @@ func TestCreateCtlErrors(t *testing.T) {
 	}
 	t.Run("exists", func(t *testing.T) {
 		path := newCtl(t)
-		if err := CreateCtl(path, store.TickSchema(), testGeo, testID); !errors.Is(err, os.ErrExist) {
+		if err := CreateCtl(path, store.TickSchema(), testGeo, testID, vfs.OS); !errors.Is(err, os.ErrExist) {
 			t.Fatalf("CreateCtl over an existing file: %v", err)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
-		if _, err := OpenCtl(filepath.Join(dir, "nope"), false); !errors.Is(err, os.ErrNotExist) {
+		if _, err := OpenCtl(filepath.Join(dir, "nope"), nil); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("OpenCtl(missing) = %v", err)
 		}
 	})
@@ -160,7 +161,7 @@ func TestOpenCtlCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, writable := range []bool{false, true} {
-				c, err := OpenCtl(path, writable)
+				c, err := OpenCtl(path, testFS(writable))
 				if err == nil {
 					c.Close()
 				}
@@ -443,7 +444,7 @@ func TestOpenCtlReadOnlyFile(t *testing.T) {
 		t.Fatalf("read-only open: writable %v schema %v", r.writable, r.Schema)
 	}
 	if os.Geteuid() != 0 {
-		if c, err := OpenCtl(path, true); err == nil {
+		if c, err := OpenCtl(path, vfs.OS); err == nil {
 			c.Close()
 			t.Error("writable open of a 0444 file succeeded")
 		}
@@ -455,10 +456,10 @@ func TestOpenCtlReadOnlyFile(t *testing.T) {
 // bits; known bits open.
 func TestCtlUnknownFeature(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ctl")
-	if err := CreateCtl(path, store.TickSchema(), Geometry{SegShift: 10, StrideShift: 6, LiveSlots: 2}, [16]byte{1}); err != nil {
+	if err := CreateCtl(path, store.TickSchema(), Geometry{SegShift: 10, StrideShift: 6, LiveSlots: 2}, [16]byte{1}, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCtl(path, true)
+	c, err := OpenCtl(path, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,9 +471,18 @@ func TestCtlUnknownFeature(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenCtl(path, false)
+	_, err = OpenCtl(path, nil)
 	var ce *store.CorruptError
 	if !errors.As(err, &ce) || ce.Offset != offFeatures || !strings.Contains(err.Error(), "newer tickdb") {
 		t.Fatalf("open with an unknown feature: %v", err)
 	}
+}
+
+// testFS is the file system a test opens an index file through: the
+// real one for a writable file, none (read-only) for a reader's.
+func testFS(writable bool) vfs.FS {
+	if writable {
+		return vfs.OS
+	}
+	return nil
 }

@@ -8,13 +8,26 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // mappedFile is an index file mapped with a large fixed virtual size that
 // grows underneath the mapping (fallocate), so nobody ever remaps it.
+//
+// A reader keeps the file open (rf: covers refreshes the size with
+// fstat). The writer does not: the mapping keeps the file alive, and the
+// rare operations that need a descriptor (grow, trim, punch) open the
+// file for their call (file), so a table's index files cost its writer
+// no descriptor (a thousand tables in one process, four files each).
+//
+// The writer opens, grows and syncs the file through its vfs.FS (fs):
+// the file it opened (wf, closed once mapped) is what the mapping's
+// msync goes through.
 type mappedFile struct {
 	Path string
-	f    *os.File
+	rf   *os.File  // the reader's descriptor (nil in the writer)
+	fs   vfs.FS    // the writer's file system (nil in a reader)
+	wf   *vfs.File // the writer's file as opened (closed), for msync
 	b    []byte
 	// size is the bytes known to exist (writer: allocated; reader: last
 	// fstat). Atomic because the writer's preparer grows the file while the
@@ -27,12 +40,14 @@ type mappedFile struct {
 	// again once they are written back reads it (KeepMapped).
 	synced  atomic.Uint64
 	rw      bool
+	max     int        // the largest reservation the file's kind takes (reserve.go)
+	old     [][]byte   // the writer's earlier mappings, unmapped at Close (reserve.go)
 	version uint32     // the header's version word
 	growMu  sync.Mutex // serialises growth (writer goroutine and preparer)
 }
 
-func createIndexFile(path, magic string, version uint32, tableID [16]byte, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+func createIndexFile(fs vfs.FS, path, magic string, version uint32, tableID [16]byte, size int64) error {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -42,20 +57,27 @@ func createIndexFile(path, magic string, version uint32, tableID [16]byte, size 
 	if _, err := f.Write(hdr); err != nil {
 		return err
 	}
-	if err := mmap.Fallocate(f, size); err != nil {
+	if err := mmap.Fallocate(f.File, size); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
 // openIndexFile maps an index file whose header version is 1 to
-// maxVersion (m.version).
-func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, writable bool) (*mappedFile, error) {
-	flag := os.O_RDONLY
+// maxVersion (m.version): read-write through fs (the writer), or
+// read-only when fs is nil (a reader).
+func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, reserve int, fs vfs.FS) (*mappedFile, error) {
+	writable := fs != nil
+	var f *os.File
+	var wf *vfs.File
+	var err error
 	if writable {
-		flag = os.O_RDWR
+		if wf, err = fs.OpenFile(path, os.O_RDWR, 0); err == nil {
+			f = wf.File
+		}
+	} else {
+		f, err = os.OpenFile(path, os.O_RDONLY, 0)
 	}
-	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +90,10 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 		f.Close()
 		return nil, format.Corruptf(path, st.Size(), "file is %d bytes, shorter than its header", st.Size())
 	}
+	max := reserve
+	if writable {
+		reserve = writerReserve(st.Size(), magic, max)
+	}
 	b, err := mmap.MapShared(f, reserve, writable)
 	if err != nil {
 		f.Close()
@@ -79,7 +105,11 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 	// machines), and what a query needs is read ahead explicitly
 	// (WillNeed) instead.
 	_ = mmap.AdviseRandom(b)
-	m := &mappedFile{Path: path, f: f, b: b, rw: writable}
+	m := &mappedFile{Path: path, rf: f, fs: fs, wf: wf, b: b, rw: writable, max: max}
+	if writable {
+		f.Close()
+		m.rf = nil
+	}
 	m.size.Store(st.Size())
 	if m.version, err = format.CheckFileHeaderVersion(path, b, magic, maxVersion, tableID); err != nil {
 		m.Close()
@@ -91,7 +121,35 @@ func openIndexFile(path, magic string, maxVersion uint32, tableID [16]byte, rese
 func (m *mappedFile) Close() error {
 	err := mmap.Unmap(m.b)
 	m.b = nil
-	if e := m.f.Close(); err == nil {
+	for _, b := range m.old {
+		if e := mmap.Unmap(b); err == nil {
+			err = e
+		}
+	}
+	m.old = nil
+	if m.rf != nil {
+		if e := m.rf.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// file opens the writer's file for one operation that needs a descriptor;
+// the caller closes it.
+func (m *mappedFile) file() (*vfs.File, error) {
+	return m.fs.OpenFile(m.Path, os.O_RDWR, 0)
+}
+
+// punch frees the disk blocks of bytes [off, off+n), keeping the size.
+// Writer side.
+func (m *mappedFile) punch(off, n int64) error {
+	f, err := m.file()
+	if err != nil {
+		return err
+	}
+	err = mmap.PunchHole(f.File, off, n)
+	if e := f.Close(); err == nil {
 		err = e
 	}
 	return err
@@ -117,7 +175,10 @@ func (m *mappedFile) covers(end int64) bool {
 	if end > int64(len(m.b)) {
 		return false
 	}
-	st, err := m.f.Stat()
+	if m.rf == nil {
+		return false // the writer's size is its own
+	}
+	st, err := m.rf.Stat()
 	if err != nil {
 		return false
 	}
@@ -138,7 +199,15 @@ func (m *mappedFile) grow(size int64) error {
 	if size > int64(len(m.b)) {
 		return fmt.Errorf("index: %s would grow to %d bytes, past its %d-byte reservation", m.Path, size, len(m.b))
 	}
-	if err := mmap.Fallocate(m.f, size); err != nil {
+	f, err := m.file()
+	if err != nil {
+		return err
+	}
+	err = mmap.Fallocate(f.File, size)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
 		return err
 	}
 	// Pre-faulting is an optimisation: a kernel without
@@ -155,7 +224,7 @@ func (m *mappedFile) sync(end int64) error {
 	}
 	b := m.b[:(end+format.BlockSize-1)&^(format.BlockSize-1)]
 	if !m.rw {
-		return mmap.MsyncSync(b)
+		return m.wf.Msync(b, 0)
 	}
 	// Drop this process's page table entries first: writeback would
 	// otherwise write-protect each mapped dirty page with its own TLB
@@ -174,7 +243,7 @@ func (m *mappedFile) sync(end int64) error {
 		if err := mmap.DropMapping(c); err != nil {
 			return err
 		}
-		if err := mmap.MsyncSync(c); err != nil {
+		if err := m.wf.Msync(c, int64(off)); err != nil {
 			return err
 		}
 		m.synced.Store(pass<<32 | uint64((off+len(c))/format.BlockSize))
@@ -196,7 +265,15 @@ const syncChunk = 4 << 20
 func (m *mappedFile) trim(from int64) error {
 	from = max((from+format.BlockSize-1)&^(format.BlockSize-1), format.BlockSize)
 	if size := m.size.Load(); from < size {
-		if err := m.f.Truncate(from); err != nil {
+		f, err := m.file()
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(from)
+		if e := f.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
 			return fmt.Errorf("index: trim %s to %d bytes: %w", m.Path, from, err)
 		}
 		m.size.Store(from)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -17,7 +18,7 @@ import (
 
 func validCtlImage(f *testing.F, g Geometry, s *store.Schema) []byte {
 	path := filepath.Join(f.TempDir(), "ctl")
-	if err := CreateCtl(path, s, g, testID); err != nil {
+	if err := CreateCtl(path, s, g, testID, vfs.OS); err != nil {
 		f.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -80,7 +81,7 @@ func FuzzOpenCtl(f *testing.F) {
 		if err := os.WriteFile(path, img, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := OpenCtl(path, writable)
+		c, err := OpenCtl(path, testFS(writable))
 		if err != nil {
 			var ce *store.CorruptError
 			if !errors.As(err, &ce) || ce.Path != path || ce.Offset < 0 || ce.Offset > int64(len(img)) {
@@ -140,7 +141,7 @@ func FuzzSymbolsRefresh(f *testing.F) {
 		if err := os.WriteFile(path, append(hdr, body...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := OpenSymbols(path, testID, false)
+		s, err := OpenSymbols(path, testID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func FuzzSymbolsRefresh(f *testing.F) {
 				t.Fatalf("symbol %d not found by name", i)
 			}
 		}
-		s2, err := OpenSymbols(path, testID, false)
+		s2, err := OpenSymbols(path, testID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func fuzzPostings(t *testing.T, tmp string, version uint32, spec []byte, seq uin
 	if err := os.Truncate(path, postChunks*format.BlockSize); err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPostings(path, testID, true)
+	p, err := OpenPostings(path, testID, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // Late index (on-disk contract; docs/FORMAT.md "late.idx"): after the
@@ -37,13 +38,13 @@ type LateIndex struct {
 }
 
 // CreateLateIndex creates an empty late.idx at path.
-func CreateLateIndex(path string, tableID [16]byte) error {
-	return createIndexFile(path, format.MagicLate, format.FormatVersion, tableID, lateInitial)
+func CreateLateIndex(path string, tableID [16]byte, fs vfs.FS) error {
+	return createIndexFile(fs, path, format.MagicLate, format.FormatVersion, tableID, lateInitial)
 }
 
 // OpenLateIndex maps late.idx.
-func OpenLateIndex(path string, tableID [16]byte, writable bool) (*LateIndex, error) {
-	m, err := openIndexFile(path, format.MagicLate, format.FormatVersion, tableID, lateReserve, writable)
+func OpenLateIndex(path string, tableID [16]byte, fs vfs.FS) (*LateIndex, error) {
+	m, err := openIndexFile(path, format.MagicLate, format.FormatVersion, tableID, lateReserve, fs)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package index
 import (
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // Postings (on-disk contract; docs/FORMAT.md "post.idx"): after the 4 KiB
@@ -127,17 +128,17 @@ type Postings struct {
 
 // CreatePostings creates an empty post.idx at path, in the current
 // version (3).
-func CreatePostings(path string, tableID [16]byte) error {
-	return createPostings(path, format.PostVersion3, tableID)
+func CreatePostings(path string, tableID [16]byte, fs vfs.FS) error {
+	return createPostings(path, format.PostVersion3, tableID, fs)
 }
 
-func createPostings(path string, version uint32, tableID [16]byte) error {
-	return createIndexFile(path, format.MagicPost, version, tableID, postInitial*format.BlockSize)
+func createPostings(path string, version uint32, tableID [16]byte, fs vfs.FS) error {
+	return createIndexFile(fs, path, format.MagicPost, version, tableID, postInitial*format.BlockSize)
 }
 
 // OpenPostings maps post.idx, of version 1, 2 or 3.
-func OpenPostings(path string, tableID [16]byte, writable bool) (*Postings, error) {
-	m, err := openIndexFile(path, format.MagicPost, format.PostVersion3, tableID, postReserve, writable)
+func OpenPostings(path string, tableID [16]byte, fs vfs.FS) (*Postings, error) {
+	m, err := openIndexFile(path, format.MagicPost, format.PostVersion3, tableID, postReserve, fs)
 	if err != nil {
 		return nil, err
 	}

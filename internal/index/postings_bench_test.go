@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // BenchmarkPostWriterPut is the postings' share of an append: Put (and
@@ -63,10 +64,10 @@ func BenchmarkPostWriterPut(b *testing.B) {
 func newPostingsB(b *testing.B, v uint32) *Postings {
 	b.Helper()
 	path := b.TempDir() + "/" + format.PostName
-	if err := createPostings(path, v, testID); err != nil {
+	if err := createPostings(path, v, testID, vfs.OS); err != nil {
 		b.Fatal(err)
 	}
-	p, err := OpenPostings(path, testID, true)
+	p, err := OpenPostings(path, testID, vfs.OS)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // firstSlots is the data blocks a symbol's first directory names: 511, or
@@ -255,7 +254,7 @@ func (p *Postings) PunchBelow(dirs []uint64, next, floor uint64) (int, error) {
 			j++
 		}
 		off, n := int64(punch[i])<<p.shift, int64(j-i)*format.BlockSize
-		if err := mmap.PunchHole(p.m.f, off, n); err != nil {
+		if err := p.m.punch(off, n); err != nil {
 			return 0, fmt.Errorf("index: punch %s [%d, %d): %w", p.m.Path, off, off+n, err)
 		}
 		i = j

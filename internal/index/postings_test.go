@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -56,10 +57,10 @@ func dirUnits(p *Postings, k int) uint64 {
 func newPostings(t *testing.T, v uint32) *Postings {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), format.PostName)
-	if err := createPostings(path, v, testID); err != nil {
+	if err := createPostings(path, v, testID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPostings(path, testID, true)
+	p, err := OpenPostings(path, testID, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -717,7 +718,7 @@ func testPostingsGrowAndReopen(t *testing.T, v uint32) {
 		t.Fatal(err)
 	}
 	// A reader mapping sees the same chunks.
-	r, err := OpenPostings(p.Path(), testID, false)
+	r, err := OpenPostings(p.Path(), testID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -728,7 +729,7 @@ func testPostingsGrowAndReopen(t *testing.T, v uint32) {
 	}
 	other := testID
 	other[0]++
-	if _, err := OpenPostings(p.Path(), other, false); !errors.Is(err, store.ErrCorrupt) {
+	if _, err := OpenPostings(p.Path(), other, nil); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("OpenPostings with another table id: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // Version 2 postings close a chunk early when a symbol's next row is
@@ -101,7 +102,7 @@ func TestPostWriterEarlyClose(t *testing.T) {
 				addAll(t, pw, m, c.rows)
 				checkAdded(t, p, pw, m)
 				// A reopened file reads the same.
-				r, err := OpenPostings(p.Path(), testID, false)
+				r, err := OpenPostings(p.Path(), testID, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -385,10 +386,10 @@ func TestPunchBelow(t *testing.T) {
 func TestPostingsVersions(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, format.PostName)
-	if err := CreatePostings(path, testID); err != nil {
+	if err := CreatePostings(path, testID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPostings(path, testID, false)
+	p, err := OpenPostings(path, testID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,10 +405,10 @@ func TestPostingsVersions(t *testing.T) {
 	}
 	for _, v := range []uint32{0, 4, 1 << 31} {
 		bad := filepath.Join(dir, "bad.idx")
-		if err := createPostings(bad, v, testID); err != nil {
+		if err := createPostings(bad, v, testID, vfs.OS); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenPostings(bad, testID, false)
+		_, err := OpenPostings(bad, testID, nil)
 		wantCorrupt(t, err, bad, 8)
 		if err := os.Remove(bad); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -30,8 +30,8 @@ const schemaHdr = 32
 const FeatColumns = 1 << 3
 
 // WriteSchema writes the table's grown schema s to the schema file in dir
-// and makes it durable (file and directory).
-func WriteSchema(dir string, s *store.Schema, tableID [16]byte) error {
+// through fs and makes it durable (file and directory).
+func WriteSchema(dir string, s *store.Schema, tableID [16]byte, fs vfs.FS) error {
 	n := s.SchemaBytes()
 	b := make([]byte, schemaHdr+n+4)
 	copy(b, format.MagicSchema)
@@ -42,17 +42,17 @@ func WriteSchema(dir string, s *store.Schema, tableID [16]byte) error {
 	le.PutUint32(b[schemaHdr+n:], format.CRC32C(b[:schemaHdr+n]))
 	path := filepath.Join(dir, format.SchemaName)
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, b); err != nil {
+	if err := writeSynced(fs, tmp, b); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fs.Rename(tmp, path); err != nil {
 		return err
 	}
-	return mmap.SyncPath(dir)
+	return fs.SyncPath(dir)
 }
 
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeSynced(fs vfs.FS, path string, b []byte) error {
+	f, err := fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

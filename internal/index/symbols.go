@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -40,13 +41,13 @@ type Symbols struct {
 }
 
 // CreateSymbols creates an empty sym.dat at path.
-func CreateSymbols(path string, tableID [16]byte) error {
-	return createIndexFile(path, format.MagicSym, format.FormatVersion, tableID, symInitial)
+func CreateSymbols(path string, tableID [16]byte, fs vfs.FS) error {
+	return createIndexFile(fs, path, format.MagicSym, format.FormatVersion, tableID, symInitial)
 }
 
 // OpenSymbols maps sym.dat.
-func OpenSymbols(path string, tableID [16]byte, writable bool) (*Symbols, error) {
-	m, err := openIndexFile(path, format.MagicSym, format.FormatVersion, tableID, symReserve, writable)
+func OpenSymbols(path string, tableID [16]byte, fs vfs.FS) (*Symbols, error) {
+	m, err := openIndexFile(path, format.MagicSym, format.FormatVersion, tableID, symReserve, fs)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +375,14 @@ func (s *Symbols) Rewrite(from, to uint64) error {
 	from = min(from, to)
 	buf := make([]byte, to-from)
 	copy(buf, s.m.b[from:to])
-	if _, err := s.m.f.WriteAt(buf, int64(from)); err != nil {
+	f, err := s.m.file()
+	if err == nil {
+		_, err = f.WriteAt(buf, int64(from))
+		if e := f.Close(); err == nil {
+			err = e
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("index: rewrite %s: %w", s.m.Path, err)
 	}
 	return nil

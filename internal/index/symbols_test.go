@@ -9,16 +9,17 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )
 
 func newSymbols(t *testing.T) (string, *Symbols) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), format.SymName)
-	if err := CreateSymbols(path, testID); err != nil {
+	if err := CreateSymbols(path, testID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenSymbols(path, testID, true)
+	s, err := OpenSymbols(path, testID, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func newSymbols(t *testing.T) (string, *Symbols) {
 
 func openSymbolsRO(t *testing.T, path string) *Symbols {
 	t.Helper()
-	s, err := OpenSymbols(path, testID, false)
+	s, err := OpenSymbols(path, testID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestSymbolsScan(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Recovery scans past the published count (none published here).
-			s, err := OpenSymbols(path, testID, true)
+			s, err := OpenSymbols(path, testID, vfs.OS)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,10 +273,10 @@ func TestSymbolsOpenErrors(t *testing.T) {
 	w.Close()
 	other := testID
 	other[3] ^= 1
-	_, err := OpenSymbols(path, other, false)
+	_, err := OpenSymbols(path, other, nil)
 	wantCorrupt(t, err, path, 16)
 	flipByte(path, 33)
-	_, err = OpenSymbols(path, testID, false)
+	_, err = OpenSymbols(path, testID, nil)
 	wantCorrupt(t, err, path, 32)
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // Time index (on-disk contract; docs/FORMAT.md "ts.idx"): after the header
@@ -26,13 +27,13 @@ type TimeIndex struct {
 }
 
 // CreateTimeIndex creates an empty ts.idx at path.
-func CreateTimeIndex(path string, tableID [16]byte) error {
-	return createIndexFile(path, format.MagicTime, format.FormatVersion, tableID, timeInitial)
+func CreateTimeIndex(path string, tableID [16]byte, fs vfs.FS) error {
+	return createIndexFile(fs, path, format.MagicTime, format.FormatVersion, tableID, timeInitial)
 }
 
 // OpenTimeIndex maps ts.idx.
-func OpenTimeIndex(path string, tableID [16]byte, writable bool) (*TimeIndex, error) {
-	m, err := openIndexFile(path, format.MagicTime, format.FormatVersion, tableID, timeReserve, writable)
+func OpenTimeIndex(path string, tableID [16]byte, fs vfs.FS) (*TimeIndex, error) {
+	m, err := openIndexFile(path, format.MagicTime, format.FormatVersion, tableID, timeReserve, fs)
 	if err != nil {
 		return nil, err
 	}

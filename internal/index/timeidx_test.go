@@ -8,15 +8,16 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 func newTimeIndex(t *testing.T) (string, *TimeIndex) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), format.TimeIdxName)
-	if err := CreateTimeIndex(path, testID); err != nil {
+	if err := CreateTimeIndex(path, testID, vfs.OS); err != nil {
 		t.Fatal(err)
 	}
-	ti, err := OpenTimeIndex(path, testID, true)
+	ti, err := OpenTimeIndex(path, testID, vfs.OS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestTimeIndexSetAt(t *testing.T) {
 	if got := int64(le.Uint64(b[format.BlockSize+3*8:])); got != vals[3] {
 		t.Errorf("entry 3 on disk = %d", got)
 	}
-	r, err := OpenTimeIndex(path, testID, false)
+	r, err := OpenTimeIndex(path, testID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestTimeIndexSetAt(t *testing.T) {
 
 func TestTimeIndexGrowCovers(t *testing.T) {
 	path, w := newTimeIndex(t)
-	r, err := OpenTimeIndex(path, testID, false)
+	r, err := OpenTimeIndex(path, testID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,26 +134,26 @@ func TestTimeIndexOpenErrors(t *testing.T) {
 			path, w := newTimeIndex(t)
 			w.Close()
 			tc.mutate(path)
-			_, err := OpenTimeIndex(path, testID, false)
+			_, err := OpenTimeIndex(path, testID, nil)
 			wantCorrupt(t, err, path, tc.off)
 		})
 	}
 	t.Run("wrong_kind", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "x")
-		if err := CreatePostings(path, testID); err != nil {
+		if err := CreatePostings(path, testID, vfs.OS); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenTimeIndex(path, testID, false)
+		_, err := OpenTimeIndex(path, testID, nil)
 		wantCorrupt(t, err, path, 0)
 	})
 	t.Run("missing", func(t *testing.T) {
-		if _, err := OpenTimeIndex(filepath.Join(t.TempDir(), "x"), testID, false); !errors.Is(err, os.ErrNotExist) {
+		if _, err := OpenTimeIndex(filepath.Join(t.TempDir(), "x"), testID, nil); !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
 	})
 	t.Run("exists", func(t *testing.T) {
 		path, _ := newTimeIndex(t)
-		if err := CreateTimeIndex(path, testID); !errors.Is(err, os.ErrExist) {
+		if err := CreateTimeIndex(path, testID, vfs.OS); !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
 		}
 	})

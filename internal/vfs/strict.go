@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // Strict is an FS over the real files under a root directory that also
@@ -28,8 +25,8 @@ import (
 //
 // Drop plants a missing sync: a sync whose site it reports true for is
 // done on the real file but not recorded, as if the call were not there.
-// A site is the function that called into the seam, outside this package
-// and internal/mmap, and the kind of file ("writer.(*flusher).flushTo
+// A site is the function that called into the seam, outside this package,
+// internal/mmap and internal/index, and the kind of file ("writer.(*flusher).flushTo
 // seg-N.dat"); Sites lists those seen.
 type Strict struct {
 	// Drop, when set, is asked for each sync's site before it is
@@ -40,6 +37,11 @@ type Strict struct {
 	mu    sync.Mutex
 	top   *node
 	sites map[string]int
+	// clock stamps each sync's view of a file or directory when it is
+	// taken: syncs of one file that overlap in time (msyncs of ctl from
+	// two goroutines, a directory's) each keep what is newest, as on a
+	// real disk, where no sync makes older bytes durable over newer.
+	clock uint64
 }
 
 // node is a file or directory of the tracked tree. Nodes, not paths, are
@@ -50,10 +52,19 @@ type node struct {
 	dir bool
 	// Directories: the entries as they are, and as of the last fsync.
 	kids, durKids map[string]*node
-	// Files: the durable bytes by 4 KiB block (all-zero blocks absent)
-	// and the durable size.
-	blocks map[int64][]byte
+	kidsAt        uint64 // the stamp of durKids
+	// Files: the durable bytes by 4 KiB block and the durable size, with
+	// the stamps of the syncs that recorded them.
+	blocks map[int64]*block
 	size   int64
+	sizeAt uint64
+}
+
+// block is a durable 4 KiB block of a file: its bytes (nil: zeros) as
+// of the sync stamped at.
+type block struct {
+	b  []byte
+	at uint64
 }
 
 const blockSize = 4096
@@ -109,8 +120,13 @@ func scan(path string) (*node, error) {
 		return nil, err
 	}
 	defer f.Close()
+	img, err := readImage(f)
+	if err != nil {
+		return nil, err
+	}
 	n := &node{}
-	return n, n.load(f)
+	n.synced(img, 0)
+	return n, nil
 }
 
 func clone(m map[string]*node) map[string]*node {
@@ -168,7 +184,7 @@ func (s *Strict) OpenFile(name string, flag int, perm os.FileMode) (*File, error
 	if err != nil {
 		return nil, err
 	}
-	file := &File{File: f, dsync: flag&(unix.O_DSYNC|unix.O_SYNC) != 0}
+	file := &File{File: f, dsync: flag&dsyncFlags != 0}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, parent, base, inside := s.lookup(name)
@@ -270,54 +286,99 @@ func (s *Strict) MkdirTemp(dir, pattern string) (string, error) {
 }
 
 // SyncPath fsyncs name: a directory's entries, or a file's bytes, become
-// durable.
+// durable, as they were when it was called.
 func (s *Strict) SyncPath(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	s.mu.Lock()
+	n, _, _, _ := s.lookup(name)
+	var kids map[string]*node
+	if n != nil && n.dir {
+		kids = clone(n.kids)
+	}
+	at := s.stampLocked()
+	s.mu.Unlock()
+	var img *image
+	if n != nil && !n.dir {
+		if img, err = readImage(f); err != nil {
+			return err
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", name, err)
 	}
-	s.mu.Lock()
-	n, _, _, _ := s.lookup(name)
-	s.mu.Unlock()
-	if n == nil {
-		return nil
-	}
-	if n.dir {
+	switch {
+	case n == nil:
+	case n.dir:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.record(name) {
-			n.durKids = clone(n.kids)
+		if s.record(name) && at > n.kidsAt {
+			n.durKids, n.kidsAt = kids, at
 		}
-		return nil
+	default:
+		(&tracked{s: s, n: n, name: name}).synced(img, at)
 	}
-	return (&tracked{s: s, n: n, name: name}).synced(f)
+	return nil
 }
 
-// wrote records b, the bytes at off, as durable.
-func (t *tracked) wrote(b []byte, off int64) {
+// stamp is a new stamp for a sync's view of a file, taken as the view
+// is: later stamps are newer views.
+func (s *Strict) stamp() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stampLocked()
+}
+
+func (s *Strict) stampLocked() uint64 {
+	s.clock++
+	return s.clock
+}
+
+// wrote records b, the bytes at off as of stamp at, as durable.
+func (t *tracked) wrote(b []byte, off int64, at uint64) {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.record(t.name) {
 		return
 	}
-	t.n.put(b, off)
-	t.n.size = max(t.n.size, off+int64(len(b)))
+	t.n.put(b, off, at)
 }
 
-// synced records the whole of f, as it is now, as durable.
-func (t *tracked) synced(f *os.File) error {
+// synced records img, the file as it was when its fsync was called
+// (stamp at), as durable.
+func (t *tracked) synced(img *image, at uint64) {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.record(t.name) {
-		return nil
+		return
 	}
-	return t.n.load(f)
+	t.n.synced(img, at)
+}
+
+// synced makes img the file's durable bytes and size, but for the blocks
+// (and size) a newer sync recorded.
+func (n *node) synced(img *image, at uint64) {
+	if n.blocks == nil {
+		n.blocks = map[int64]*block{}
+	}
+	for bi, b := range n.blocks {
+		if b.at <= at && img.blocks[bi] == nil {
+			n.blocks[bi] = &block{at: at} // zeros now
+		}
+	}
+	for bi, b := range img.blocks {
+		if old := n.blocks[bi]; old == nil || old.at <= at {
+			n.blocks[bi] = &block{b: b, at: at}
+		}
+	}
+	if at >= n.sizeAt {
+		n.size, n.sizeAt = img.size, at
+	}
 }
 
 // record counts the calling site of a sync of the file name and reports
@@ -341,15 +402,17 @@ func (s *Strict) Sites() []string {
 	return out
 }
 
-// callSite names the first function on the stack outside this package
-// and internal/mmap.
+// callSite names the first function on the stack outside this package,
+// internal/mmap and internal/index: the code that decided to sync (the
+// index files' msync is index's, but whether and when it runs is the
+// writer's: its checkpoint, its flusher before rows naming new symbols).
 func callSite() string {
 	pcs := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
 	for {
 		fr, more := frames.Next()
 		fn := fr.Function
-		seam := strings.Contains(fn, "/internal/mmap.") ||
+		seam := strings.Contains(fn, "/internal/mmap.") || strings.Contains(fn, "/internal/index.") ||
 			strings.Contains(fn, "/internal/vfs.") && !strings.HasSuffix(fr.File, "_test.go")
 		if !seam {
 			return fn[strings.LastIndex(fn, "/")+1:]
@@ -378,78 +441,89 @@ func fileKind(name string) string {
 	return string(out)
 }
 
-// put stores b at off in the durable blocks.
-func (n *node) put(b []byte, off int64) {
+// put stores b at off in the durable blocks, as of stamp at, but in
+// blocks a newer sync recorded.
+func (n *node) put(b []byte, off int64, at uint64) {
 	if n.blocks == nil {
-		n.blocks = map[int64][]byte{}
+		n.blocks = map[int64]*block{}
+	}
+	if end := off + int64(len(b)); end > n.size && at >= n.sizeAt {
+		n.size, n.sizeAt = end, at
 	}
 	for len(b) > 0 {
 		bi, in := off/blockSize, int(off%blockSize)
 		c := min(len(b), blockSize-in)
-		blk := n.blocks[bi]
-		if blk == nil {
-			blk = make([]byte, blockSize)
-		}
-		copy(blk[in:], b[:c])
-		if isZero(blk) {
-			delete(n.blocks, bi)
-		} else {
-			n.blocks[bi] = blk
+		old := n.blocks[bi]
+		if old == nil || old.at <= at {
+			blk := make([]byte, blockSize)
+			if old != nil && old.b != nil {
+				copy(blk, old.b)
+			}
+			copy(blk[in:], b[:c])
+			if isZero(blk) {
+				blk = nil
+			}
+			n.blocks[bi] = &block{b: blk, at: at}
 		}
 		b, off = b[c:], off+int64(c)
 	}
 }
 
-// load makes the durable bytes those of f as it is, reading only its
-// data extents (segment files are large and sparse).
-func (n *node) load(f *os.File) error {
+// image is a file's bytes (by block, all-zero blocks absent) and size.
+type image struct {
+	blocks map[int64][]byte
+	size   int64
+}
+
+// readImage reads f's bytes as they are, only its data extents (segment
+// files are large and sparse).
+func readImage(of *os.File) (*image, error) {
+	// A descriptor of its own, for reading: the caller's may be
+	// write-only, or O_DIRECT (which reads only aligned buffers).
+	f, err := reopenRead(of)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: read %s: %w", of.Name(), err)
+	}
+	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n.blocks, n.size = map[int64][]byte{}, st.Size()
-	fd := int(f.Fd())
+	img := &image{blocks: map[int64][]byte{}, size: st.Size()}
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < n.size; {
-		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
+	for off := int64(0); off < img.size; {
+		data, hole, ok := extent(f, off, img.size)
+		if !ok {
 			break // no data past off
-		}
-		if err != nil {
-			data = off // no SEEK_DATA here: read everything
-		}
-		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
-		if err != nil {
-			hole = n.size
 		}
 		data &^= blockSize - 1
 		for p := data; p < hole; {
 			m, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if m > 0 {
-				n.putBlocks(buf[:m], p)
+				putBlocks(img.blocks, buf[:m], p)
 			}
-			if err == io.EOF || m == 0 {
+			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("vfs: read %s: %w", of.Name(), err)
 			}
 			p += int64(m)
 		}
 		off = hole
 	}
-	return nil
+	return img, nil
 }
 
 // putBlocks stores b (at a block-aligned off) block by block, leaving out
 // the all-zero ones.
-func (n *node) putBlocks(b []byte, off int64) {
+func putBlocks(blocks map[int64][]byte, b []byte, off int64) {
 	for len(b) > 0 {
 		c := min(len(b), blockSize)
 		if !isZero(b[:c]) {
 			blk := make([]byte, blockSize)
 			copy(blk, b[:c])
-			n.blocks[off/blockSize] = blk
+			blocks[off/blockSize] = blk
 		}
 		b, off = b[c:], off+int64(c)
 	}
@@ -496,10 +570,10 @@ func (n *node) writeOut(path string) error {
 	}
 	for bi, blk := range n.blocks {
 		off := bi * blockSize
-		if off >= n.size {
+		if off >= n.size || blk.b == nil {
 			continue
 		}
-		if _, err := f.WriteAt(blk[:min(int64(blockSize), n.size-off)], off); err != nil {
+		if _, err := f.WriteAt(blk.b[:min(int64(blockSize), n.size-off)], off); err != nil {
 			return err
 		}
 	}

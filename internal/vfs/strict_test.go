@@ -1,3 +1,5 @@
+//go:build linux
+
 package vfs
 
 import (
@@ -230,5 +232,52 @@ func TestStrictDrop(t *testing.T) {
 	}
 	if fileKind("seg-000042.dat") != "seg-N.dat" || fileKind(root) == "" {
 		t.Fatal(fileKind("seg-000042.dat"))
+	}
+}
+
+// TestStrictSyncOrder: syncs of one file that overlap in time (two
+// goroutines msync the same control block) are recorded in whatever
+// order they return; the durable bytes are those of the newest view, as
+// on a disk, where no sync makes older bytes durable over newer ones.
+func TestStrictSyncOrder(t *testing.T) {
+	s, root := newStrict(t)
+	p := filepath.Join(root, "ctl")
+	f, err := s.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.SyncPath(root)
+	view := func(content string) (*image, uint64) {
+		if _, err := f.WriteAt([]byte(content), 0); err != nil {
+			t.Fatal(err)
+		}
+		at := s.stamp()
+		img, err := readImage(f.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img, at
+	}
+	old, oldAt := view("old!")
+	img, at := view("new!")
+	f.tr.synced(img, at)
+	f.tr.synced(old, oldAt) // the older view returns last
+	if got, _ := readOr(t, filepath.Join(crash(t, s), "ctl")); got != "new!" {
+		t.Fatalf("fsyncs recorded newest first: %q, want the newest view", got)
+	}
+	// An msync's older capture, recorded after a newer fsync, neither.
+	stale := s.stamp()
+	_, at = view("last")
+	img, _ = readImage(f.File)
+	f.tr.synced(img, at)
+	f.tr.wrote([]byte("msyn"), 0, stale)
+	if got, _ := readOr(t, filepath.Join(crash(t, s), "ctl")); got != "last" {
+		t.Fatalf("an older msync recorded after a newer fsync: %q", got)
+	}
+	// And a newer one wins.
+	f.tr.wrote([]byte("msyn"), 0, s.stamp())
+	if got, _ := readOr(t, filepath.Join(crash(t, s), "ctl")); got != "msyn" {
+		t.Fatalf("a newer msync: %q", got)
 	}
 }

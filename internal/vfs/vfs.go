@@ -28,7 +28,7 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/tickdb/tickdb/internal/mmap"
 )
 
 // FS is where the durable side opens, names and syncs its files.
@@ -61,7 +61,7 @@ type File struct {
 func (f *File) WriteAt(b []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(b, off)
 	if f.tr != nil && f.dsync && n > 0 {
-		f.tr.wrote(b[:n], off)
+		f.tr.wrote(b[:n], off, f.tr.s.stamp())
 	}
 	return n, err
 }
@@ -75,19 +75,28 @@ func (f *File) Write(b []byte) (int, error) {
 	}
 	n, err := f.File.Write(b)
 	if f.tr != nil && f.dsync && n > 0 {
-		f.tr.wrote(b[:n], off)
+		f.tr.wrote(b[:n], off, f.tr.s.stamp())
 	}
 	return n, err
 }
 
 // Sync is fsync: the file's bytes and size are durable when it returns.
 func (f *File) Sync() error {
+	if f.tr == nil {
+		return f.File.Sync()
+	}
+	// What the file holds before the call is what the fsync promises;
+	// bytes written meanwhile (by another goroutine) may or may not be
+	// on disk, so the image leaves them out.
+	at := f.tr.s.stamp()
+	img, err := readImage(f.File)
+	if err != nil {
+		return err
+	}
 	if err := f.File.Sync(); err != nil {
 		return err
 	}
-	if f.tr != nil {
-		return f.tr.synced(f.File)
-	}
+	f.tr.synced(img, at)
 	return nil
 }
 
@@ -99,11 +108,19 @@ func (f *File) Msync(b []byte, off int64) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if err := unix.Msync(b, unix.MS_SYNC); err != nil {
+	var before []byte
+	var at uint64
+	if f.tr != nil {
+		// The bytes as they are at the call: stores made while the
+		// msync runs may or may not be written back.
+		at = f.tr.s.stamp()
+		before = append([]byte(nil), b...)
+	}
+	if err := mmap.MsyncSync(b); err != nil {
 		return fmt.Errorf("msync %s [%d, %d): %w", f.Name(), off, off+int64(len(b)), err)
 	}
 	if f.tr != nil {
-		f.tr.wrote(b, off)
+		f.tr.wrote(before, off, at)
 	}
 	return nil
 }
@@ -118,7 +135,7 @@ func (osFS) OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{File: f, dsync: flag&(unix.O_DSYNC|unix.O_SYNC) != 0}, nil
+	return &File{File: f, dsync: flag&dsyncFlags != 0}, nil
 }
 
 func (osFS) Rename(from, to string) error                  { return os.Rename(from, to) }

@@ -191,6 +191,22 @@ func recordMeasurement(b []byte) []byte {
 	return m
 }
 
+// recordTag is the value of the record's tag k (in its order), or nil
+// when it has fewer tags or is a rejected line.
+func recordTag(b []byte, k int) []byte {
+	if b[25] != 0 || k >= int(binary.LittleEndian.Uint16(b[26:])) {
+		return nil
+	}
+	p := recHeader + 4 + int(binary.LittleEndian.Uint32(b[recHeader:]))
+	for range k {
+		p += 4 + int(binary.LittleEndian.Uint32(b[p:]))
+		p += 4 + int(binary.LittleEndian.Uint32(b[p:]))
+	}
+	p += 4 + int(binary.LittleEndian.Uint32(b[p:]))
+	v, _ := take32(b, p)
+	return v
+}
+
 // lineEnd is the index of the first '\n' in b that ends a line, or -1. A
 // '\n' after an odd run of backslashes is escaped (QuestDB's clients write
 // a line break in a symbol that way) and belongs to the line.

@@ -275,7 +275,22 @@ func (s *sink) drain() bool {
 func (s *sink) applyBatch(b *batch) bool {
 	t0 := time.Now()
 	s.now = t0.UnixNano()
+	// At many symbols, each record's symbol is pushed to its table's
+	// look-ahead a few records before it is applied (writer.Ahead).
+	var ahead *writer.Ahead
+	if t := s.last; t != nil && t.symTag >= 0 && t.ahead.Useful() {
+		ahead = t.ahead
+		defer ahead.Reset() // before the batch's buffer goes back to its loop
+	}
+	q, lead := b.applied, 0 // the next record to push, and how many are pushed but not applied
 	for p := b.applied; p < len(b.buf); {
+		for ahead != nil && lead < writer.AheadRows && q < len(b.buf) {
+			next := b.buf[q : q+recordLen(b.buf[q:])]
+			ahead.Push(s.aheadSym(next))
+			q += len(next)
+			lead++
+		}
+		lead--
 		rec := b.buf[p : p+recordLen(b.buf[p:])]
 		if r, bad := recordRejected(rec); bad {
 			// Logged by the loop; counted here, after the lines before it.
@@ -297,6 +312,16 @@ func (s *sink) applyBatch(b *batch) bool {
 		time.Sleep(s.opts.slowApply)
 	}
 	return true
+}
+
+// aheadSym is the symbol of rec's postings column, when rec is for the
+// last table used and has its cached key order, or nil.
+func (s *sink) aheadSym(rec []byte) []byte {
+	t := s.last
+	if t == nil || t.symTag < 0 || string(recordMeasurement(rec)) != t.name {
+		return nil
+	}
+	return recordTag(rec, t.symTag)
 }
 
 // applyFast appends one record whose table is the last one used and whose

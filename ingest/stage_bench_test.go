@@ -1,10 +1,16 @@
 package ingest
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/scale"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 )
@@ -85,4 +91,93 @@ func BenchmarkStageSink(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(k*1024), "ns/line")
 	s.closeTables()
+}
+
+// BenchmarkStageSinkSymbols is BenchmarkStageSink over a table of many
+// symbols (names shaped like option contracts, internal/scale): the
+// table is made with every symbol named once (timed apart: new-ns/line
+// and new-cpu-ns/line), then each
+// iteration applies and publishes a batch of 1,024 rows drawn uniformly
+// or Zipf-like over the symbols, through segment rolls and checkpoints
+// like serve's writer goroutine. TICKDB_BENCH_SYMBOLS sets the symbols
+// (default 1M):
+//
+//	go test -run '^$' -bench 'StageSinkSymbols' -benchtime 4000x -count 3 ./ingest
+func BenchmarkStageSinkSymbols(b *testing.B) {
+	nsym := 1_000_000
+	if v := os.Getenv("TICKDB_BENCH_SYMBOLS"); v != "" {
+		n, err := scale.ParseCount(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nsym = n
+	}
+	for _, mix := range []scale.Mix{scale.Uniform, scale.Zipf} {
+		b.Run(fmt.Sprintf("symbols=%d/mix=%s", nsym, mix), func(b *testing.B) {
+			benchSinkSymbols(b, scale.Workload{Table: "opt", Symbols: nsym, Rows: nsym + 4<<20, Mix: mix, Seed: 1})
+		})
+	}
+}
+
+func benchSinkSymbols(b *testing.B, w scale.Workload) {
+	db, live := testutil.DB(b)
+	o := (&Options{DB: db, LiveRoot: live}).withDefaults()
+	var wg sync.WaitGroup
+	s := newSink(o, newMetrics(), nil, &wg)
+	defer s.closeTables()
+	plan := w.Plan()
+	batches := func(plan []uint32) []*batch {
+		data, err := w.Lines(plan)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var p lineproto.Parser
+		var l lineproto.Line
+		var out []*batch
+		bt := &batch{}
+		for i := 0; i < len(data); {
+			j := bytes.IndexByte(data[i:], '\n') + i
+			if _, err := p.Parse(data[i:j], &l); err != nil {
+				b.Fatal(err)
+			}
+			bt.buf = appendRecord(bt.buf, &l, 1, 1)
+			if bt.recs++; bt.recs == 1024 {
+				out = append(out, bt)
+				bt = &batch{}
+			}
+			i = j + 1
+		}
+		if bt.recs > 0 {
+			out = append(out, bt)
+		}
+		return out
+	}
+	fresh := batches(plan[:w.Symbols])
+	t0 := time.Now()
+	cpu0 := benchutil.StartCPU()
+	for _, bt := range fresh {
+		s.applyBatch(bt)
+		s.publish()
+	}
+	newCPU := float64(cpu0.Stop().Nanoseconds()) / float64(w.Symbols)
+	newNs := float64(time.Since(t0).Nanoseconds()) / float64(w.Symbols)
+	fresh = nil
+	known := batches(plan[w.Symbols:])
+	plan = nil
+	b.ReportAllocs()
+	k := 0
+	cpu := benchutil.StartCPU()
+	f0 := benchutil.ThreadFaults()
+	for b.Loop() {
+		s.applyBatch(known[k%len(known)])
+		s.publish()
+		k++
+	}
+	faults := benchutil.ThreadFaults() - f0
+	b.ReportMetric(float64(cpu.Stop().Nanoseconds())/float64(k*1024), "cpu-ns/line")
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(k*1024), "ns/line")
+	b.ReportMetric(float64(faults)/float64(k*1024), "faults/line")
+	b.ReportMetric(newNs, "new-ns/line")
+	b.ReportMetric(newCPU, "new-cpu-ns/line")
 }

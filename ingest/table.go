@@ -30,10 +30,14 @@ type layout struct {
 	lastKeys [][]byte
 	lastIdx  []int
 	lastTags int // how many of lastKeys are tags
+	// symTag is the place among lastKeys' tags of the one that fills
+	// the postings column (Schema.SymCol), or -1: the symbol the
+	// sink's look-ahead (writer.Ahead) pushes for a record.
+	symTag int
 }
 
 func newLayout(name string, s *store.Schema) *layout {
-	lo := &layout{name: name, schema: s, cols: make(map[string]int, len(s.Cols)), at: make([]store.Col, len(s.Cols))}
+	lo := &layout{name: name, schema: s, cols: make(map[string]int, len(s.Cols)), at: make([]store.Col, len(s.Cols)), symTag: -1}
 	for i, c := range s.Cols {
 		lo.cols[c.Name] = i
 		lo.at[i] = s.ColAt(i)
@@ -194,6 +198,13 @@ func (lo *layout) remember(l *lineproto.Line, idx []int) {
 	}
 	lo.lastIdx = append(lo.lastIdx[:0], idx...)
 	lo.lastTags = len(l.Tags)
+	lo.symTag = -1
+	for i := range l.Tags {
+		if idx[i] == lo.schema.SymCol {
+			lo.symTag = i
+			break
+		}
+	}
 }
 
 func (lo *layout) checkKinds(l *lineproto.Line, idx []int) *lineproto.LineError {
@@ -245,6 +256,7 @@ func (lo *layout) mismatch(f *lineproto.Field, c int) *lineproto.LineError {
 type table struct {
 	*layout
 	w        *writer.Writer
+	ahead    *writer.Ahead // w's look-ahead, used by applyBatch at many symbols
 	log      *slog.Logger
 	row      store.Row
 	idx      []int
@@ -269,7 +281,7 @@ type table struct {
 
 func newTable(name string, w *writer.Writer, log *slog.Logger) *table {
 	s := w.Schema()
-	return &table{layout: newLayout(name, s), w: w, log: log, row: s.NewRow(), idx: make([]int, store.MaxColumns)}
+	return &table{layout: newLayout(name, s), w: w, ahead: w.Ahead(), log: log, row: s.NewRow(), idx: make([]int, store.MaxColumns)}
 }
 
 // addColumns adds the columns l names that the table lacks (resolve gave

@@ -38,6 +38,12 @@ type PostWriter struct {
 	// Grow is called with the chunks the file must hold when allocation
 	// reaches its end; the writer points it at its preparer-aware growth.
 	Grow func(need uint64) error
+	// After KeepMapped: the pages PrefetchEntry saw, a bit a 4 KiB page
+	// of the file, since the last Repopulate, and the file's sync count
+	// then (keep.go).
+	pages []uint64
+	seen  uint64
+	pop   *mmap.Populator
 }
 
 // NewPostWriter starts a writer over p whose next free address is next.
@@ -168,7 +174,15 @@ func (pw *PostWriter) grow(n int) {
 	if n < 1024 {
 		n = 1024
 	}
-	b, err := mmap.MapAnon(n * symPostSize)
+	mapAnon := mmap.MapAnon
+	if n >= reserveFrom {
+		// A table of many symbols: address space for the most it is
+		// likely to have, once, so that it never copies its cursors
+		// (and faults on every page of the copy) again. Its pages
+		// cost memory only as symbols are added.
+		n, mapAnon = max(n, reserveSyms), mmap.MapAnonReserve
+	}
+	b, err := mapAnon(n * symPostSize)
 	if err != nil {
 		pw.syms = slices.Grow(pw.syms, n-len(pw.syms))
 		return
@@ -176,17 +190,52 @@ func (pw *PostWriter) grow(n int) {
 	_ = mmap.AdviseHuge(b) // advice: 4 KiB pages without it
 	syms := mmap.Slice[symPost](b)[:len(pw.syms)]
 	copy(syms, pw.syms)
-	pw.Release()
+	pw.releaseCursors()
 	pw.syms, pw.symMem = syms, b
 }
+
+// From reserveFrom symbols, the cursors' memory is reserved for
+// reserveSyms symbols at once (1 GiB of address space, MAP_NORESERVE):
+// past it, they grow by a quarter, copied, as before.
+const (
+	reserveFrom = 1 << 16
+	reserveSyms = 1 << 24
+)
 
 // Release unmaps the cursors' memory: the writer calls it when it
 // closes; the PostWriter is not used after.
 func (pw *PostWriter) Release() {
+	if pw.pop != nil {
+		pw.pop.Close()
+		pw.pop = nil
+	}
+	pw.releaseCursors()
+}
+
+// releaseCursors unmaps the cursors' memory.
+func (pw *PostWriter) releaseCursors() {
 	if pw.symMem != nil {
 		_ = mmap.Unmap(pw.symMem)
 	}
 	pw.syms, pw.symMem = nil, nil
+}
+
+// PrefetchCursor starts loading symbol id's cursor (mmap.Prefetch): the
+// first load of an append of its row.
+func (pw *PostWriter) PrefetchCursor(id uint32) { mmap.Prefetch(pw.syms, uint64(id)) }
+
+// PrefetchEntry starts loading the line symbol id's next entry goes to,
+// reading its cursor (which PrefetchCursor brought in): the store of an
+// append of its row. A page of post.idx that is not mapped (the
+// checkpoint drops the mapping) is not faulted in.
+func (pw *PostWriter) PrefetchEntry(id uint32) {
+	if int(id) < len(pw.syms) {
+		at := pw.syms[id].at
+		mmap.Prefetch(pw.b, at)
+		if pw.pop != nil {
+			pw.markPage(at)
+		}
+	}
 }
 
 // Add records that row seq has symbol id: one store, and an allocation

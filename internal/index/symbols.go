@@ -89,7 +89,26 @@ func (s *Symbols) Lookup(name []byte) (uint32, bool) {
 	if len(s.ids) == 0 {
 		return 0, false
 	}
-	h := maphash.Bytes(s.seed, name)
+	return s.LookupHash(name, maphash.Bytes(s.seed, name))
+}
+
+// Hash is name's hash, for PrefetchSlot and LookupHash.
+func (s *Symbols) Hash(name []byte) uint64 { return maphash.Bytes(s.seed, name) }
+
+// PrefetchSlot starts loading the slot where the lookup of a name of
+// hash h begins (mmap.Prefetch), so that a LookupHash of it a few
+// hundred nanoseconds later does not wait on memory.
+func (s *Symbols) PrefetchSlot(h uint64) {
+	if n := uint64(len(s.ids) / slotWords); n > 0 {
+		mmap.Prefetch(s.ids, (h&(n-1))*slotWords)
+	}
+}
+
+// LookupHash is Lookup of a name whose Hash is h.
+func (s *Symbols) LookupHash(name []byte, h uint64) (uint32, bool) {
+	if len(s.ids) == 0 {
+		return 0, false
+	}
 	var k [slotWords - 1]uint64
 	packName(&k, name)
 	mask := uint64(len(s.ids)/slotWords - 1)

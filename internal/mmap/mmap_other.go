@@ -43,6 +43,11 @@ func MapAnon(length int) ([]byte, error) {
 	return nil, fmt.Errorf("mmap anonymous %d bytes: %w", length, store.ErrUnsupported)
 }
 
+// MapAnonReserve returns store.ErrUnsupported: only the writer uses it.
+func MapAnonReserve(length int) ([]byte, error) {
+	return nil, fmt.Errorf("mmap anonymous %d bytes: %w", length, store.ErrUnsupported)
+}
+
 // Replace returns store.ErrUnsupported off Linux, where no hot copies are read.
 func Replace(b []byte, f *os.File) error {
 	return fmt.Errorf("mmap %s over its copy: %w", f.Name(), store.ErrUnsupported)
@@ -116,3 +121,19 @@ func BootID() [16]byte {
 	}
 	return id
 }
+
+// Populator pre-faults ranges writable on Linux; elsewhere it does
+// nothing.
+type Populator struct{}
+
+// NewPopulator returns an empty Populator.
+func NewPopulator() *Populator { return &Populator{} }
+
+// Add does nothing here.
+func (p *Populator) Add(b []byte) error { return nil }
+
+// Flush does nothing here.
+func (p *Populator) Flush() error { return nil }
+
+// Close does nothing here.
+func (p *Populator) Close() {}

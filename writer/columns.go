@@ -125,6 +125,7 @@ func (w *Writer) upgradeTail() error {
 	if err != nil {
 		return err
 	}
+	changed := false
 	for _, e := range ents {
 		var n uint64
 		if _, err := fmt.Sscanf(e.Name(), "seg-%010d.dat", &n); err != nil || e.Name() != format.SegName(n) || n < cur {
@@ -146,8 +147,17 @@ func (w *Writer) upgradeTail() error {
 		if err != nil {
 			return err
 		}
+		changed = true
 	}
-	return w.fs.SyncPath(w.dir)
+	if err := w.fs.SyncPath(w.dir); err != nil {
+		return err
+	}
+	if changed {
+		// The new layout is durable; the control file's sync that
+		// follows (recover's) is the first since AddColumns' own.
+		w.columnStep(6)
+	}
+	return nil
 }
 
 // rewriteLayout writes rows [n's first, end) of segment n, rows of rs

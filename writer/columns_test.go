@@ -152,8 +152,8 @@ func TestAddColumnCrash(t *testing.T) {
 		t.Logf("writer (kill step %d, at row %d): %d rows acknowledged, exit %v", kill, killAt, acked, err)
 	}
 	// Each AddColumn step in turn: steps 1-3 inside AddColumn, 4 and 5
-	// inside the next open's rewrite of the last segment.
-	for step := 1; step <= 5; step++ {
+	// inside the next open's rewrite of the last segment, 6 after it.
+	for step := 1; step <= 6; step++ {
 		run(step, 0)
 		if step == 3 {
 			os.RemoveAll(live) // and a machine restart among them

@@ -95,9 +95,10 @@ type strictRun struct {
 	nimages atomic.Int64
 	opens   atomic.Int64 // tables opened: each gets a live directory of its own
 	sites   map[string]bool
-	// restartAcked is what was acknowledged when the restart image was
-	// taken.
+	// restartAcked and restartAdded are the rows and columns
+	// acknowledged when the restart image was taken.
 	restartAcked []uint64
+	restartAdded []int32
 
 	mu       sync.Mutex
 	problems []string
@@ -116,8 +117,11 @@ type strictTable struct {
 	created atomic.Bool
 	lastTs  int64
 	added   int // columns added (a0, a1)
-	syms    []string
-	fresh   int // new symbols made
+	// addedAcked: columns AddColumn returned for (each must be in the
+	// schema after a power cut, rows or none).
+	addedAcked atomic.Int32
+	syms       []string
+	fresh      int // new symbols made
 }
 
 // strictRow is a row of the model; its other columns follow from its
@@ -135,7 +139,8 @@ type strictImage struct {
 	what    string
 	acked   []uint64
 	created []bool
-	rows    []int // model rows of each table at the time (an upper bound)
+	added   []int32 // columns acknowledged added to each table
+	rows    []int   // model rows of each table at the time (an upper bound)
 }
 
 var strictAdded = []store.Column{{Name: "a0", Type: store.TypeI64}, {Name: "a1", Type: store.TypeF64}}
@@ -176,14 +181,15 @@ func TestStrictCrash(t *testing.T) {
 // runStrict runs a scenario: phase 1 from an empty database, phase 2
 // from an image of it. The problems found are in r.problems; anything
 // else that goes wrong (the writer failing while it runs) fails t.
-func runStrict(t testing.TB, cfg strictConfig) *strictRun {
+func runStrict(t testing.TB, cfg strictConfig) (r *strictRun) {
 	root := t.TempDir()
-	r := &strictRun{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x737472696374)), root: root,
+	r = &strictRun{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0x737472696374)), root: root,
 		live: testutil.LiveDir(t), imgDir: t.TempDir(), sites: map[string]bool{}}
 	if cfg.drop != "" {
 		// A planted missing sync may break the tables under the
 		// workload itself (a phase 2 opened from a damaged image): that
-		// ends the run as a problem found.
+		// ends the run as a problem found (r, the named result, is
+		// still returned).
 		defer func() {
 			if p := recover(); p != nil && p != errStrictStop {
 				panic(p)
@@ -240,7 +246,7 @@ func (r *strictRun) run() {
 	r.setDrop()
 	r.root = restart
 	r.images = nil
-	if !r.reopen(r.restartAcked) {
+	if !r.reopen(r.restartAcked, r.restartAdded) {
 		for _, tb := range r.tabs { // those reopened before the one that failed
 			if tb.w != nil {
 				tb.w.Close()
@@ -356,7 +362,7 @@ func (r *strictRun) phase(what string, create bool) (restart string) {
 		}
 		if step == restartAt && create {
 			r.image(fmt.Sprintf("%s: step %d, beside the restart's", what, step))
-			restart, r.restartAcked = r.restartImage()
+			restart, r.restartAcked, r.restartAdded = r.restartImage()
 		}
 	}
 	stopImages()
@@ -397,6 +403,7 @@ func (r *strictRun) step(tb *strictTable, step int) {
 			r.fatalf("step %d: add column to %s: %v", step, tb.name, err)
 		}
 		tb.added++
+		tb.addedAcked.Store(int32(tb.added))
 		tb.acked.Store(w.Len()) // AddColumn closes: every row durable
 	default:
 		r.appendRows(tb, 1+r.rng.IntN(4))
@@ -476,8 +483,10 @@ func (r *strictRun) appendRows(tb *strictTable, n int) {
 func (r *strictRun) image(what string) {
 	acked := r.acked()
 	created := make([]bool, len(r.tabs))
+	added := make([]int32, len(r.tabs))
 	for i, tb := range r.tabs {
 		created[i] = tb.created.Load()
+		added[i] = tb.addedAcked.Load()
 	}
 	dir := filepath.Join(r.imgDir, strconv.FormatInt(r.nimages.Add(1), 10))
 	if err := r.fs.Crash(dir); err != nil {
@@ -485,7 +494,7 @@ func (r *strictRun) image(what string) {
 		return
 	}
 	r.imgMu.Lock()
-	r.images = append(r.images, strictImage{dir: dir, what: what, acked: acked, created: created})
+	r.images = append(r.images, strictImage{dir: dir, what: what, acked: acked, created: created, added: added})
 	r.imgMu.Unlock()
 }
 
@@ -499,13 +508,17 @@ func (r *strictRun) acked() []uint64 {
 
 // restartImage takes the image phase 2 starts from (not checked by
 // itself: the reopen checks it).
-func (r *strictRun) restartImage() (string, []uint64) {
+func (r *strictRun) restartImage() (string, []uint64, []int32) {
 	acked := r.acked()
+	added := make([]int32, len(r.tabs))
+	for i, tb := range r.tabs {
+		added[i] = tb.addedAcked.Load()
+	}
 	dir := filepath.Join(r.imgDir, "restart")
 	if err := r.fs.Crash(dir); err != nil {
 		r.t.Fatalf("crash image: %v", err)
 	}
-	return dir, acked
+	return dir, acked, added
 }
 
 // reopen opens the tables of the restart image (r.root) under r.fs, a
@@ -513,9 +526,10 @@ func (r *strictRun) restartImage() (string, []uint64) {
 // (at least those acknowledged), and its model is cut there. A table
 // whose creation was not durable yet is created again. It reports false,
 // with a problem, when the image cannot be opened.
-func (r *strictRun) reopen(acked []uint64) bool {
+func (r *strictRun) reopen(acked []uint64, added []int32) bool {
 	for i, tb := range r.tabs {
 		tb.acked.Store(acked[i]) // what the restart image holds
+		tb.addedAcked.Store(added[i])
 	}
 	for i, tb := range r.tabs {
 		var schema *store.Schema
@@ -541,6 +555,11 @@ func (r *strictRun) reopen(acked []uint64) bool {
 		}
 		tb.rows = tb.rows[:n]
 		tb.added = len(w.Schema().Cols) - len(store.TickSchema().Cols)
+		if tb.added < int(added[i]) {
+			r.problemf("restart: %s has %d added columns, AddColumn returned for %d", tb.name, tb.added, added[i])
+			return false
+		}
+		tb.addedAcked.Store(int32(tb.added))
 		tb.lastTs = max(w.LastTs(), tb.lastTs0())
 		tb.acked.Store(n) // recovered rows are durable
 		r.image("restart: reopened " + tb.name)
@@ -621,6 +640,9 @@ func (r *strictRun) checkImage(k int, img strictImage) {
 			continue
 		}
 		n, first := w.Len(), w.FirstSeq()
+		if got := len(w.Schema().Cols) - len(store.TickSchema().Cols); got < int(img.added[i]) {
+			r.problemf("%s: %s has %d added columns, AddColumn returned for %d", img.what, tb.name, got, img.added[i])
+		}
 		if err := w.Close(); err != nil {
 			r.problemf("%s: close %s: %v", img.what, tb.name, err)
 			continue

@@ -341,9 +341,10 @@ func (r *strictRun) phase(what string, create bool) (restart string) {
 	stopImages := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
 	defer stopImages()
 	wg.Add(1)
+	imgSeed := r.rng.Uint64() // drawn here: r.rng is the run goroutine's
 	go func() {
 		defer wg.Done()
-		rng := rand.New(rand.NewPCG(r.rng.Uint64(), 1))
+		rng := rand.New(rand.NewPCG(imgSeed, 1))
 		for {
 			select {
 			case <-stop:

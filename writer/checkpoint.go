@@ -134,9 +134,16 @@ func (c *checkpointer) pass() {
 		c.failed("retention", err)
 		return
 	}
-	// Options.CompactAge: segments old enough, compressed here, off
-	// the writer's and the flusher's goroutines.
-	if err := w.autoCompact(); err != nil {
+	// Options.CompactAge: a segment old enough, compressed here, off
+	// the writer's and the flusher's goroutines; not once Close has
+	// begun to stop the checkpointer (it waits for the pass).
+	select {
+	case <-c.stopc:
+		return
+	default:
+	}
+	more, err := w.autoCompact()
+	if err != nil {
 		c.failed("compaction", err)
 		return
 	}
@@ -149,6 +156,9 @@ func (c *checkpointer) pass() {
 		return
 	}
 	c.mark = mark
+	if more {
+		c.wake()
+	}
 }
 
 // failed handles the error of background maintenance (what): a full

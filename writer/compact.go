@@ -66,10 +66,15 @@ func (w *Writer) Compact(olderThan time.Duration) (CompactResult, error) {
 // compact compresses the qualifying segments below the row count seq
 // (the writer's, as of the caller) with last ts lastTs.
 func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (CompactResult, error) {
+	return w.compactUpTo(olderThan, seq, lastTs, math.MaxInt)
+}
+
+// compactUpTo is compact of at most limit segments.
+func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, limit int) (CompactResult, error) {
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	var res CompactResult
-	for {
+	for res.Segments < limit {
 		n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
@@ -82,6 +87,7 @@ func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (Com
 		res.RawBytes += raw
 		res.Bytes += z
 	}
+	return res, nil
 }
 
 // compactLimit is the first segment compaction must leave raw.
@@ -122,6 +128,10 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	}
 	defer mmap.Unmap(b)
 	data := b[format.BlockSize : format.BlockSize+rows*rs]
+	// Every row is read: fault the mapping in at once (one call reads
+	// the file, rather than a fault per read-around window in each of
+	// the encoder's goroutines). A failure only costs the faults.
+	_ = mmap.PopulateRead(data)
 	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
 	var st cseg.Stats
 	if w.schema.SymCol >= 0 {
@@ -130,7 +140,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *vfs.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		st, err = cseg.Encode(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath)
+		st, err = cseg.EncodeParallel(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath, w.opts.CompactWorkers)
 		if err != nil {
 			return err
 		}
@@ -151,17 +161,20 @@ func (w *Writer) compactStep(n uint64, step int) {
 	}
 }
 
-// autoCompact applies Options.CompactAge on the checkpointer.
-func (w *Writer) autoCompact() error {
+// autoCompact applies Options.CompactAge on the checkpointer: one
+// segment, so that a backlog does not hold up the hot copies and
+// checkpoints of the passes behind it (more: the pass compacted one, and
+// the checkpointer runs again for the next).
+func (w *Writer) autoCompact() (more bool, err error) {
 	if w.opts.CompactAge <= 0 {
-		return nil
+		return false, nil
 	}
 	snap, err := w.ctl.Snapshot()
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = w.compact(w.opts.CompactAge, snap.Visible, snap.LastTs)
-	return err
+	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1)
+	return res.Segments > 0, err
 }
 
 // cleanCompaction settles what a crash during compaction left, from the

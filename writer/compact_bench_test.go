@@ -2,11 +2,13 @@ package writer_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/cseg"
@@ -320,4 +322,66 @@ func rewriteV1(b *testing.B, db, name string, seg uint64, segRows int) int64 {
 		b.Fatal(err)
 	}
 	return st.Bytes
+}
+
+// BenchmarkCloseCompacted times CloseCompacted(0) of a closed table of 8 M
+// generated ticks (100 symbols, the default 64 MiB segments: four), each op
+// on a table written afresh (untimed), with one compression worker and with
+// two (Options.CompactWorkers), and reports the rows compressed a second.
+//
+//	go test -run '^$' -bench BenchmarkCloseCompacted -benchtime 3x ./writer
+func BenchmarkCloseCompacted(b *testing.B) {
+	const n = 4 << 21
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("rows=8M/workers=%d", workers), func(b *testing.B) {
+			b.ReportAllocs()
+			db, live := testutil.DB(b)
+			s, _, _, _ := benchutil.TickSchema()
+			buf := make([]byte, 1024*32)
+			var compacted time.Duration
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				name := fmt.Sprintf("t%d", i)
+				i++
+				w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: live + "/" + name, HotBytes: -1, CompactAge: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchutil.AddSymbols(b, w.SymbolString)
+				g := gen.New(gen.Options{Symbols: benchutil.Symbols, Seed: benchutil.Seed})
+				for r := 0; r < n; r += 1024 {
+					for j := range 1024 {
+						benchutil.Encode(buf[j*32:], g.Next())
+					}
+					if _, _, err := w.AppendBatch(buf); err != nil {
+						b.Fatal(err)
+					}
+					w.Publish()
+				}
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				w, err = writer.Open(db, name, &writer.Options{LiveDir: live + "/" + name, HotBytes: -1, CompactAge: -1, CompactWorkers: workers})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				res, err := w.CloseCompacted(0)
+				compacted += time.Since(t0)
+				if err != nil || res.Segments != 4 {
+					b.Fatalf("CloseCompacted: %+v %v", res, err)
+				}
+				b.StopTimer()
+				if err := os.RemoveAll(filepath.Join(db, name)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.N)*n/compacted.Seconds(), "rows/s")
+			b.ReportMetric(float64(compacted.Nanoseconds())/float64(b.N)/n, "ns/row")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

@@ -78,15 +78,21 @@ func reportHist(b *testing.B, h *hdrhistogram.Histogram) {
 func BenchmarkEncode(b *testing.B) {
 	s, h, rows, _ := benchSegment(b)
 	for _, tc := range []struct {
-		v   int
-		lvl codec.Level
-	}{{VersionSeqOrder, codec.LevelFastest}, {VersionSeqOrder, codec.LevelDefault}, {VersionClustered, codec.LevelFastest}} {
-		b.Run("rows=2M/v="+strconv.Itoa(tc.v)+"/level="+strconv.Itoa(int(tc.lvl)), func(b *testing.B) {
+		v       int
+		lvl     codec.Level
+		workers int // EncodeParallel's; 0: encode on one goroutine
+	}{{VersionSeqOrder, codec.LevelFastest, 0}, {VersionSeqOrder, codec.LevelDefault, 0}, {VersionClustered, codec.LevelFastest, 0},
+		{VersionClustered, codec.LevelFastest, 2}} {
+		name := "rows=2M/v=" + strconv.Itoa(tc.v) + "/level=" + strconv.Itoa(int(tc.lvl))
+		if tc.workers > 0 {
+			name += "/workers=" + strconv.Itoa(tc.workers)
+		}
+		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			var st Stats
 			for b.Loop() {
 				var err error
-				if st, err = encode(io.Discard, s, h, rows, "bench", tc.lvl, tc.v); err != nil {
+				if st, err = encodeN(io.Discard, s, h, rows, "bench", tc.lvl, tc.v, max(tc.workers, 1)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -95,7 +101,7 @@ func BenchmarkEncode(b *testing.B) {
 			for c, n := range st.ColBytes {
 				b.ReportMetric(float64(n)/benchRows, s.Cols[c].Name+"-bytes/row")
 			}
-			if tc.v == VersionClustered {
+			if tc.v == VersionClustered && tc.workers == 0 {
 				// (The sym column's bytes are the seq-order index's.)
 				b.ReportMetric(float64(st.SeqBytes)/benchRows, "seq-bytes/row")
 			}

@@ -3,6 +3,7 @@ package cseg
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -662,6 +663,92 @@ func TestScratchPrepare(t *testing.T) {
 			for i := range before {
 				if before[i] != after[i] {
 					t.Errorf("buffer %d of the scratch grew after Prepare", i)
+				}
+			}
+		})
+	}
+}
+
+// TestEncodeParallel: EncodeParallel writes Encode's bytes and Stats, and
+// fails with Encode's error, whatever its worker count, including rows that
+// go back in ts across the boundary between two workers' runs (late within
+// the window, or damage).
+func TestEncodeParallel(t *testing.T) {
+	tick := store.TickSchema()
+	type tc struct {
+		name string
+		s    *store.Schema
+		rows int
+		pick func(i int) uint32
+		lw   int64
+		edit func(rows []byte, h Header) // sealed again after
+	}
+	back := func(row int, by int64) func([]byte, Header) {
+		return func(rows []byte, h Header) {
+			r := store.Row(rows[row*tick.RowSize : (row+1)*tick.RowSize])
+			r.SetTs(r.Ts() - by)
+		}
+	}
+	cases := []tc{
+		{"tick", tick, 5*BlockRows + 999, nil, 0, nil},
+		{"one_symbol", tick, 3*BlockRows + 5, func(int) uint32 { return 7 }, 0, nil},
+		{"two_symbols_skewed", tick, 4*BlockRows + 5, func(i int) uint32 { return uint32(min(i%50, 1)) }, 0, nil},
+		{"many_symbols", tick, 6*BlockRows + 7, func(i int) uint32 { return uint32(i*7919) % 5000 }, 0, nil},
+		{"sparse_ids", tick, 3*BlockRows + 1, func(i int) uint32 { return uint32(i%13) * 400_000_000 }, 0, nil},
+		{"all_types", allTypes(), 3*BlockRows + 77, nil, 0, nil},
+		{"one_row", tick, 1, nil, 0, nil},
+		{"late_across_runs", tick, 4 * BlockRows, nil, 1 << 40, back(2*BlockRows, 1<<30)},
+		{"late_in_runs", tick, 4 * BlockRows, nil, 1 << 40, back(3*BlockRows+5, 1<<30)},
+		{"back_across_runs", tick, 4 * BlockRows, nil, 0, back(2*BlockRows, 1<<30)},
+		{"back_past_window_across_runs", tick, 4 * BlockRows, nil, 1 << 20, back(2*BlockRows+1, 1<<30)},
+		{"back_in_second_run", tick, 4 * BlockRows, nil, 0, back(3*BlockRows+9, 1<<30)},
+		{"bad_check_late_run", tick, 4 * BlockRows, nil, 0, func(rows []byte, h Header) { rows[(3*BlockRows+1)*tick.RowSize+3] ^= 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := Header{TableID: testTableID, SegNo: 3, RowSize: c.s.RowSize, RowsPerSeg: 1 << 15, Rows: uint64(c.rows), LateWindow: c.lw}
+			rows := genRows(c.s, c.rows, h.SegNo, h.RowsPerSeg, 9)
+			if c.pick != nil {
+				rows = withSyms(c.s, rows, h.SegNo, h.RowsPerSeg, c.pick)
+			}
+			if c.edit != nil {
+				c.edit(rows, h)
+				if c.name != "bad_check_late_run" {
+					for i := range c.rows {
+						format.Seal(h.SegNo*h.RowsPerSeg+uint64(i), store.Row(rows[i*c.s.RowSize:(i+1)*c.s.RowSize]))
+					}
+				}
+			}
+			var want bytes.Buffer
+			wst, werr := Encode(&want, c.s, h, rows, "raw.dat")
+			for _, workers := range []int{1, 2, 3, 8} {
+				var got bytes.Buffer
+				st, err := EncodeParallel(&got, c.s, h, rows, "raw.dat", workers)
+				if fmt.Sprint(err) != fmt.Sprint(werr) {
+					t.Fatalf("workers %d: error %v, Encode's %v", workers, err, werr)
+				}
+				if !bytes.Equal(got.Bytes(), want.Bytes()) {
+					t.Fatalf("workers %d: %d bytes differ from Encode's %d", workers, got.Len(), want.Len())
+				}
+				if fmt.Sprint(st) != fmt.Sprint(wst) {
+					t.Fatalf("workers %d: stats %+v, Encode's %+v", workers, st, wst)
+				}
+			}
+			switch {
+			case strings.HasPrefix(c.name, "late"):
+				if werr != nil {
+					t.Fatalf("late rows: %v", werr)
+				}
+				if le.Uint32(want.Bytes()[hFlags:])&FlagLate == 0 {
+					t.Fatal("late rows: no FlagLate")
+				}
+			case strings.HasPrefix(c.name, "back"), strings.HasPrefix(c.name, "bad"):
+				if werr == nil {
+					t.Fatal("damage encoded without an error")
+				}
+			default:
+				if werr != nil {
+					t.Fatal(werr)
 				}
 			}
 		})

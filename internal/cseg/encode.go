@@ -50,6 +50,18 @@ func EncodeV1(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath strin
 // encode is Encode at zstd level lvl (the benchmarks compare levels),
 // writing version 2 when version is 2 and the schema allows it.
 func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version int) (Stats, error) {
+	return encodeN(w, s, h, rows, srcPath, lvl, version, 1)
+}
+
+// EncodeParallel is Encode on up to workers goroutines (version 2 only:
+// a version 1 file is encoded on one), the same bytes whatever workers
+// is: compaction on a machine with cores to spare.
+func EncodeParallel(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, workers int) (Stats, error) {
+	return encodeN(w, s, h, rows, srcPath, level, Version, workers)
+}
+
+// encodeN is encode on up to workers goroutines.
+func encodeN(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version, workers int) (Stats, error) {
 	if err := checkHeader(s, h); err != nil {
 		return Stats{}, err
 	}
@@ -57,7 +69,7 @@ func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string,
 		return Stats{}, fmt.Errorf("%w: %d bytes of rows, want %d rows of %d bytes", ErrArgs, len(rows), h.Rows, h.RowSize)
 	}
 	if version == VersionClustered && s.SymCol >= 0 && h.Rows > 0 && h.Rows <= math.MaxUint32 {
-		return encodeClustered(w, s, h, rows, srcPath, lvl)
+		return encodeClustered(w, s, h, rows, srcPath, lvl, workers)
 	}
 	e := newEncoder(s, h, srcPath, len(rows))
 	e.level = lvl

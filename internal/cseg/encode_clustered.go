@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/tickdb/tickdb/internal/codec"
 	"github.com/tickdb/tickdb/internal/format"
@@ -13,22 +14,20 @@ import (
 
 // encodeClustered writes format version 2: the rows grouped by the
 // schema's first sym column (s.SymCol >= 0, 1 <= h.Rows <= 2^32-1). Every
-// row is verified first, as for version 1.
-func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level) (Stats, error) {
-	e := newEncoder(s, h, srcPath, len(rows))
+// row is verified first, as for version 1. Up to workers goroutines share
+// the verification and the data blocks (a range of symbols each), and one
+// more builds the rank frames beside them; the file is the same bytes
+// whatever workers is.
+func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, workers int) (Stats, error) {
+	e := newEncoder(s, h, srcPath, 0)
 	e.level = lvl
 	n := int(h.Rows)
-	rs := e.rs
-	symOff := e.cols[e.symCol].Off
+	workers = min(max(workers, 1), int(numBlocks(h.Rows)))
 
 	// Verify every row, and collect the ids.
 	ids := make([]uint32, n)
-	for b := range int(numBlocks(h.Rows)) {
-		lo, hi := b*BlockRows, min((b+1)*BlockRows, n)
-		if err := e.verifyBlock(b, rows[lo*rs:hi*rs], e.ts[:hi-lo]); err != nil {
-			return Stats{}, err
-		}
-		gatherU32(ids[lo:hi], rows[lo*rs:hi*rs], rs, symOff)
+	if err := e.verifyIDs(rows, ids, workers); err != nil {
+		return Stats{}, err
 	}
 
 	// Directory slots in id order, rows per slot, and each row's slot.
@@ -51,66 +50,88 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 		pos[sl]++
 	}
 
-	// Data blocks, symbol by symbol.
-	e.offs = make([]int64, min(n, BlockRows))
+	// Data blocks, symbol by symbol, each part a run of symbols of about
+	// n/workers rows with an encoder of its own; the rank frames beside
+	// them.
+	parts := make([]*encoder, 0, workers)
+	bounds := []int{0}
 	for j := range dir {
-		d := &dir[j]
-		d.first = len(e.entries)
-		d.rows = uint64(start[j+1] - start[j])
-		for lo := start[j]; lo < start[j+1]; lo += BlockRows {
-			if err := e.dataBlock(j, perm[lo:min(lo+BlockRows, start[j+1])], rows); err != nil {
-				return Stats{}, err
+		if start[j+1] >= (len(bounds))*n/workers || j == len(dir)-1 {
+			bounds = append(bounds, j+1)
+			parts = append(parts, newEncoder(s, h, srcPath, (start[j+1]-start[bounds[len(bounds)-2]])*h.RowSize))
+		}
+	}
+	errs := make([]error, len(parts))
+	var ranks []rankEnt
+	var rankOut []byte
+	var wg sync.WaitGroup
+	if workers > 1 {
+		wg.Go(func() { ranks, rankOut = e.rankFrames(rows, rowSlot, len(dir)) })
+	}
+	for k, pe := range parts {
+		pe.level = lvl
+		run := func() {
+			pe.offs = make([]int64, min(n, BlockRows))
+			for j := bounds[k]; j < bounds[k+1]; j++ {
+				d := &dir[j]
+				d.first = len(pe.entries)
+				d.rows = uint64(start[j+1] - start[j])
+				for lo := start[j]; lo < start[j+1]; lo += BlockRows {
+					if err := pe.dataBlock(j, perm[lo:min(lo+BlockRows, start[j+1])], rows); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+				d.nblocks = len(pe.entries) - d.first
+				d.minTs, d.maxTs = blocksTs(pe.entries[d.first:])
 			}
 		}
-		d.nblocks = len(e.entries) - d.first
-		d.minTs, d.maxTs = blocksTs(e.entries[d.first:])
+		if k == len(parts)-1 {
+			run() // the last part on this goroutine
+		} else {
+			wg.Go(run)
+		}
 	}
-	dataLen := len(e.out)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return Stats{}, err // the first part's: the lowest symbol's, as in order
+		}
+	}
+	if workers == 1 {
+		ranks, rankOut = e.rankFrames(rows, rowSlot, len(dir))
+	}
 
-	// Rank frames: for each 4,096 rows in seq order, their slots, the
-	// slots present and each present slot's rows before the rank block.
-	nranks := int(numBlocks(h.Rows))
-	ranks := make([]rankEnt, nranks)
-	before := make([]int64, len(dir))
-	seen := make([]int32, len(dir))
-	var present []uint32
-	var counts []int64
-	for r := range nranks {
-		sl := rowSlot[r*BlockRows : min((r+1)*BlockRows, n)]
-		present = present[:0]
-		for _, x := range sl {
-			if seen[x] != int32(r+1) {
-				seen[x] = int32(r + 1)
-				present = append(present, x)
-			}
+	// The parts' blocks end to end, then the rank frames.
+	bodies := make([][]byte, 0, len(parts)+1)
+	dataLen := 0
+	for k, pe := range parts {
+		for j := bounds[k]; j < bounds[k+1]; j++ {
+			dir[j].first += len(e.entries)
 		}
-		slices.Sort(present)
-		counts = counts[:0]
-		for _, x := range present {
-			counts = append(counts, before[x])
+		for _, ent := range pe.entries {
+			ent.off += int64(dataLen)
+			e.entries = append(e.entries, ent)
 		}
-		for _, x := range sl {
-			before[x]++
+		e.colLens = append(e.colLens, pe.colLens...)
+		for c, b := range pe.colBytes {
+			e.colBytes[c] += b
 		}
-		raw := appendSlots(e.raw[:0], sl, len(dir))
-		raw = codec.AppendU32(raw, present)
-		raw = codec.AppendI64(raw, counts, nil, &e.state)
-		e.raw = raw
-		at := len(e.out)
-		e.out = codec.Compress(e.out, raw, e.level)
-		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-		for i := r * BlockRows; i < r*BlockRows+len(sl); i++ {
-			t := int64(le.Uint64(rows[i*rs:]))
-			lo, hi = min(lo, t), max(hi, t)
-		}
-		ranks[r] = rankEnt{off: int64(headerSize + at), len: len(e.out) - at, crc: format.CRC32C(e.out[at:]), present: len(present),
-			minTs: lo, maxTs: hi}
+		e.seqBytes += pe.seqBytes
+		bodies = append(bodies, pe.out)
+		dataLen += len(pe.out)
 	}
+	for r := range ranks {
+		ranks[r].off += int64(headerSize + dataLen)
+	}
+	bodies = append(bodies, rankOut)
+	nranks := len(ranks)
+	outLen := dataLen + len(rankOut)
 
 	// Header, data blocks, rank frames, zero padding to 8, block index,
 	// 4 zero bytes, directory, 4 zero bytes, rank table.
 	nblocks := len(e.entries)
-	blocksEnd := int64(headerSize + len(e.out))
+	blocksEnd := int64(headerSize + outLen)
 	indexOff := (blocksEnd + 7) &^ 7
 	es := entrySize(len(s.Cols))
 	indexLen := int64(nblocks*es + 4)
@@ -157,12 +178,12 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 	le.PutUint64(header[h2RankOff:], uint64(rankOff))
 	le.PutUint64(header[h2RankLen:], uint64(rankLen))
 	le.PutUint32(header[h2Check:], format.CRC32C(header[:h2Check]))
-	for _, p := range [][]byte{header, e.out, tail} {
+	for _, p := range append(append([][]byte{header}, bodies...), tail) {
 		if _, err := w.Write(p); err != nil {
 			return Stats{}, fmt.Errorf("cseg: write segment %d: %w", h.SegNo, err)
 		}
 	}
-	orderBytes := int64(len(e.out)-dataLen) + dirLen + rankLen
+	orderBytes := int64(len(rankOut)) + dirLen + rankLen
 	e.colBytes[e.symCol] = orderBytes // the sym column is carried by the seq-order index
 	return Stats{
 		Rows:       h.Rows,
@@ -172,6 +193,109 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 		SeqBytes:   e.seqBytes,
 		OrderBytes: orderBytes,
 	}, nil
+}
+
+// rankFrames builds the rank frames: for each 4,096 rows in seq order,
+// their slots, the slots present and each present slot's rows before the
+// rank block. The entries' offsets are from the start of the frames.
+func (e *encoder) rankFrames(rows []byte, rowSlot []uint32, nslots int) ([]rankEnt, []byte) {
+	n, rs := len(rowSlot), e.rs
+	nranks := int(numBlocks(uint64(n)))
+	ranks := make([]rankEnt, nranks)
+	out := make([]byte, 0, n/2+4096)
+	before := make([]int64, nslots)
+	seen := make([]int32, nslots)
+	var present []uint32
+	var counts []int64
+	var raw []byte
+	var state codec.State
+	for r := range nranks {
+		sl := rowSlot[r*BlockRows : min((r+1)*BlockRows, n)]
+		present = present[:0]
+		for _, x := range sl {
+			if seen[x] != int32(r+1) {
+				seen[x] = int32(r + 1)
+				present = append(present, x)
+			}
+		}
+		slices.Sort(present)
+		counts = counts[:0]
+		for _, x := range present {
+			counts = append(counts, before[x])
+		}
+		for _, x := range sl {
+			before[x]++
+		}
+		raw = appendSlots(raw[:0], sl, nslots)
+		raw = codec.AppendU32(raw, present)
+		raw = codec.AppendI64(raw, counts, nil, &state)
+		at := len(out)
+		out = codec.Compress(out, raw, e.level)
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for i := r * BlockRows; i < r*BlockRows+len(sl); i++ {
+			t := int64(le.Uint64(rows[i*rs:]))
+			lo, hi = min(lo, t), max(hi, t)
+		}
+		ranks[r] = rankEnt{off: int64(at), len: len(out) - at, crc: format.CRC32C(out[at:]), present: len(present),
+			minTs: lo, maxTs: hi}
+	}
+	return ranks, out
+}
+
+// verifyIDs verifies every row (verifyBlock) and copies the sym column
+// into ids, on up to workers goroutines, each a run of blocks. A run's
+// rows are checked against the newest ts before them once all are done;
+// on any error the rows are verified again in order on one goroutine, so
+// the error is the first bad row's, as it would be without workers.
+func (e *encoder) verifyIDs(rows []byte, ids []uint32, workers int) error {
+	nb := int(numBlocks(e.h.Rows))
+	symOff := e.cols[e.symCol].Off
+	seq := func(pe *encoder, from, to int) error {
+		for b := from; b < to; b++ {
+			lo, hi := b*BlockRows, min((b+1)*BlockRows, len(ids))
+			if err := pe.verifyBlock(b, rows[lo*pe.rs:hi*pe.rs], pe.ts[:hi-lo]); err != nil {
+				return err
+			}
+			gatherU32(ids[lo:hi], rows[lo*pe.rs:hi*pe.rs], pe.rs, symOff)
+		}
+		return nil
+	}
+	if workers <= 1 {
+		return seq(e, 0, nb)
+	}
+	runs := make([]*encoder, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range runs {
+		pe := &encoder{layout: e.layout, h: e.h, path: e.path, ts: make([]int64, BlockRows), lastTs: math.MinInt64}
+		runs[k] = pe
+		wg.Go(func() { errs[k] = seq(pe, k*nb/workers, (k+1)*nb/workers) })
+	}
+	wg.Wait()
+	ok := !slices.ContainsFunc(errs, func(err error) bool { return err != nil })
+	for k := 0; ok && k < workers; k++ {
+		// Rows of the run up to the first at or past the newest ts
+		// before it: late against that ts (within the window) or bad.
+		top := e.lastTs
+		for i := k * nb / workers * BlockRows; i < len(ids) && k > 0; i++ {
+			t := int64(le.Uint64(rows[i*e.rs:]))
+			if t >= top {
+				break
+			}
+			if uint64(top)-uint64(t) > uint64(e.h.LateWindow) {
+				ok = false
+				break
+			}
+			e.late = true
+		}
+		e.late = e.late || runs[k].late
+		e.lastTs = max(e.lastTs, runs[k].lastTs)
+	}
+	if ok {
+		return nil
+	}
+	e.lastTs, e.late = math.MinInt64, false
+	return seq(e, 0, nb)
 }
 
 // assignSlots returns the directory of the distinct ids (ascending; only

@@ -167,6 +167,31 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 	if q.HasFrom {
 		from = q.From
 	}
+	if q.Sym == "" {
+		// Every row: the column scan, in seq order, which is time order
+		// unless the range has late rows.
+		to := int64(reader.ToEnd)
+		if q.HasTo {
+			to = q.To
+		}
+		cols := []int{0, s.Index(field.Name), s.Index(vol.Name)}
+		if x.hasSym {
+			cols = append(cols, s.SymCol)
+		}
+		var sc reader.Scan
+		if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
+			return 0, q.wrap(err)
+		}
+		if !sc.Late() {
+			err = x.runScan(ctx, &sc)
+			sc.Close()
+			if err == nil {
+				err = x.flush()
+			}
+			return x.bars, q.wrap(err)
+		}
+		sc.Close()
+	}
 	var sc scan
 	if err := sc.start(r, from, q.To, q.HasTo, q.Sym != "", id); err != nil {
 		return 0, q.wrap(err)
@@ -259,6 +284,84 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 		}
 	}
 	return sc.err
+}
+
+// runScan is run over the blocks of a column scan of ts, the field, the
+// volume and (one series per symbol) the sym column, in seq order: the
+// same rows in the same order, so the same bars, bit for bit.
+func (x *barsRun) runScan(ctx context.Context, sc *reader.Scan) error {
+	start, last := x.start, x.last
+	seqEnd, hasSym := x.seqEnd, x.hasSym
+	for sc.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := sc.Block()
+		ts := b.I64(0)
+		if seqs := b.Seqs(); seqs != nil && seqs[len(seqs)-1] >= seqEnd {
+			n, _ := slices.BinarySearch(seqs, seqEnd)
+			ts = ts[:n]
+		}
+		var syms []uint32
+		if hasSym {
+			syms = b.Sym(3)[:len(ts)]
+		}
+		fi, ff := b.I64(1), b.F64(1)
+		vi, vf := b.I64(2), b.F64(2)
+		for i, t := range ts {
+			if t > last || t < start {
+				if err := x.flush(); err != nil {
+					return err
+				}
+				x.bucket(t)
+				start, last = x.start, x.last
+			}
+			var id uint32
+			if hasSym {
+				if id = syms[i]; int(id) >= len(x.acc) {
+					x.acc = slices.Grow(x.acc, int(id)+1-len(x.acc))[:int(id)+1]
+				}
+			}
+			a := &x.acc[id]
+			if a.count == 0 {
+				x.active = append(x.active, id)
+			}
+			a.count++
+			if ff != nil {
+				if v := ff[i]; v == v { // not NaN
+					if !a.has {
+						a.fo, a.fh, a.fl, a.has = v, v, v, true
+					} else if v > a.fh {
+						a.fh = v
+					} else if v < a.fl {
+						a.fl = v
+					}
+					a.fc = v
+				}
+			} else {
+				v := fi[i]
+				if !a.has {
+					a.io, a.ih, a.il, a.has = v, v, v, true
+				} else if v > a.ih {
+					a.ih = v
+				} else if v < a.il {
+					a.il = v
+				}
+				a.ic = v
+			}
+			if vf != nil {
+				if v := vf[i]; v == v {
+					a.vf += v
+				}
+			} else {
+				a.vi += vi[i]
+			}
+		}
+		if len(ts) < b.Len() {
+			break // past SeqEnd
+		}
+	}
+	return sc.Err()
 }
 
 // bucket makes the bucket holding ts current.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -279,6 +281,11 @@ type Scan struct {
 	plan  planState
 	m     merger
 	local localRows
+
+	// RowInto's: the row size of the schema at positioning, and the
+	// vector of each of its columns (nil: a column not read).
+	rowSize int
+	rowVec  []int
 }
 
 // Scan positions sc over the rows of the table with spec.From <= ts <
@@ -314,6 +321,17 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 		}
 	}
 	p.from, p.hi, p.seqs, p.order = spec.From, lastTs(spec.To), spec.Seqs, spec.Order
+	sc.rowSize, sc.rowVec = s.RowSize, sc.rowVec[:0]
+	if spec.Seqs {
+		for c := range s.Cols {
+			i := slices.Index(spec.Cols, c)
+			if i < 0 {
+				sc.rowVec = sc.rowVec[:0]
+				break
+			}
+			sc.rowVec = append(sc.rowVec, i)
+		}
+	}
 	snap, err := r.snapshot()
 	if err != nil {
 		sc.done = true
@@ -444,6 +462,38 @@ func (sc *Scan) fail(err error) bool {
 // Block is the current block: valid until the next Next, Close or
 // repositioning.
 func (sc *Scan) Block() *Block { return sc.cur }
+
+// RowInto writes row i of the current block into dst as the table stores
+// it: every column at its offset, padding zero, the check word of its
+// sequence number; for a caller that hands whole rows on (the as-of
+// join). The scan must read every column of the schema it was positioned
+// with (in any order) and the seqs, and dst must be that schema's
+// RowSize; a row of a segment of an earlier layout comes in this one,
+// the missing value in each column it lacks (as Reader.CopyRow).
+func (sc *Scan) RowInto(i int, dst store.Row) error {
+	b := sc.cur
+	if b == nil || len(sc.rowVec) == 0 || len(dst) != sc.rowSize || i < 0 || i >= b.n {
+		return fmt.Errorf("reader: RowInto of row %d into %d bytes: needs a block, every column of the %d-byte rows and the seqs", i, len(dst), sc.rowSize)
+	}
+	clear(dst)
+	for _, vi := range sc.rowVec {
+		c, v := &sc.p.cols[vi], &b.vecs[vi]
+		switch c.typ {
+		case store.TypeTs, store.TypeI64:
+			le.PutUint64(dst[c.col.Off:], uint64(v.i64[i]))
+		case store.TypeF64:
+			le.PutUint64(dst[c.col.Off:], math.Float64bits(v.f64[i]))
+		case store.TypeSym:
+			le.PutUint32(dst[c.col.Off:], v.u32[i])
+		case store.TypeBool:
+			if v.b[i] {
+				dst[c.col.Off] = 1
+			}
+		}
+	}
+	format.Seal(b.seqs[i], dst)
+	return nil
+}
 
 // Err is the error that ended the scan, if any.
 func (sc *Scan) Err() error { return sc.err }

@@ -98,6 +98,9 @@ type Reader struct {
 	// scans are the column scans with decoding goroutines running
 	// (scan_task.go): Close stops them before it unmaps what they read.
 	scans []*Scan
+	// scanMem is the buffers of column scans that ended, for the next
+	// ones (scan.go).
+	scanMem []*scanMem
 }
 
 type viewKind uint8

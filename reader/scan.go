@@ -266,26 +266,47 @@ func (p *scanParams) inWindow(ts int64) bool { return ts >= p.from && ts <= p.hi
 // positioned again, or its Reader is closed: a scan left before its end
 // should be closed.
 type Scan struct {
-	r     *Reader
-	p     scanParams
-	a     uint64 // first seq of the range
-	end   uint64 // seq past the range
-	late  bool   // late rows in [a, end): filter raw rows by ts
-	vis   uint64
-	first uint64
-	err   error
-	done  bool
-	cur   *Block
+	r    *Reader
+	p    scanParams
+	a    uint64 // first seq of the range
+	end  uint64 // seq past the range
+	late bool   // late rows in [a, end): filter raw rows by ts
+	// compressed: [a, end) starts below the compaction mark.
+	compressed bool
+	vis        uint64
+	first      uint64
+	err        error
+	done       bool
+	cur        *Block
 
-	pipe  pipeline
-	plan  planState
-	m     merger
-	local localRows
+	plan planState
+	// The buffers and goroutines' state, the Reader's when the Scan is
+	// not positioned or has ended: the Reader lends them to its next
+	// scan, so that scans one after another (a query each, with a Scan
+	// of its own) reuse their buffers.
+	*scanMem
 
 	// RowInto's: the row size of the schema at positioning, and the
 	// vector of each of its columns (nil: a column not read).
 	rowSize int
 	rowVec  []int
+}
+
+// scanMem is what a scan reuses from one run to the next.
+type scanMem struct {
+	pipe  pipeline
+	m     merger
+	local localRows
+}
+
+// takeScanMem lends a scan buffers: ones a scan gave back, or new ones.
+func (r *Reader) takeScanMem() *scanMem {
+	if n := len(r.scanMem); n > 0 {
+		m := r.scanMem[n-1]
+		r.scanMem = r.scanMem[:n-1]
+		return m
+	}
+	return new(scanMem)
 }
 
 // Scan positions sc over the rows of the table with spec.From <= ts <
@@ -294,10 +315,16 @@ type Scan struct {
 // blocks.
 func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 	sc.stop()
+	if sc.r != r {
+		sc.giveBack() // another Reader's
+	}
 	sc.r, sc.err, sc.done, sc.cur = r, nil, false, nil
 	if r.closed {
 		sc.done = true
 		return ErrClosed
+	}
+	if sc.scanMem == nil {
+		sc.scanMem = r.takeScanMem()
 	}
 	s := r.schema
 	for _, c := range spec.Cols {
@@ -365,6 +392,7 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 		b = a
 	}
 	sc.a, sc.end, sc.late, sc.vis, sc.first = a, b, late, snap.Visible, snap.FirstSeq
+	sc.compressed = a < b && a>>r.shift < r.ctl.CmpSegs()
 	workers := spec.Workers
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 4)
@@ -377,6 +405,12 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 	sc.m.active, sc.local.active = false, false
 	return nil
 }
+
+// Compressed reports whether some of the scan's rows lie in compressed
+// segments (compacted: decoded, a few ns a row and column, rather than
+// read in place). A caller with a row-at-a-time path of its own that is
+// as fast over raw rows may keep it for a range without any.
+func (sc *Scan) Compressed() bool { return sc.compressed }
 
 // Late reports whether the scan's range holds late rows (stored behind
 // a newer row: writer.Options.LateWindow). Its rows are still Range's,
@@ -424,7 +458,7 @@ func (sc *Scan) Next() bool {
 		it, ok := sc.pipe.pop()
 		if !ok {
 			sc.done = true
-			sc.stop()
+			sc.giveBack()
 			return false
 		}
 		switch it.kind {
@@ -455,7 +489,7 @@ func (sc *Scan) Next() bool {
 // fail ends the scan with err.
 func (sc *Scan) fail(err error) bool {
 	sc.err, sc.done, sc.cur = err, true, nil
-	sc.stop()
+	sc.giveBack()
 	return false
 }
 
@@ -503,14 +537,29 @@ func (sc *Scan) Err() error { return sc.err }
 // ended is a no-op, and the Reader's Close closes its scans.
 func (sc *Scan) Close() error {
 	sc.done, sc.cur = true, nil
-	sc.stop()
+	sc.giveBack()
 	return nil
 }
 
-// stop waits for every block in flight, stops the goroutines and gives
-// every buffer back (the Scan keeps them for its next run).
+// stop waits for every block in flight and stops the goroutines; the
+// Scan keeps its buffers.
 func (sc *Scan) stop() {
+	if sc.scanMem == nil {
+		return
+	}
 	sc.pipe.stop()
 	sc.m.reset()
 	sc.local.active = false
+}
+
+// giveBack stops the scan and lends its buffers to its Reader's next
+// scan.
+func (sc *Scan) giveBack() {
+	sc.stop()
+	if m := sc.scanMem; m != nil {
+		if r := sc.r; r != nil && !r.closed && len(r.scanMem) < 4 {
+			r.scanMem = append(r.scanMem, m)
+		}
+		sc.scanMem = nil
+	}
 }

@@ -102,8 +102,9 @@ func AsOf(ctx context.Context, left, right *reader.Reader, q AsOfQuery, fn func(
 		rfrom = from
 	}
 	if !bySym {
-		// Every symbol: column scans of both tables, in seq order (time
-		// order, unless a range has late rows: then Range, as below).
+		// Every symbol, over compacted history: column scans of both
+		// tables, in seq order (time order, unless a range has late rows:
+		// then Range, as below).
 		done, err := x.runScans(ctx, from, rfrom, q, rightAny)
 		if done || err != nil {
 			return x.n, q.wrap(err)
@@ -228,7 +229,7 @@ func (x *asofRun) run(ctx context.Context) error {
 // the left rows with from <= ts < To, the right ones with rfrom <= ts <
 // To (none unless rightAny), each in seq order. It reports false, having
 // read nothing, when either range has late rows (the scans' seq order is
-// then not time order).
+// then not time order), or neither holds compressed rows.
 func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, rightAny bool) (bool, error) {
 	to := int64(reader.ToEnd)
 	if q.HasTo {
@@ -254,18 +255,32 @@ func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, 
 	if err := x.right.Scan(reader.ScanSpec{Cols: all(rs), From: rfrom, To: to, Seqs: true}, &rsc); err != nil {
 		return true, err
 	}
-	if lsc.Late() || rsc.Late() {
-		return false, nil
+	if lsc.Late() || rsc.Late() || !lsc.Compressed() && !rsc.Compressed() {
+		return false, nil // (over raw rows alone the iterators are as fast)
 	}
 	x.rowSize = rs.RowSize // (the right's layout as the scan reads it)
 	lrow := make(store.Row, ls.RowSize)
 	last, l2r, tol, fn := x.last, x.l2r, x.tol, x.fn
 	lsymVec, rsymVec := ls.SymCol, rs.SymCol
-	// The pending right rows: block rb, rows ri.. of it.
+	// The right rows not read yet: block rb's from ri on. A right row is
+	// copied out of its block only when a left row takes it as its match,
+	// or before its block goes: pend[id] is the row of rb that is right
+	// symbol id's last one (-1: last[id] holds it), pendIDs the ids with
+	// one.
 	var rb *reader.Block
 	var rts []int64
 	var rsym []uint32
 	ri, rmore := 0, true
+	pend := make([]int32, len(last))
+	for i := range pend {
+		pend[i] = -1
+	}
+	var pendIDs []uint32
+	take := func(id uint32) error {
+		err := rsc.RowInto(int(pend[id]), last[id])
+		pend[id] = -1
+		return err
+	}
 	for lsc.Next() {
 		if err := ctx.Err(); err != nil {
 			return true, err
@@ -277,6 +292,14 @@ func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, 
 			// wins, so among equal ts the greater sequence number does.
 			for rmore {
 				if ri == len(rts) {
+					for _, id := range pendIDs {
+						if pend[id] >= 0 {
+							if err := take(id); err != nil {
+								return true, err
+							}
+						}
+					}
+					pendIDs = pendIDs[:0]
 					if rmore = rsc.Next(); !rmore {
 						if err := rsc.Err(); err != nil {
 							return true, err
@@ -295,12 +318,16 @@ func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, 
 					x.last = append(x.last, make([]store.Row, int(id)+1-len(x.last))...)
 					last = x.last
 				}
+				for int(id) >= len(pend) {
+					pend = append(pend, -1)
+				}
 				if last[id] == nil {
 					last[id] = x.newRow()
 				}
-				if err := rsc.RowInto(ri, last[id]); err != nil {
-					return true, err
+				if pend[id] < 0 {
+					pendIDs = append(pendIDs, id)
 				}
+				pend[id] = int32(ri)
 				ri++
 			}
 			var m store.Row
@@ -312,7 +339,13 @@ func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, 
 				l2r, last = x.l2r, x.last // resolve may grow them
 			}
 			if rid := l2r[id]; rid > 1 {
-				m = last[rid-2]
+				k := rid - 2
+				if int(k) < len(pend) && pend[k] >= 0 {
+					if err := take(k); err != nil {
+						return true, err
+					}
+				}
+				m = last[k]
 				// Its ts <= ts, so the unsigned difference is exact.
 				if m != nil && tol >= 0 && uint64(ts)-uint64(m.Ts()) > uint64(tol) {
 					m = nil

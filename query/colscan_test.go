@@ -221,3 +221,51 @@ func TestAsOfColumnScan(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnScanAllocs: Bars and AsOf over compacted tables allocate
+// nothing per row: a run over four times the rows allocates as much.
+func TestColumnScanAllocs(t *testing.T) {
+	if testutil.Race {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	j := genJoin(rng, 40000, 40000)
+	db, live := testutil.DB(t)
+	tr := scanTable(t, db, live, "trades", tradesSchema(), 4096)
+	qt := scanTable(t, db, live, "quotes", quotesSchema(), 4096)
+	for _, r := range j.trades {
+		tr.add(t, r.ts, r.sym, r.price, r.size)
+	}
+	for _, q := range j.quotes {
+		qt.add(t, q.ts, q.bid, q.sym, q.ex, q.px, q.size, q.firm)
+	}
+	tr.close(t)
+	qt.close(t)
+	compactAll(t, tr, 1, rng)
+	compactAll(t, qt, 1, rng)
+	l, r := tr.reader(t), qt.reader(t)
+	quarter := j.trades[len(j.trades)/4].ts
+	nop := func(*query.Bar) error { return nil }
+	bars := func(q query.BarsQuery) float64 {
+		return testing.AllocsPerRun(10, func() {
+			if _, err := query.Bars(context.Background(), l, q, nop); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if small, big := bars(query.BarsQuery{Interval: time.Microsecond, HasTo: true, To: quarter}), bars(query.BarsQuery{Interval: time.Microsecond}); big > small {
+		t.Errorf("bars: %v allocations a run over every row, %v over a quarter", big, small)
+	} else {
+		t.Logf("bars: %v allocations a run", big)
+	}
+	join := func(q query.AsOfQuery) float64 {
+		return testing.AllocsPerRun(10, func() {
+			if _, err := query.AsOf(context.Background(), l, r, q, func(_, _ store.Row) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if small, big := join(query.AsOfQuery{HasTo: true, To: quarter}), join(query.AsOfQuery{}); big > small {
+		t.Errorf("as-of: %v allocations a run over every row, %v over a quarter", big, small)
+	}
+}

@@ -65,9 +65,9 @@ type merger struct {
 	inflight int
 	skipped  bool // a block was skipped (outside the window): the offsets cannot all be filled
 
-	// The window's offsets filled, those of them dropped (outside the
-	// time window), and (after the window is filled) those kept.
-	seen, drop, kept [mergeWin / 64]uint64
+	// mark is the window's offsets: 0 not filled, markKept filled with a
+	// row in the time window, markDropped filled with one outside it.
+	mark [mergeWin]byte
 	idx              []int32
 	win              *Block       // the window's rows, then the kept ones (wn of them)
 	wn, wpos         int          // rows of win, and the first not handed out
@@ -346,8 +346,7 @@ func (m *merger) fillWin() error {
 	w1 := min(w0+mergeWin, m.rows)
 	width := int(w1 - w0)
 	win.setLen(width, p.seqs)
-	clear(m.seen[:])
-	clear(m.drop[:])
+	clear(m.mark[:])
 	for len(m.heap) > 0 && m.heap[0].off < w1 {
 		j := m.heap[0].slot
 		b := m.cur[j]
@@ -379,16 +378,16 @@ func (m *merger) fillWin() error {
 		m.heap[0].off = int64(nb.offs[0])
 		m.down(0)
 	}
-	if !m.skipped {
-		if got := popcount(m.seen[:]); got != width {
-			return format.Corruptf(m.path(), 0, "rows %d to %d of the segment: %d of them in its data blocks", w0, w1-1, got)
-		}
+	// Count the offsets filled and kept, 8 at a time.
+	const ones = 0x0101010101010101
+	n, filled := 0, 0
+	for i := 0; i < width; i += 8 {
+		x := le.Uint64(m.mark[i:])
+		n += bits.OnesCount64(x & (markKept * ones))
+		filled += bits.OnesCount64((x | x>>1) & ones)
 	}
-	n := 0
-	for i, x := range m.seen {
-		x &^= m.drop[i]
-		m.kept[i] = x
-		n += bits.OnesCount64(x)
+	if !m.skipped && filled != width {
+		return format.Corruptf(m.path(), 0, "rows %d to %d of the segment: %d of them in its data blocks", w0, w1-1, filled)
 	}
 	if n < width {
 		m.compact(w0, width)
@@ -408,43 +407,53 @@ func (m *merger) fillWin() error {
 	return nil
 }
 
+// Marks of a window's offsets (merger.mark).
+const (
+	markKept    = 1
+	markDropped = 2
+)
+
 // scatter puts the rows of decoded block b from row from on, up to the
 // first at or past offset w1, at their offsets in the window starting at
 // offset w0, and returns where it stopped.
 func (m *merger) scatter(b *Block, from int, w0, w1 int64) (int, error) {
-	// First the run's end and its offsets' bits: every offset is the
-	// block's only (a second one is damage), and a row outside the
-	// time window is dropped.
+	// First the run's end and its offsets' marks: every offset is the
+	// block's only (a second one is damage), and a row outside the time
+	// window is dropped.
 	q := from
 	w := uint32(w0)
 	offs := b.offs[:b.n]
-	var dup uint64
-	for q < len(offs) && int64(offs[q]) < w1 {
-		o := (offs[q] - w) & (mergeWin - 1)
-		i, bit := o>>6&(mergeWin/64-1), uint64(1)<<(o&63)
-		dup |= m.seen[i] & bit
-		m.seen[i] |= bit
-		q++
+	mark := &m.mark
+	var dup byte
+	any := true
+	if len(b.keep) == 0 {
+		for q < len(offs) && int64(offs[q]) < w1 {
+			o := (offs[q] - w) & (mergeWin - 1)
+			dup |= mark[o]
+			mark[o] = markKept
+			q++
+		}
+	} else {
+		any = false
+		keep := b.keep[:len(offs)]
+		for q < len(offs) && int64(offs[q]) < w1 {
+			o := (offs[q] - w) & (mergeWin - 1)
+			dup |= mark[o]
+			v := byte(markDropped)
+			if keep[q] {
+				v, any = markKept, true
+			}
+			mark[o] = v
+			q++
+		}
 	}
 	if dup != 0 {
 		return q, format.Corruptf(m.path(), 0, "rows %d to %d of the segment: a row in two data blocks", w0, w1-1)
 	}
-	run := offs[from:q]
-	if len(b.keep) > 0 {
-		keep := b.keep[from:q]
-		any := false
-		for i, o := range run {
-			if !keep[i] {
-				o = (o - w) & (mergeWin - 1)
-				m.drop[o>>6&(mergeWin/64-1)] |= 1 << (o & 63)
-			} else {
-				any = true
-			}
-		}
-		if !any {
-			return q, nil // the block's vectors hold no rows then
-		}
+	if !any {
+		return q, nil // (the block's vectors may hold no rows then)
 	}
+	run := offs[from:q]
 	win := m.win
 	for i, c := range m.sc.p.cols {
 		if c.idx >= m.zcols {
@@ -485,10 +494,9 @@ func scatterRun[T any](d, s []T, offs []uint32, w uint32) {
 func (m *merger) compact(w0 int64, width int) {
 	p, out := &m.sc.p, m.win
 	idx := m.idx[:0]
-	for w, x := range m.kept[:(width+63)/64] {
-		for x != 0 {
-			idx = append(idx, int32(w*64+bits.TrailingZeros64(x)))
-			x &= x - 1
+	for i, k := range m.mark[:width] {
+		if k == markKept {
+			idx = append(idx, int32(i))
 		}
 	}
 	m.idx = idx
@@ -517,14 +525,6 @@ func gatherIdx[T any](s []T, idx []int32) {
 	for j, i := range idx {
 		s[j] = s[i]
 	}
-}
-
-func popcount(w []uint64) int {
-	n := 0
-	for _, x := range w {
-		n += bits.OnesCount64(x)
-	}
-	return n
 }
 
 // down restores the heap order from position i down.

@@ -67,12 +67,12 @@ type merger struct {
 
 	// mark is the window's offsets: 0 not filled, markKept filled with a
 	// row in the time window, markDropped filled with one outside it.
-	mark [mergeWin]byte
-	idx              []int32
-	win              *Block       // the window's rows, then the kept ones (wn of them)
-	wn, wpos         int          // rows of win, and the first not handed out
-	out              Block        // the block handed out: a view of win
-	pool             [13][]*Block // decoded-block buffers by size class (1 << class rows)
+	mark     [mergeWin]byte
+	idx      []int32
+	win      *Block       // the window's rows, then the kept ones (wn of them)
+	wn, wpos int          // rows of win, and the first not handed out
+	out      Block        // the block handed out: a view of win
+	pool     [13][]*Block // decoded-block buffers by size class (1 << class rows)
 }
 
 // mergeWin is the rows of a segment the merge fills at a time.

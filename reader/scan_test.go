@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -390,4 +393,97 @@ func TestScanAllocs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScanCorrupt: a raw row that fails its check word and a compressed
+// block that fails its CRC32C end every kind of scan with a
+// *store.CorruptError naming the file and the offset, never with rows.
+func TestScanCorrupt(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
+			db, live := testutil.DB(t)
+			rng := rand.New(rand.NewPCG(3, 4))
+			clTable(t, db, live, rng, 1<<12)
+			dir := filepath.Join(db, "t")
+			path, off := format.SegPath(dir, 1), int64(format.BlockSize+100*32+8)
+			if compacted {
+				w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.CloseCompacted(0); err != nil {
+					t.Fatal(err)
+				}
+				path, off = format.ZSegPath(dir, 1), format.BlockSize+100
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[off] ^= 0x40
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var sc reader.Scan
+			for _, order := range []reader.ScanOrder{reader.OrderSeq, reader.OrderAny} {
+				for _, workers := range []int{1, 2} {
+					spec := reader.ScanSpec{Cols: []int{0, 1, 2, 3}, From: math.MinInt64, To: reader.ToEnd, Order: order, Workers: workers}
+					if err := r.Scan(spec, &sc); err != nil {
+						t.Fatal(err)
+					}
+					for sc.Next() {
+					}
+					var ce *store.CorruptError
+					if err := sc.Err(); !errors.As(err, &ce) || ce.Path != path {
+						t.Fatalf("order %d, %d workers: %v, want corruption in %s", order, workers, err, path)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestScanManySymbols: a clustered segment of more symbols than the
+// merge takes on is read row by row, in seq order, the same rows.
+func TestScanManySymbols(t *testing.T) {
+	db, live := testutil.DB(t)
+	s := store.TickSchema()
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 1 << 13 * 32, LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	symc, _ := s.Col("sym")
+	size, _ := s.Col("size")
+	row := w.NewRow()
+	var ts []int64
+	for i := range 12000 {
+		id, err := w.SymbolString(fmt.Sprintf("S%d", i%5000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.SetTs(int64(1e18) + int64(i/3))
+		row.SetSym(symc, id)
+		row.SetI64(size, int64(i))
+		if _, err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, int64(1e18)+int64(i/3))
+	}
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	if v := zVersions(t, db, 3); v[0] != 2 {
+		t.Fatalf("segment versions %v", v)
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	scanCheck(t, r, rand.New(rand.NewPCG(8, 8)), ts)
 }

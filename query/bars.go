@@ -79,6 +79,8 @@ type barsRun struct {
 	bar         Bar
 	bars        int64
 	seqEnd      uint64 // BarsQuery.SeqEnd, MaxUint64 for none
+
+	cl clusterState // runCluster's
 }
 
 // barCols resolves q's field and volume columns in s.
@@ -182,6 +184,24 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 		var sc reader.Scan
 		if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
 			return 0, q.wrap(err)
+		}
+		if !sc.Late() && sc.Compressed() {
+			if shift, ok := x.clustered(r, from, q); ok {
+				// Few bars a segment: in the files' order (bars_cluster.go).
+				spec := reader.ScanSpec{Cols: cols, From: from, To: to, Order: reader.OrderAny, Seqs: true}
+				if err := r.Scan(spec, &sc); err != nil {
+					return 0, q.wrap(err)
+				}
+				if !sc.Late() {
+					err = x.runCluster(ctx, &sc, shift)
+					sc.Close()
+					return x.bars, q.wrap(err)
+				}
+				// (Late rows published since: seq order, below.)
+				if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
+					return 0, q.wrap(err)
+				}
+			}
 		}
 		if !sc.Late() && sc.Compressed() {
 			err = x.runScan(ctx, &sc)
@@ -366,47 +386,59 @@ func (x *barsRun) runScan(ctx context.Context, sc *reader.Scan) error {
 }
 
 // bucket makes the bucket holding ts current.
-func (x *barsRun) bucket(ts int64) {
-	m := ts % x.iv
+func (x *barsRun) bucket(ts int64) { x.start, x.last = bucketOf(ts, x.iv) }
+
+// bucketOf returns the first and last ts of the bucket of interval iv
+// holding ts.
+func bucketOf(ts, iv int64) (start, last int64) {
+	m := ts % iv
 	if m < 0 {
-		m += x.iv
+		m += iv
 	}
 	// ts - m is the floor; below MinInt64 when ts lies within m of it.
 	if ts < math.MinInt64+m {
-		x.start = math.MinInt64
+		start = math.MinInt64
 	} else {
-		x.start = ts - m
+		start = ts - m
 	}
-	if x.start > math.MaxInt64-(x.iv-1) {
-		x.last = math.MaxInt64
+	if start > math.MaxInt64-(iv-1) {
+		last = math.MaxInt64
 	} else {
-		x.last = x.start + x.iv - 1
+		last = start + iv - 1
 	}
+	return start, last
+}
+
+// barOf fills x.bar with the bar of a, symbol id's over the bucket from
+// start, and returns it.
+func (x *barsRun) barOf(a *barAcc, start int64, id uint32) *Bar {
+	b := &x.bar
+	*b = Bar{Ts: start, Sym: id, Count: a.count}
+	if !x.hasSym {
+		b.Sym = x.symID
+	}
+	switch {
+	case !x.fieldF64:
+		b.Open, b.High, b.Low, b.Close = uint64(a.io), uint64(a.ih), uint64(a.il), uint64(a.ic)
+	case a.has:
+		b.Open, b.High, b.Low, b.Close = math.Float64bits(a.fo), math.Float64bits(a.fh), math.Float64bits(a.fl), math.Float64bits(a.fc)
+	default:
+		nan := math.Float64bits(math.NaN())
+		b.Open, b.High, b.Low, b.Close = nan, nan, nan, nan
+	}
+	if x.volF64 {
+		b.Volume = math.Float64bits(a.vf)
+	} else {
+		b.Volume = uint64(a.vi)
+	}
+	return b
 }
 
 // flush passes the current bucket's bars to fn and clears them.
 func (x *barsRun) flush() error {
 	for i, id := range x.active {
 		a := &x.acc[id]
-		b := &x.bar
-		*b = Bar{Ts: x.start, Sym: id, Count: a.count}
-		if !x.hasSym {
-			b.Sym = x.symID
-		}
-		switch {
-		case !x.fieldF64:
-			b.Open, b.High, b.Low, b.Close = uint64(a.io), uint64(a.ih), uint64(a.il), uint64(a.ic)
-		case a.has:
-			b.Open, b.High, b.Low, b.Close = math.Float64bits(a.fo), math.Float64bits(a.fh), math.Float64bits(a.fl), math.Float64bits(a.fc)
-		default:
-			nan := math.Float64bits(math.NaN())
-			b.Open, b.High, b.Low, b.Close = nan, nan, nan, nan
-		}
-		if x.volF64 {
-			b.Volume = math.Float64bits(a.vf)
-		} else {
-			b.Volume = uint64(a.vi)
-		}
+		b := x.barOf(a, x.start, id)
 		*a = barAcc{}
 		if err := x.fn(b); err != nil {
 			// Clear the rest, so that a caller's retry is not fed stale bars.

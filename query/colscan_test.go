@@ -87,6 +87,9 @@ func TestBarsColumnScan(t *testing.T) {
 				q.From, q.HasFrom = rows[rng.IntN(len(rows)/4)].ts, true
 				q.To, q.HasTo = rows[len(rows)/2+rng.IntN(len(rows)/2)].ts+int64(rng.IntN(3)), true
 			}
+			if rng.IntN(3) == 0 {
+				q.SeqEnd, q.HasSeqEnd = uint64(len(rows)/2+rng.IntN(len(rows)/2)), true
+			}
 			queries = append(queries, q)
 		}
 	}
@@ -99,7 +102,11 @@ func TestBarsColumnScan(t *testing.T) {
 		for i, q := range queries {
 			got := gotBars(t, r, q)
 			if step == 0 {
-				want := bruteBars(rows, q)
+				in := rows
+				if q.HasSeqEnd {
+					in = rows[:q.SeqEnd]
+				}
+				want := bruteBars(in, q)
 				if !slices.Equal(got, want) {
 					t.Fatalf("%+v: %d bars, brute force %d (first differing: %v)", q, len(got), len(want), firstDiff(got, want))
 				}

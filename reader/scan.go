@@ -89,7 +89,7 @@ type Block struct {
 
 	// Input of the sequence-order merge of a clustered compressed
 	// segment (one data block: scan_merge.go): every row's offset in the
-	// segment, which rows are in the window (nil: all), the symbol.
+	// segment, which rows are in the window (empty: all), the symbol.
 	offs  []uint32
 	keep  []bool
 	id    uint32
@@ -273,8 +273,7 @@ type Scan struct {
 	late bool   // late rows in [a, end): filter raw rows by ts
 	// compressed: [a, end) starts below the compaction mark.
 	compressed bool
-	vis        uint64
-	first      uint64
+	vis        uint64 // the published rows at positioning
 	err        error
 	done       bool
 	cur        *Block
@@ -287,7 +286,7 @@ type Scan struct {
 	*scanMem
 
 	// RowInto's: the row size of the schema at positioning, and the
-	// vector of each of its columns (nil: a column not read).
+	// vector of each of its columns (empty: not every column is read).
 	rowSize int
 	rowVec  []int
 }
@@ -391,7 +390,7 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 	if p.from > p.hi {
 		b = a
 	}
-	sc.a, sc.end, sc.late, sc.vis, sc.first = a, b, late, snap.Visible, snap.FirstSeq
+	sc.a, sc.end, sc.late, sc.vis = a, b, late, snap.Visible
 	sc.compressed = a < b && a>>r.shift < r.ctl.CmpSegs()
 	workers := spec.Workers
 	if workers <= 0 {

@@ -333,10 +333,6 @@ func (g *Segment) SymAt(j int) (id uint32, first, nblocks int) {
 	return d.id, d.first, d.nblocks
 }
 
-// Late reports whether the file has late rows (FlagLate): a block's ts
-// may go back, and the blocks of one symbol need not ascend in ts.
-func (g *Segment) Late() bool { return g.late }
-
 func growInt64(s []int64, n int) []int64 {
 	if cap(s) < n {
 		return make([]int64, n, max(n, BlockRows))

@@ -265,6 +265,12 @@ func (p *scanParams) inWindow(ts int64) bool { return ts >= p.from && ts <= p.hi
 // ScanSpec.Workers) holds them until it reaches its end, is closed or is
 // positioned again, or its Reader is closed: a scan left before its end
 // should be closed.
+//
+// A Scan that ends lends its buffers to its Reader, which keeps those of
+// its last few scans for the next ones until it is closed: a few blocks
+// of the scan's columns, and after a seq-order scan of a clustered
+// segment a decoded data block per symbol (up to 4,096 rows of each
+// column read: 32 KiB a column and symbol).
 type Scan struct {
 	r    *Reader
 	p    scanParams

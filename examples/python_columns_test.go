@@ -472,3 +472,58 @@ func TestPythonReaderAddedColumns(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonReaderCompressedNewerLayout: an open Python Table meets a
+// compressed segment of a layout newer than the schema it loaded (a
+// column added after its last read, and the segment compressed before
+// its next one, as background compaction does while a table grows). It
+// must read the schema again and start over, as it does for a raw
+// segment of an unknown row size, not report the segment as corrupt.
+func TestPythonReaderCompressedNewerLayout(t *testing.T) {
+	py := python(t)
+	db, live := testutil.DB(t)
+	const table, rps = "ticks", 64
+	// CompactAge -1: the segments are compressed at a known point, by
+	// CloseCompacted after the Table's first read.
+	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, CompactAge: -1}
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	ids := map[string]uint32{}
+	for _, name := range append(append(append([]string{}, symNames...), venueNames...), noteNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := grownModel(200, ids)
+	appendGrown(t, w, model, 0, 100)
+	if err := w.AddColumn(addedCols[0]); err != nil {
+		t.Fatal(err)
+	}
+	appendGrown(t, w, model, 100, 130)
+	w.Publish()
+	pt := openPyTable(t, py, db, table)
+	if got, want := pt.read(t), checkGrown(t, py, db, live, table, model[:130]); got != want {
+		t.Fatalf("open Table, 1 column added: %s, want %s", got, want)
+	}
+	// The Table knows the base and x; note is added, and segments 2 and
+	// 3 (rows 130 on have note) are compressed in its layout.
+	if err := w.AddColumn(addedCols[1]); err != nil {
+		t.Fatal(err)
+	}
+	appendGrown(t, w, model, 130, 200)
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	base := len(pySchema.Cols)
+	if got, want := zNcols(t, filepath.Join(db, table), 4), []int{base, base + 1, base + 2, base + 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("compressed segments' ncols %v, want %v", got, want)
+	}
+	want := checkGrown(t, py, db, live, table, model[:200])
+	if got := pt.read(t); got != want {
+		t.Errorf("open Table, compressed segments of a newer layout: %s, want %s", got, want)
+	}
+	verify(t, db, table)
+}

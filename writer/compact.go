@@ -166,7 +166,7 @@ func (w *Writer) compactStep(n uint64, step int) {
 // checkpoints of the passes behind it (more: the pass compacted one, and
 // the checkpointer runs again for the next).
 func (w *Writer) autoCompact() (more bool, err error) {
-	if w.opts.CompactAge <= 0 {
+	if w.opts.CompactAge < 0 {
 		return false, nil
 	}
 	snap, err := w.ctl.Snapshot()

@@ -315,7 +315,7 @@ func (h *crashHarness) checkOpen(round int, f []string, idle bool) {
 	if err != nil {
 		t.Fatalf("round %d: verify: %v", round, err)
 	}
-	if rep.Rows != n || rep.Unpublished != 0 || rep.Postings != n {
+	if rep.Rows != n || rep.Unpublished != 0 || rep.Postings+rep.Compacted != n {
 		t.Fatalf("round %d: verify %+v, want %d rows", round, rep, n)
 	}
 	if h.tailer == nil {

@@ -135,9 +135,16 @@ type Options struct {
 	// files fit in RetainBytes. The checkpointer deletes the files.
 	RetainAge   time.Duration
 	RetainBytes int64
-	// CompactAge, when set, compresses sealed segments whose rows are all
-	// older than it before the table's last ts (Compact), on the
-	// checkpointer after each checkpoint, one segment a pass.
+	// CompactAge is when a sealed segment is compressed in the
+	// background (Compact: clustered by symbol, about 4.5 bytes a tick
+	// row against 32), by the checkpointer, one segment a pass: 0 (the
+	// default) as soon as it qualifies (durable, not the newest sealed
+	// segment, below the last index checkpoint), a positive age once its
+	// rows are all older than that before the table's last ts, a
+	// negative one never (segments stay raw until Compact,
+	// CloseCompacted or tickdb compact). It costs CPU beside the writer
+	// (CompactWorkers) and the segments' hot copies (HotBytes), which a
+	// compressed segment does not keep.
 	CompactAge time.Duration
 	// CompactWorkers is how many goroutines one segment's compression
 	// may use (cseg.EncodeParallel; default GOMAXPROCS, at most 4): a

@@ -638,6 +638,13 @@ class _ZSeg:
         ncols = _u32(b, 68)
         lay = t.layout_of_ncols(ncols)
         if lay is None:
+            # Compressed after a column was added that the table's reader
+            # did not know yet (background compaction runs while columns
+            # are added): the schema is read again, and if it grew the read
+            # starts over, as for a raw segment of an unknown row size.
+            grew = getattr(t, "_schema_grew", None)
+            if grew is not None and grew():
+                raise _SchemaGrew()
             raise self._corrupt(68, f"ncols {ncols}, not a layout of the table's {len(t.columns)} columns")
         self.cols, self.row_size, self.dtype = lay.columns, lay.row_size, lay.dtype
         for off, what, got, want in ((16, "table id", b[16:32], t.table_id), (32, "segNo", _u64(b, 32), self.n),
@@ -1268,10 +1275,21 @@ class Table:
         lay = self._layout_of_row_size(rs)
         if lay is not None:
             return lay
-        if self._check_features() & FEAT_COLUMNS and self._load_schema():
+        if self._schema_grew():
             raise _SchemaGrew()
         raise CorruptError(path, off, f"rowSize {rs}, none of the table's layouts "
                                       f"{[lay.row_size for lay in self._layout_list]}")
+
+    def _schema_grew(self):
+        """Read the schema file again (a segment of a layout this reader
+        does not know: a column added since it loaded the schema); True if
+        the schema has columns this reader did not have. The first load,
+        when the columns feature bit is new since read() looked at it,
+        counts as growth too."""
+        n = len(self.columns)
+        if not self._check_features() & FEAT_COLUMNS:  # loads the schema the first time the bit is set
+            return False
+        return self._load_schema() or len(self.columns) > n
 
     def _relayout(self, buf, rs, first_seq):
         """Rows from first_seq of rs bytes (verified) in the newest layout."""

@@ -372,17 +372,7 @@ func TestPythonReaderAddedColumns(t *testing.T) {
 			db, live := testutil.DB(t)
 			const table, rps = "ticks", 64
 			opts := &writer.Options{Schema: tc.schema, SegmentSize: rps * int64(tc.schema.RowSize), LiveDir: live, Flush: writer.FlushOnSync}
-			w, err := writer.Open(db, table, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = w.Close() })
-			ids := map[string]uint32{}
-			for _, name := range append(append(append([]string{}, symNames...), venueNames...), noteNames...) {
-				if ids[name], err = w.SymbolString(name); err != nil {
-					t.Fatal(err)
-				}
-			}
+			w, ids := openGrown(t, db, table, opts)
 			model := grownModel(700, ids)
 			dir := filepath.Join(db, table)
 
@@ -436,7 +426,8 @@ func TestPythonReaderAddedColumns(t *testing.T) {
 			// each with its own ncols.
 			o2 := *opts
 			o2.Schema = grown
-			if w, err = writer.Open(db, table, &o2); err != nil {
+			w, err := writer.Open(db, table, &o2)
+			if err != nil {
 				t.Fatal(err)
 			}
 			appendGrown(t, w, model, 520, 600)
@@ -456,7 +447,8 @@ func TestPythonReaderAddedColumns(t *testing.T) {
 
 			// A writer open on the compacted table (it decompresses the
 			// last segment), more rows in live slots only.
-			if w, err = writer.Open(db, table, &o2); err != nil {
+			w, err = writer.Open(db, table, &o2)
+			if err != nil {
 				t.Fatal(err)
 			}
 			appendGrown(t, w, model, 600, 700)
@@ -486,17 +478,7 @@ func TestPythonReaderCompressedNewerLayout(t *testing.T) {
 	// CompactAge -1: the segments are compressed at a known point, by
 	// CloseCompacted after the Table's first read.
 	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, CompactAge: -1}
-	w, err := writer.Open(db, table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	ids := map[string]uint32{}
-	for _, name := range append(append(append([]string{}, symNames...), venueNames...), noteNames...) {
-		if ids[name], err = w.SymbolString(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, ids := openGrown(t, db, table, opts)
 	model := grownModel(200, ids)
 	appendGrown(t, w, model, 0, 100)
 	if err := w.AddColumn(addedCols[0]); err != nil {
@@ -526,4 +508,22 @@ func TestPythonReaderCompressedNewerLayout(t *testing.T) {
 		t.Errorf("open Table, compressed segments of a newer layout: %s, want %s", got, want)
 	}
 	verify(t, db, table)
+}
+
+// openGrown opens table with opts (closed at the test's end) and adds
+// the symbols the grown model names, returning their ids by name.
+func openGrown(t *testing.T, db, table string, opts *writer.Options) (*writer.Writer, map[string]uint32) {
+	t.Helper()
+	w, err := writer.Open(db, table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	ids := map[string]uint32{}
+	for _, name := range append(append(append([]string{}, symNames...), venueNames...), noteNames...) {
+		if ids[name], err = w.SymbolString(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, ids
 }

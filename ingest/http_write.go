@@ -66,6 +66,10 @@ type gzipBody struct {
 	zr *gzip.Reader
 }
 
+// drainMax is the most of a failed write's body read and dropped before
+// its answer is sent.
+const drainMax = 8 << 20
+
 // writeFail is how a write request ends when it is not stored.
 type writeFail struct {
 	status     int
@@ -143,6 +147,16 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	st := newStage(mem.charge)
 	defer st.free() // after the writer is done with it: submit waits for that
 	if fail := h.readBody(r, pr, gz, prec, st, mem); fail != nil {
+		st.free()
+		mem.release()
+		if fail.status != http.StatusRequestTimeout {
+			// The rest of the body, up to drainMax, read and dropped
+			// before answering: a client still sending it would
+			// otherwise meet a reset (the server closing on unread
+			// bytes) instead of the answer. Past that the connection
+			// is closed after the answer, as before.
+			_, _ = io.CopyN(io.Discard, pr, drainMax)
+		}
 		h.fail(w, fail)
 		return
 	}

@@ -49,21 +49,7 @@ func BenchmarkCompressed(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchutil.AddSymbols(b, w.SymbolString)
-		g := gen.New(gen.Options{Symbols: benchutil.Symbols, Seed: benchutil.Seed})
-		buf := make([]byte, 64*32)
-		for i := 0; i < n; i += 64 {
-			for j := 0; j < 64; j++ {
-				benchutil.Encode(buf[j*32:], g.Next())
-			}
-			if _, _, err := w.AppendBatch(buf); err != nil {
-				b.Fatal(err)
-			}
-			w.Publish()
-		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
+		writeGenerated(b, w, n, 64)
 	}
 	for _, name := range []string{"z", "z1"} {
 		w, err := writer.Open(db, name, &writer.Options{LiveDir: live + "/" + name})
@@ -337,7 +323,6 @@ func BenchmarkCloseCompacted(b *testing.B) {
 			b.ReportAllocs()
 			db, live := testutil.DB(b)
 			s, _, _, _ := benchutil.TickSchema()
-			buf := make([]byte, 1024*32)
 			var compacted time.Duration
 			i := 0
 			for b.Loop() {
@@ -348,20 +333,7 @@ func BenchmarkCloseCompacted(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				benchutil.AddSymbols(b, w.SymbolString)
-				g := gen.New(gen.Options{Symbols: benchutil.Symbols, Seed: benchutil.Seed})
-				for r := 0; r < n; r += 1024 {
-					for j := range 1024 {
-						benchutil.Encode(buf[j*32:], g.Next())
-					}
-					if _, _, err := w.AppendBatch(buf); err != nil {
-						b.Fatal(err)
-					}
-					w.Publish()
-				}
-				if err := w.Close(); err != nil {
-					b.Fatal(err)
-				}
+				writeGenerated(b, w, n, 1024)
 				w, err = writer.Open(db, name, &writer.Options{LiveDir: live + "/" + name, HotBytes: -1, CompactAge: -1, CompactWorkers: workers})
 				if err != nil {
 					b.Fatal(err)
@@ -383,5 +355,26 @@ func BenchmarkCloseCompacted(b *testing.B) {
 			b.ReportMetric(float64(compacted.Nanoseconds())/float64(b.N)/n, "ns/row")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// writeGenerated appends n generated ticks (benchutil's symbols and seed)
+// to w in batches of batch rows, publishing each, and closes it.
+func writeGenerated(b *testing.B, w *writer.Writer, n, batch int) {
+	b.Helper()
+	benchutil.AddSymbols(b, w.SymbolString)
+	g := gen.New(gen.Options{Symbols: benchutil.Symbols, Seed: benchutil.Seed})
+	buf := make([]byte, batch*32)
+	for i := 0; i < n; i += batch {
+		for j := range batch {
+			benchutil.Encode(buf[j*32:], g.Next())
+		}
+		if _, _, err := w.AppendBatch(buf); err != nil {
+			b.Fatal(err)
+		}
+		w.Publish()
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

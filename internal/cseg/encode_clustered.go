@@ -274,19 +274,8 @@ func (e *encoder) verifyIDs(rows []byte, ids []uint32, workers int) error {
 	wg.Wait()
 	ok := !slices.ContainsFunc(errs, func(err error) bool { return err != nil })
 	for k := 0; ok && k < workers; k++ {
-		// Rows of the run up to the first at or past the newest ts
-		// before it: late against that ts (within the window) or bad.
-		top := e.lastTs
-		for i := k * nb / workers * BlockRows; i < len(ids) && k > 0; i++ {
-			t := int64(le.Uint64(rows[i*e.rs:]))
-			if t >= top {
-				break
-			}
-			if uint64(top)-uint64(t) > uint64(e.h.LateWindow) {
-				ok = false
-				break
-			}
-			e.late = true
+		if k > 0 {
+			ok = e.lateAgainst(rows, k*nb/workers*BlockRows, len(ids))
 		}
 		e.late = e.late || runs[k].late
 		e.lastTs = max(e.lastTs, runs[k].lastTs)
@@ -296,6 +285,23 @@ func (e *encoder) verifyIDs(rows []byte, ids []uint32, workers int) error {
 	}
 	e.lastTs, e.late = math.MinInt64, false
 	return seq(e, 0, nb)
+}
+
+// lateAgainst checks rows [from, to) from the first against e.lastTs, the
+// newest ts before them, up to the first at or past it: each before it is
+// late (within the window: e.late) or bad (false).
+func (e *encoder) lateAgainst(rows []byte, from, to int) bool {
+	for i := from; i < to; i++ {
+		t := int64(le.Uint64(rows[i*e.rs:]))
+		if t >= e.lastTs {
+			return true
+		}
+		if uint64(e.lastTs)-uint64(t) > uint64(e.h.LateWindow) {
+			return false
+		}
+		e.late = true
+	}
+	return true
 }
 
 // assignSlots returns the directory of the distinct ids (ascending; only

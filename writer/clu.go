@@ -139,6 +139,19 @@ func (h *hotSet) has(n uint64) bool {
 	return false
 }
 
+// remove forgets segment n's copies, reporting whether it had them.
+func (h *hotSet) remove(n uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, s := range h.segs {
+		if s.n == n {
+			h.segs = slices.Delete(h.segs, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
 // setClu marks segment n's clustered copy made (or given up on).
 func (h *hotSet) setClu(n uint64) {
 	h.mu.Lock()
@@ -473,6 +486,7 @@ func writeFile(path string, parts ...[]byte) error {
 // removeCopies removes segment seg's hot and clustered copies, if any,
 // and bumps the change counter when there was one.
 func (w *Writer) removeCopies(seg uint64) {
+	w.hot.remove(seg)
 	removed := false
 	for _, p := range []string{format.HotPath(w.liveDir, seg), format.CluPath(w.liveDir, seg)} {
 		if os.Remove(p) == nil {

@@ -66,11 +66,13 @@ func (w *Writer) Compact(olderThan time.Duration) (CompactResult, error) {
 // compact compresses the qualifying segments below the row count seq
 // (the writer's, as of the caller) with last ts lastTs.
 func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (CompactResult, error) {
-	return w.compactUpTo(olderThan, seq, lastTs, math.MaxInt)
+	return w.compactUpTo(olderThan, seq, lastTs, math.MaxInt, nil)
 }
 
-// compactUpTo is compact of at most limit segments.
-func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, limit int) (CompactResult, error) {
+// compactUpTo is compact of at most limit segments, until stop closes
+// (nil: never; then the segment being encoded stays raw and the pass
+// returns cseg.ErrStopped).
+func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, limit int, stop <-chan struct{}) (CompactResult, error) {
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	var res CompactResult
@@ -79,7 +81,7 @@ func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, 
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
-		raw, z, err := w.compactSegment(n, w.rps)
+		raw, z, err := w.compactSegment(n, w.rps, stop)
 		if err != nil {
 			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 		}
@@ -116,9 +118,15 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 }
 
 // compactSegment runs the four steps for segment n, holding its first
-// rows rows, and returns the raw and compressed file sizes.
-func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err error) {
+// rows rows, and returns the raw and compressed file sizes. Closing stop
+// (nil: never) during the encoding abandons it (cseg.ErrStopped).
+func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)
+	// The segment's hot copies go first, while its raw file is still
+	// there: a reader that has the hot copy mapped maps the raw file over
+	// it at its next look (Reader.sweepCopies) for the encoding's time,
+	// and so holds no shared memory once the raw file is removed too.
+	w.removeCopies(n)
 	b, rs, err := w.mapDurable(n)
 	if err != nil {
 		return 0, 0, err
@@ -140,7 +148,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *vfs.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		st, err = cseg.EncodeParallel(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath, w.opts.CompactWorkers)
+		st, err = cseg.EncodeParallel(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath, w.opts.CompactWorkers, stop)
 		if err != nil {
 			return err
 		}
@@ -173,7 +181,10 @@ func (w *Writer) autoCompact() (more bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1)
+	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1, w.ck.stopc)
+	if errors.Is(err, cseg.ErrStopped) {
+		return false, nil // Close: the segment stays raw, for the next writer
+	}
 	return res.Segments > 0, err
 }
 
@@ -198,7 +209,9 @@ func (w *Writer) cleanCompaction() error {
 		case segNumber(name, format.ZSegName, &n) && n >= mark:
 			path = name
 		case segNumber(name, format.SegName, &n) && n < mark:
-			if _, err := os.Stat(format.ZSegPath(w.dir, n)); err != nil {
+			// Its compressed file must be there, unless retention has
+			// deleted the segment (all of its rows below the first).
+			if _, err := os.Stat(format.ZSegPath(w.dir, n)); err != nil && (n+1)<<w.shift > w.ctl.FirstSeq() {
 				return format.Corruptf(format.ZSegPath(w.dir, n), 0, "compressed segment missing below the compaction mark %d", mark)
 			}
 			path = name
@@ -239,7 +252,7 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			if !w.olderThan(n, olderThan, w.seq, w.lastTs) {
 				break
 			}
-			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift))
+			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift), nil)
 			if err != nil {
 				return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 			}

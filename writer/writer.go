@@ -788,6 +788,12 @@ type Stats struct {
 	// read their HotRows from there.
 	HotSegments uint64
 	HotRows     uint64
+	// CompactedSegs are the segments below the compaction mark (compressed,
+	// or deleted by retention); RawSegs the sealed ones at or above it
+	// still raw, the background compaction's backlog plus the newest
+	// sealed one (Options.CompactAge), which it leaves raw.
+	CompactedSegs uint64
+	RawSegs       uint64
 	// IndexReserved is the address space the index files' mappings take
 	// (a reservation that follows their sizes), Remaps how often one was
 	// mapped again, larger, since Open.
@@ -824,6 +830,10 @@ func (w *Writer) stats() Stats {
 	}
 	st.IndexReserved = w.reserved()
 	st.HotSegments, st.HotRows = w.hotSegs()
+	st.CompactedSegs = w.ctl.CmpSegs()
+	if sealed, low := w.seq>>w.shift, max(st.CompactedSegs, w.firstSeq>>w.shift); sealed > low {
+		st.RawSegs = sealed - low
+	}
 	return st
 }
 

@@ -1112,7 +1112,9 @@ func TestTornTailCutOnReopen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := newWtTable(t)
-			w := tb.open(t, nil)
+			// Raw segments (CompactAge -1): the damage is done to their
+			// files, rows and headers.
+			w := tb.open(t, func(o *writer.Options) { o.CompactAge = -1 })
 			ids := tb.symbols(t, w, "A", "B", "C")
 			tb.appendN(t, w, 0, n, ids)
 			if err := w.Close(); err != nil {

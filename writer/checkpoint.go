@@ -1,6 +1,8 @@
 package writer
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"runtime"
@@ -66,6 +68,20 @@ func (c *checkpointer) wake() {
 	}
 }
 
+// wakeAfter asks for a pass d from now: work a pass had to leave (a
+// busy snapshot, a full disk) is not left until the next segment seals,
+// which on an idle table may be never.
+func (c *checkpointer) wakeAfter(d time.Duration) {
+	if c.job != nil {
+		c.job.kick(d)
+		return
+	}
+	time.AfterFunc(d, c.wake) // after stop, a kick nobody reads
+}
+
+// retryDelay is how long a pass that had to leave work waits to try again.
+const retryDelay = 50 * time.Millisecond
+
 // stop ends the goroutine after the checkpoint in progress, if any.
 func (c *checkpointer) stop() {
 	close(c.stopc)
@@ -115,8 +131,9 @@ func (c *checkpointer) pass() {
 	}
 	if err := w.checkpoint(w.ctl.Durable()); errors.Is(err, index.ErrBusy) {
 		// The writer goroutine was preempted mid-publish for longer
-		// than a snapshot waits (a loaded machine): the next wake
-		// checkpoints; running late costs only recovery work.
+		// than a snapshot waits (a loaded machine): a pass a moment
+		// later checkpoints; running late costs only recovery work.
+		c.wakeAfter(retryDelay)
 		return
 	} else if err != nil {
 		if classify(err) == CondFailed {
@@ -172,6 +189,7 @@ func (c *checkpointer) failed(what string, err error) {
 		return
 	}
 	w.log.Warn("writer: "+what+" failed; tried again later", "table", w.name, "err", err)
+	c.wakeAfter(time.Second)
 }
 
 // closeUncheckpointed ends Close after a failed index checkpoint (every

@@ -15,6 +15,7 @@ import (
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/internal/vfs"
+	"github.com/tickdb/tickdb/store"
 )
 
 // Compaction rewrites old sealed segments into compressed files (package
@@ -173,17 +174,31 @@ func (w *Writer) compactStep(n uint64, step int) {
 // segment, so that a backlog does not hold up the hot copies and
 // checkpoints of the passes behind it (more: the pass compacted one, and
 // the checkpointer runs again for the next).
+//
+// A segment whose rows fail their checks (damage on disk) is not
+// compressed: the error is logged and the background compaction stops
+// for this writer, which goes on taking rows (verify names the damage;
+// tickdb compact fails on it the same way).
 func (w *Writer) autoCompact() (more bool, err error) {
-	if w.opts.CompactAge < 0 {
+	if w.opts.CompactAge < 0 || w.compactOff {
 		return false, nil
 	}
 	snap, err := w.ctl.Snapshot()
+	if errors.Is(err, index.ErrBusy) {
+		w.ck.wakeAfter(retryDelay) // the writer is mid-publish: a moment later
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
 	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1, w.ck.stopc)
-	if errors.Is(err, cseg.ErrStopped) {
+	switch {
+	case errors.Is(err, cseg.ErrStopped):
 		return false, nil // Close: the segment stays raw, for the next writer
+	case errors.Is(err, store.ErrCorrupt):
+		w.compactOff = true
+		w.log.Error("writer: background compaction stopped: a segment's rows fail their checks", "table", w.name, "err", err)
+		return false, nil
 	}
 	return res.Segments > 0, err
 }

@@ -3,11 +3,13 @@ package writer_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -568,4 +570,82 @@ func TestCompactClosedTable(t *testing.T) {
 	if _, err := reader.Verify(db, "t", nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCompactBackgroundDamage: a sealed segment whose rows fail their
+// checks (damage on disk) stops the background compaction with an error
+// in the log; the writer goes on taking rows, and the damaged segment
+// stays raw for verify to name.
+func TestCompactBackgroundDamage(t *testing.T) {
+	db, live := testutil.DB(t)
+	want := compactTable(t, db, live, 4*compactSegRows+10)
+	// A flipped bit in a row of segment 1.
+	path := format.SegPath(filepath.Join(db, "t"), 1)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(format.BlockSize + 100*32 + 9)
+	b := []byte{0}
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 4
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	logs := &lockedLog{}
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	row := w.NewRow()
+	copy(row, want[len(want)-32:])
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "background compaction stopped"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compaction error logged:\n%s", logs.String())
+		}
+	}
+	// Segment 0 was compressed before it; 1 and on stay raw.
+	if st := w.Stats(); st.CompactedSegs != 1 {
+		t.Fatalf("%d segments compacted, want 1 (the one before the damage)", st.CompactedSegs)
+	}
+	for i := range compactSegRows {
+		if _, err := w.Append(row); err != nil {
+			t.Fatalf("append %d after the damage: %v", i, err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := w.Condition(); err != nil {
+		t.Fatalf("condition %v: %v", c, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the damaged segment: %v", err)
+	}
+	if _, err := reader.Verify(db, "t", nil); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("verify: %v, want the damage named", err)
+	}
+}
+
+// lockedLog is a log sink safe for the writer's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

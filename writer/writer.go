@@ -94,6 +94,9 @@ type Writer struct {
 	// the lock is still held; closeRes is its result.
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
+	// compactOff: the background compaction met damage and stopped for
+	// this run (autoCompact; the checkpointer's).
+	compactOff bool
 
 	clu      cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 	hotChunk []byte     // the checkpointer's buffer for hot copies (clu.go)

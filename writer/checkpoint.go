@@ -68,6 +68,18 @@ func (c *checkpointer) wake() {
 	}
 }
 
+// stopping reports whether Close has begun to stop the checkpointer: a
+// pass then skips what Close undoes (hot and clustered copies) and what
+// it need not wait for (compaction).
+func (c *checkpointer) stopping() bool {
+	select {
+	case <-c.stopc:
+		return true
+	default:
+		return false
+	}
+}
+
 // wakeAfter asks for a pass d from now: work a pass had to leave (a
 // busy snapshot, a full disk) is not left until the next segment seals,
 // which on an idle table may be never.
@@ -154,10 +166,8 @@ func (c *checkpointer) pass() {
 	// Options.CompactAge: a segment old enough, compressed here, off
 	// the writer's and the flusher's goroutines; not once Close has
 	// begun to stop the checkpointer (it waits for the pass).
-	select {
-	case <-c.stopc:
+	if c.stopping() {
 		return
-	default:
 	}
 	more, err := w.autoCompact()
 	if err != nil {
@@ -206,6 +216,7 @@ func (w *Writer) closeUncheckpointed() error {
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
+	w.reap.start()
 	w.log.Warn("writer: closed without a checkpoint; the next open re-indexes", "table", w.name, "rows", w.seq)
 	return err
 }

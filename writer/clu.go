@@ -184,7 +184,7 @@ func (w *Writer) makeHot() error {
 	if err := w.copySlots(); err != nil {
 		return err
 	}
-	for w.cluEnabled() {
+	for w.cluEnabled() && !w.ck.stopping() {
 		n, ok := w.hot.needClu()
 		if !ok {
 			break
@@ -207,6 +207,9 @@ func (w *Writer) copySlots() error {
 		// stores ready, so the load orders the reads of both after it.
 		if gen == 0 || s.ready.Load() != seg+1 || s.copied.Load() == seg+1 || seg >= w.ctl.DurableSegs() {
 			continue
+		}
+		if w.ck.stopping() {
+			return nil // Close: the copies are removed anyway
 		}
 		err := w.copySlot(s, gen, seg)
 		// Done with it, copied or not (a failed copy is not tried again):
@@ -536,7 +539,11 @@ func (w *Writer) cleanCopies(keep bool) error {
 		if keeps(n, tmp) && hot[n] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(w.liveDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		path := filepath.Join(w.liveDir, e.Name())
+		if !keep {
+			w.reap.hold(path) // Close: freed after it returns
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("writer: remove hot copy: %w", err)
 		}
 		removed = true

@@ -123,23 +123,30 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 // (nil: never) during the encoding abandons it (cseg.ErrStopped).
 func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)
+	// The rows from the segment's hot copy, if it has one (the durable
+	// file byte for byte, in memory: no disk read), mapped before the
+	// copies go.
+	b, rs := w.mapHot(n)
 	// The segment's hot copies go first, while its raw file is still
 	// there: a reader that has the hot copy mapped maps the raw file over
 	// it at its next look (Reader.sweepCopies) for the encoding's time,
 	// and so holds no shared memory once the raw file is removed too.
 	w.removeCopies(n)
-	b, rs, err := w.mapDurable(n)
-	if err != nil {
-		return 0, 0, err
-	}
 	if b == nil {
-		return 0, 0, format.Corruptf(rawPath, 0, "segment file missing below the durable count")
+		var err error
+		if b, rs, err = w.mapDurable(n); err != nil {
+			return 0, 0, err
+		}
+		if b == nil {
+			return 0, 0, format.Corruptf(rawPath, 0, "segment file missing below the durable count")
+		}
 	}
 	defer mmap.Unmap(b)
 	data := b[format.BlockSize : format.BlockSize+rows*rs]
-	// Every row is read: fault the mapping in at once (one call reads
-	// the file, rather than a fault per read-around window in each of
-	// the encoder's goroutines). A failure only costs the faults.
+	// Every row is read: map them in at once (one call reads the file,
+	// or maps the hot copy's pages, rather than a fault per page or
+	// read-around window in each of the encoder's goroutines). A failure
+	// only costs the faults.
 	_ = mmap.PopulateRead(data)
 	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
 	var st cseg.Stats
@@ -160,6 +167,22 @@ func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes,
 	}
 	w.log.Info("writer: compacted segment", "table", w.name, "segment", n, "raw_bytes", int64(len(b)), "bytes", st.Bytes)
 	return int64(len(b)), st.Bytes, nil
+}
+
+// mapHot maps segment n's hot copy, or returns nil when it has none (or
+// its header does not match: the durable file is read instead). Rows
+// that fail their checks there fail the encoding, as the durable file's
+// would.
+func (w *Writer) mapHot(n uint64) ([]byte, uint64) {
+	if !w.hotEnabled() || !w.hot.has(n) {
+		return nil, 0
+	}
+	b, rs, err := format.MapSegmentOf(format.HotPath(w.liveDir, n),
+		format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}, w.knownLayout)
+	if err != nil {
+		return nil, 0
+	}
+	return b, uint64(rs)
 }
 
 // compactStep calls Options.compactHook (tests) after each numbered step

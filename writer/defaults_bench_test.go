@@ -14,7 +14,7 @@ import (
 
 // BenchmarkIngestDefaults is a table written the way an embedding program
 // writes one by default: writer.Options{Schema: s} and nothing else
-// (background compaction on, hot copies on), batches of 1,000 generated
+// (background compaction on, hot copies on), batches of 1,024 generated
 // ticks (100 symbols) appended and published, then a plain Close. Each op
 // writes a fresh table of rows=N (TICKDB_BENCH_ROWS, default 20 M) at
 // full speed ("rate=max") or paced to 5 M rows/s ("rate=5M": a sustained
@@ -29,7 +29,7 @@ import (
 //	go test -run '^$' -bench BenchmarkIngestDefaults -benchtime 1x -timeout 30m ./writer
 func BenchmarkIngestDefaults(b *testing.B) {
 	n := int(benchutil.Rows(20_000_000))
-	const batch = 1000
+	const batch = 1024 // divides the ring
 	ring := benchutil.NewRing(1 << 20)
 	for _, rate := range []int{0, 5_000_000} {
 		name := "rate=max"

@@ -94,6 +94,7 @@ type Writer struct {
 	// the lock is still held; closeRes is its result.
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
+	reap      reaper // the live files Close removed, freed after it (reap.go)
 	// compactOff: the background compaction met damage and stopped for
 	// this run (autoCompact; the checkpointer's).
 	compactOff bool
@@ -992,6 +993,7 @@ func (w *Writer) Close() error {
 	if !w.reopening {
 		w.opts.Group.leaveIfSet()
 	}
+	w.reap.start()
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
 }
@@ -1049,12 +1051,13 @@ func (w *Writer) removeLive() error {
 		w.ctl.SetSlot(s.i, 0, 0)
 	}
 	for _, s := range w.slots {
-		if s.b != nil {
-			mmap.Unmap(s.b)
-			s.b, s.rows = nil, nil
-		}
+		// Unlinked while mapped, unmapped by the reaper after Close.
 		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		}
+		if s.b != nil {
+			w.reap.holdMap(s.b)
+			s.b, s.rows = nil, nil
 		}
 	}
 	if err := w.fs.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -77,7 +77,8 @@ type Encoder struct {
 	// none. See ilpRow.
 	ilpNaN, ilpStr int
 	dicts          []dict
-	times          timeCache
+	times          timeCache // TsRFC3339
+	nsTimes        nsCache   // TsNs
 	arena          []byte    // the encoded symbol names dicts point into
 	vrow           store.Row // Values: the row's words, 8 bytes per column, then 4 unused
 	buf            []byte
@@ -382,7 +383,7 @@ func (e *Encoder) header() {
 // unquoted).
 func (e *Encoder) appendTs(b []byte, ts int64) []byte {
 	if e.tsf == TsNs {
-		return strconv.AppendInt(b, ts, 10)
+		return e.nsTimes.append(b, ts)
 	}
 	return e.times.append(b, ts)
 }
@@ -409,7 +410,7 @@ func (e *Encoder) csvRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 				b = appendFloat(b, v)
 			}
 		case store.TypeI64:
-			b = strconv.AppendInt(b, r.I64(c.col), 10)
+			b = appendInt(b, r.I64(c.col))
 		case store.TypeBool:
 			b = appendBool(b, r.Bool(c.col))
 		case store.TypeTs:
@@ -445,7 +446,7 @@ func (e *Encoder) jsonRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 				b = appendFloat(b, v)
 			}
 		case store.TypeI64:
-			b = strconv.AppendInt(b, r.I64(c.col), 10)
+			b = appendInt(b, r.I64(c.col))
 		case store.TypeBool:
 			b = appendBool(b, r.Bool(c.col))
 		case store.TypeTs:
@@ -458,7 +459,7 @@ func (e *Encoder) jsonRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 // jsonTs appends ts as a JSON number (TsNs) or string (TsRFC3339).
 func (e *Encoder) jsonTs(b []byte, ts int64) []byte {
 	if e.tsf == TsNs {
-		return strconv.AppendInt(b, ts, 10)
+		return e.nsTimes.append(b, ts)
 	}
 	b = append(b, '"')
 	b = e.times.append(b, ts)
@@ -566,7 +567,7 @@ func (e *Encoder) ilpHasField(r store.Row, null []bool) bool {
 func (e *Encoder) tableRow(b []byte, r store.Row, null []bool) ([]byte, error) {
 	start := len(b)
 	if e.tsf == TsNs {
-		b = strconv.AppendInt(b, r.Ts(), 10)
+		b = e.nsTimes.append(b, r.Ts())
 		b = alignRight(b, start, len(b)-start, tableNsWidth)
 	} else {
 		b = e.times.append(b, r.Ts())

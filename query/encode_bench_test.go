@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
@@ -40,7 +41,8 @@ func benchTicks(n, nsym int) (*store.Schema, []byte, func(uint32) (string, error
 // symbols, rows already read (no reader, no check words), to
 // io.Discard: an op is the whole table through a new Encoder, so the
 // first sight of each symbol is in it. rows/s and ns/row are the
-// encoder's throughput; B/row the output's size.
+// encoder's throughput, cpu-ns/row its thread's CPU time a row (steadier
+// than the clock on a shared machine); B/row the output's size.
 //
 //	go test -run '^$' -bench 'BenchmarkEncode$' -count 10 ./query/ > new.txt; benchstat old.txt new.txt
 func BenchmarkEncode(b *testing.B) {
@@ -64,12 +66,15 @@ func BenchmarkEncode(b *testing.B) {
 				encode(&out)
 				b.ReportAllocs()
 				rows := 0
+				cpu := benchutil.StartCPU()
 				for b.Loop() {
 					encode(io.Discard)
 					rows += n
 				}
+				c := cpu.Stop()
 				b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows), "ns/row")
+				b.ReportMetric(float64(c.Nanoseconds())/float64(rows), "cpu-ns/row")
 				b.ReportMetric(float64(out.n)/n, "B/row")
 			})
 		}

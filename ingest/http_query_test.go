@@ -56,6 +56,24 @@ func TestHTTPQueryReusesReader(t *testing.T) {
 	}
 }
 
+// A pooled reader sees the columns a write added since its last
+// request: /query's header and rows carry them.
+func TestHTTPQueryPooledReaderNewColumn(t *testing.T) {
+	srv, _ := testServer(t, &Options{ILPAddr: "off"})
+	writeLines(t, srv, "nc,sym=A px=1.5 1700000000000000000\n")
+	if code, body, _ := httpDo(t, srv, "GET", "/query?table=nc&format=csv&ts=ns", ""); code != 200 || !strings.HasPrefix(body, "ts,sym,px\n") {
+		t.Fatalf("first query: %d %q", code, body)
+	}
+	writeLines(t, srv, "nc,sym=A px=3.5,qty=7i 1700000001000000000\n")
+	code, body, _ := httpDo(t, srv, "GET", "/query?table=nc&format=csv&ts=ns", "")
+	if code != 200 || len(idleReaders(srv, "nc")) != 1 {
+		t.Fatalf("second query: %d %q", code, body)
+	}
+	if !strings.HasPrefix(body, "ts,sym,px,qty\n1700000000000000000,A,1.5,") || !strings.HasSuffix(body, "\n1700000001000000000,A,3.5,7\n") {
+		t.Fatalf("after a column was added: %q, want qty in the header and the new row", body)
+	}
+}
+
 // discardResponse is an http.ResponseWriter that keeps nothing.
 type discardResponse struct {
 	hdr  http.Header

@@ -171,7 +171,18 @@ func (w *Writer) hotEnabled() bool { return w.hotBudget() > 0 }
 func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
 
 // hotBudget is how many segments keep hot copies.
-func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
+func (w *Writer) hotBudget() int {
+	n := int(w.opts.HotBytes / w.segSize)
+	if w.opts.hotDefault && w.opts.CompactAge >= 0 {
+		n = min(n, compactHotSegs) // Options.HotBytes
+	}
+	return n
+}
+
+// compactHotSegs is the default hot budget in segments with the
+// background compaction on: the newest sealed segment, which it leaves
+// raw, and the one it compresses next.
+const compactHotSegs = 2
 
 // makeHot copies every sealed, durable, not compressed segment still in
 // its slot that has no copies yet (the preparer waits for that before it

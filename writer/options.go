@@ -93,7 +93,11 @@ type Options struct {
 	// with a sym column, a second one clustered by symbol), made off the
 	// append path once they are durable. Readers in every process read
 	// those rows from shared memory instead of the disk. Shared memory is
-	// allocated only as rows arrive.
+	// allocated only as rows arrive. With the background compaction on
+	// (CompactAge not negative) the default keeps at most two segments'
+	// copies: a segment's copies go when it is compressed, so more would
+	// be copies of a backlog about to be compressed, made with the CPU
+	// the compaction needs; a HotBytes given keeps its budget.
 	HotBytes int64
 	// LiveDir is where the live segment slots go. Default: a directory named
 	// after the table's id under /dev/shm/tickdb, or, where /dev/shm is not
@@ -186,6 +190,8 @@ type Options struct {
 	// files (default vfs.OS); tests give a vfs.Strict to check what a
 	// machine crash would leave (SetFS).
 	fs vfs.FS
+	// hotDefault: HotBytes was left to its default (hotBudget).
+	hotDefault bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -203,7 +209,7 @@ func (o *Options) withDefaults() Options {
 		r.LiveSlots = 4
 	}
 	if r.HotBytes == 0 {
-		r.HotBytes = DefaultHotBytes
+		r.HotBytes, r.hotDefault = DefaultHotBytes, true
 	}
 	if r.FlushInterval <= 0 {
 		r.FlushInterval = time.Millisecond

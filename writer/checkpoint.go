@@ -163,17 +163,13 @@ func (c *checkpointer) pass() {
 		c.failed("retention", err)
 		return
 	}
-	// Options.CompactAge: a segment old enough, compressed here, off
-	// the writer's and the flusher's goroutines; not once Close has
-	// begun to stop the checkpointer (it waits for the pass).
+	// Options.CompactAge: the segments old enough go to the compactor
+	// (compactor.go), off this goroutine and the writer's and the
+	// flusher's.
 	if c.stopping() {
 		return
 	}
-	more, err := w.autoCompact()
-	if err != nil {
-		c.failed("compaction", err)
-		return
-	}
+	w.kickCompaction()
 	// The postings of rows compacted before the previous pass: a
 	// reader that saw the mark before it moved has had a checkpoint's
 	// time to finish with them.
@@ -183,9 +179,6 @@ func (c *checkpointer) pass() {
 		return
 	}
 	c.mark = mark
-	if more {
-		c.wake()
-	}
 }
 
 // failed handles the error of background maintenance (what): a full

@@ -15,7 +15,6 @@ import (
 	"github.com/tickdb/tickdb/internal/index"
 	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/internal/vfs"
-	"github.com/tickdb/tickdb/store"
 )
 
 // Compaction rewrites old sealed segments into compressed files (package
@@ -193,37 +192,20 @@ func (w *Writer) compactStep(n uint64, step int) {
 	}
 }
 
-// autoCompact applies Options.CompactAge on the checkpointer: one
-// segment, so that a backlog does not hold up the hot copies and
-// checkpoints of the passes behind it (more: the pass compacted one, and
-// the checkpointer runs again for the next).
-//
-// A segment whose rows fail their checks (damage on disk) is not
-// compressed: the error is logged and the background compaction stops
-// for this writer, which goes on taking rows (verify names the damage;
-// tickdb compact fails on it the same way).
-func (w *Writer) autoCompact() (more bool, err error) {
-	if w.opts.CompactAge < 0 || w.compactOff {
-		return false, nil
+// compactNext compresses the first segment not compressed when it is
+// below upTo and still qualifies, and returns how many it compressed (0
+// or 1). The compactor's (compactor.go).
+func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
+	w.dropMu.Lock() // retention must not unlink a segment being compacted
+	defer w.dropMu.Unlock()
+	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
+	if n >= upTo || n >= w.compactLimit(w.ctl.Visible()) {
+		return 0, nil
 	}
-	snap, err := w.ctl.Snapshot()
-	if errors.Is(err, index.ErrBusy) {
-		w.ck.wakeAfter(retryDelay) // the writer is mid-publish: a moment later
-		return false, nil
+	if _, _, err := w.compactSegment(n, w.rps, stop); err != nil {
+		return 0, fmt.Errorf("writer: compact segment %d: %w", n, err)
 	}
-	if err != nil {
-		return false, err
-	}
-	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1, w.ck.stopc)
-	switch {
-	case errors.Is(err, cseg.ErrStopped):
-		return false, nil // Close: the segment stays raw, for the next writer
-	case errors.Is(err, store.ErrCorrupt):
-		w.compactOff = true
-		w.log.Error("writer: background compaction stopped: a segment's rows fail their checks", "table", w.name, "err", err)
-		return false, nil
-	}
-	return res.Segments > 0, err
+	return 1, nil
 }
 
 // cleanCompaction settles what a crash during compaction left, from the

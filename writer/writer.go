@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -95,9 +96,11 @@ type Writer struct {
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
 	reap      reaper // the live files Close removed, freed after it (reap.go)
-	// compactOff: the background compaction met damage and stopped for
-	// this run (autoCompact; the checkpointer's).
-	compactOff bool
+	// cmp is the background compaction (compactor.go; nil when
+	// Options.CompactAge is negative); compactOff: it met damage and
+	// stopped for this run.
+	cmp        *compactor
+	compactOff atomic.Bool
 
 	clu      cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 	hotChunk []byte     // the checkpointer's buffer for hot copies (clu.go)
@@ -157,6 +160,10 @@ func (w *Writer) start() {
 	// wait for the preparer (an error here is the preparer's to handle,
 	// on its first step).
 	_ = w.prep.step()
+	if w.opts.CompactAge >= 0 {
+		w.cmp = newCompactor(w)
+		go w.cmp.run()
+	}
 	if g := w.opts.Group; g != nil {
 		w.prep.closeDurable() // its jobs hold no file between runs
 		w.startJobs(g)
@@ -166,9 +173,10 @@ func (w *Writer) start() {
 		go w.ck.run()
 	}
 	w.prep.wake()
-	if w.hotEnabled() {
+	if w.hotEnabled() || w.cmp != nil {
 		// Hot segments recovered warm may lack their copies (a writer
-		// killed before it made them): the checkpointer makes them now
+		// killed before it made them), and a backlog of raw segments
+		// may wait for the compaction: the checkpointer sees to both now
 		// rather than at the next seal.
 		w.ck.wake()
 	}
@@ -960,6 +968,9 @@ func (w *Writer) Close() error {
 	err := w.fl.waitDurable(w.seq, time.Now().Add(closeGrace))
 	w.closed = true
 	w.fl.stop()
+	if w.cmp != nil {
+		w.cmp.stop() // an encoding in progress gives up
+	}
 	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil && w.sh.ckCond.get() != nil {
 		return w.closeUncheckpointed()

@@ -50,7 +50,7 @@ func run(args []string) error {
 	plotJSON := fs.String("plot-json", "", "draw --plot from this report (tickdb bench --json, or -o here) instead of running")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	fs.BoolVar(&cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
-	closeMode := fs.String("tickdb-close", "compacted", "how tickdb closes after ingest in the user protocol: plain or compacted")
+	closeMode := fs.String("tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -15,7 +15,10 @@
 // are built before the timing (the client's formatting is reported apart);
 // the ingest time runs until the last request is acknowledged: tickdb
 // answers 204 once every row of it is durable, ClickHouse 200 once it
-// wrote the rows as a part (without fsync). Then the disk bytes per tick
+// wrote the rows as a part (without fsync). The server's CPU time over
+// the ingest comes from /proc, and tickdb's writer's share of each request
+// from its own metrics (tickdb_http_write_apply_seconds). Then the disk
+// bytes per tick
 // (st_blocks of the table's directory; tickdb's live segments and the
 // copies of its newest sealed ones live in /dev/shm, reported apart), the
 // wait for background work (ClickHouse's merges; tickdb has none with the

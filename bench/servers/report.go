@@ -15,6 +15,7 @@ import (
 const (
 	MIngest      = "ingest over HTTP"                    // rows/s: every tick, one request after another, until the last is acknowledged (tickdb: durable)
 	MWriteReq    = "write request"                       // ns: one request of Batch rows, sent until acknowledged
+	MWriteApply  = "write: tickdb's writer apply"        // ns: the writer goroutine's check and store of one request (its metrics)
 	MIngestCPU   = "server CPU while ingesting"          // ns/row: the server process's CPU time (every thread) over the ingest
 	MFormat      = "client formatting (not timed above)" // rows/s: building the request bodies (ILP for tickdb, CSV for ClickHouse)
 	MDiskIngest  = "disk bytes/tick, after ingest"       // B/tick: st_blocks of the table's directory right after the last request
@@ -36,7 +37,7 @@ func queryMetric(k kind, cold bool) string {
 
 // metricOrder is the order of the report's rows.
 func metricOrder() []string {
-	ms := []string{MIngest, MWriteReq, MIngestCPU, MFormat, MDiskIngest, MShmIngest, MDiskSettled, MDiskStopped}
+	ms := []string{MIngest, MWriteReq, MWriteApply, MIngestCPU, MFormat, MDiskIngest, MShmIngest, MDiskSettled, MDiskStopped}
 	for k := range numKinds {
 		ms = append(ms, queryMetric(k, false))
 	}

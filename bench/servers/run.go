@@ -327,6 +327,14 @@ func (x *run) ingest(s server) error {
 	}
 	x.logf("ingesting %s rows into %s (pid %d): %d requests, %.0f MB", suite.Count(int64(n)), s.name(), s.proc().pid(), len(bodies), float64(total)/1e6)
 
+	t, isTickDB := s.(*tickdbServer)
+	var apply0 applyStats
+	if isTickDB {
+		var err error
+		if apply0, err = t.applyStats(x.ctx); err != nil {
+			return err
+		}
+	}
 	cpu0 := s.proc().cpu()
 	t1 := time.Now()
 	for _, b := range bodies {
@@ -338,12 +346,22 @@ func (x *run) ingest(s server) error {
 	}
 	took := time.Since(t1)
 	cpu := s.proc().cpu() - cpu0
+	if isTickDB {
+		apply, err := t.applyStats(x.ctx)
+		if err != nil {
+			return err
+		}
+		if n := apply.count - apply0.count; n > 0 {
+			x.sample(MWriteApply, s.name(), "ns", true, float64(apply.sum-apply0.sum)/float64(n))
+			x.notef(MWriteApply, s.name(), "mean over %.0f requests (tickdb_http_write_apply_seconds)", n)
+		}
+	}
 	bodies = nil
 	debug.FreeOSMemory() // hand the bodies' memory back before the next server's turn
 
 	x.sample(MIngest, s.name(), "rows/s", false, float64(n)/took.Seconds())
 	ack := "200: written as a new part, not fsynced"
-	if _, ok := s.(*tickdbServer); ok {
+	if isTickDB {
 		ack = "204: every row durable"
 	}
 	x.notef(MIngest, s.name(), "%v for %d requests of %s rows, %.0f B/row on the wire; acknowledged with %s", took.Round(time.Millisecond),
@@ -356,7 +374,7 @@ func (x *run) ingest(s server) error {
 	if err := x.disk(MDiskIngest, s); err != nil {
 		return err
 	}
-	if t, ok := s.(*tickdbServer); ok {
+	if isTickDB {
 		_, shm, err := t.stat(x.ctx)
 		if err != nil {
 			return err

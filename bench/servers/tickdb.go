@@ -154,3 +154,37 @@ func (s *tickdbServer) rows(ctx context.Context) (int64, error) {
 func (s *tickdbServer) settle(context.Context) (string, error) {
 	return "nothing to wait for (no background compaction with the defaults)", nil
 }
+
+// applyStats is the sum (ns) and count of serve's
+// tickdb_http_write_apply_seconds histogram: the writer goroutine's time
+// to check and store each write request.
+type applyStats struct{ sum, count float64 }
+
+// applyStats reads the histogram from GET /metrics.
+func (s *tickdbServer) applyStats(ctx context.Context) (applyStats, error) {
+	var a applyStats
+	if err := fetch(ctx, s.c, s.base+"/metrics", &s.buf); err != nil {
+		return a, fmt.Errorf("tickdb: metrics: %w", err)
+	}
+	for line := range strings.Lines(s.buf.String()) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "tickdb_http_write_apply_seconds_sum":
+			f, err := strconv.ParseFloat(v, 64)
+			a.sum = f * 1e9
+			if err != nil {
+				return a, fmt.Errorf("tickdb: metrics: %s: %w", line, err)
+			}
+		case "tickdb_http_write_apply_seconds_count":
+			f, err := strconv.ParseFloat(v, 64)
+			a.count = f
+			if err != nil {
+				return a, fmt.Errorf("tickdb: metrics: %s: %w", line, err)
+			}
+		}
+	}
+	return a, nil
+}

@@ -29,7 +29,7 @@ func FindClickHouse() string {
 	if p, err := exec.LookPath("clickhouse-server"); err == nil {
 		return p
 	}
-	for _, p := range []string{"/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server", "/usr/bin/clickhouse"} {
+	for _, p := range []string{"/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"} {
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p
 		}

@@ -49,12 +49,13 @@ ENGINE = MergeTree() PARTITION BY intDiv(ts, 86400000000000) ORDER BY (sym, ts)`
 // configuration with its own directories and free ports on 127.0.0.1 only,
 // fed CSV over HTTP (INSERT ... FORMAT CSV) and asked SQL over HTTP GET.
 type clickhouseServer struct {
-	dir     string // config.xml, users.xml, data/, log/
-	base    string // http://127.0.0.1:port
-	p       *proc
-	c       *http.Client
-	created bool
-	version string
+	dir      string // config.xml, users.xml, data/, log/
+	base     string // http://127.0.0.1:port
+	p        *proc
+	c        *http.Client
+	created  bool
+	version  string
+	outdated []string // the parts merges replaced, as the server last said
 	// settleTimeout bounds settle's wait; past it the figures are taken
 	// as they are and the note says so.
 	settleTimeout time.Duration
@@ -141,10 +142,35 @@ func writeClickHouseConfig(dir string, httpPort, tcpPort, interPort int) error {
 func (s *clickhouseServer) name() string         { return "clickhouse" }
 func (s *clickhouseServer) proc() *proc          { return s.p }
 func (s *clickhouseServer) client() *http.Client { return s.c }
-func (s *clickhouseServer) tableDir() string {
-	return filepath.Join(s.dir, "data", "data", "default", suite.Table)
+func (s *clickhouseServer) dataDir() string      { return filepath.Join(s.dir, "data") }
+
+// disk is the table directory's st_blocks, all of it, and without the
+// parts that merges replaced: ClickHouse keeps those on disk for
+// old_parts_lifetime (8 minutes by default, restarts included) before it
+// deletes them. The running server names them (system.parts, not
+// active); a stopped one is taken to have the ones it named last.
+func (s *clickhouseServer) disk(ctx context.Context) (all, lasting int64, err error) {
+	dir := filepath.Join(s.dir, "data", "data", "default", suite.Table)
+	if s.p.pid() != 0 {
+		names, err := s.scalar(ctx, "SELECT arrayStringConcat(groupArray(name), ' ') FROM system.parts WHERE NOT active AND database = 'default' AND table = '"+suite.Table+"'")
+		if err != nil {
+			return 0, 0, err
+		}
+		s.outdated = strings.Fields(names)
+	}
+	if all, err = diskBytes(dir); err != nil {
+		return 0, 0, err
+	}
+	lasting = all
+	for _, name := range s.outdated {
+		b, err := diskBytes(filepath.Join(dir, name))
+		if err != nil {
+			return 0, 0, err
+		}
+		lasting -= b
+	}
+	return all, lasting, nil
 }
-func (s *clickhouseServer) dataDir() string { return filepath.Join(s.dir, "data") }
 
 // start starts the server and, the first time, creates the table.
 func (s *clickhouseServer) start(ctx context.Context) (time.Duration, error) {

@@ -20,8 +20,8 @@ const (
 	MFormat      = "client formatting (not timed above)" // rows/s: building the request bodies (ILP for tickdb, CSV for ClickHouse)
 	MDiskIngest  = "disk bytes/tick, after ingest"       // B/tick: st_blocks of the table's directory right after the last request
 	MShmIngest   = "shared memory bytes/tick, after ingest"
-	MDiskSettled = "disk bytes/tick, settled"         // B/tick: once the server's background work is done, still running
-	MDiskStopped = "disk bytes/tick, stopped"         // B/tick: after a clean stop
+	MDiskSettled = "disk bytes/tick, settled"         // B/tick: once the server's background work is done, still running; without files it will delete
+	MDiskStopped = "disk bytes/tick, stopped"         // B/tick: after a clean stop; without files it will delete
 	MStart       = "start after restart, until ready" // ns: exec until the readiness request answers, files evicted
 )
 

@@ -212,6 +212,9 @@ func (x *run) measure() error {
 		if err := x.disk(MDiskSettled, s); err != nil {
 			return err
 		}
+		if r := x.rep.Find(MDiskSettled, s.name()); r.Note != "" {
+			note += "; " + r.Note
+		}
 		x.notef(MDiskSettled, s.name(), "running; %s", note)
 	}
 	for k := range numKinds {
@@ -392,13 +395,23 @@ func (x *run) ingest(s server) error {
 	return nil
 }
 
-// disk records the bytes per tick allocated to s's table directory.
+// disk records the bytes per tick allocated to s's table: all of its
+// files right after the ingest, what lasts after that (ClickHouse keeps
+// the parts its merges replaced for 8 minutes; the note gives both).
 func (x *run) disk(metric string, s server) error {
-	b, err := diskBytes(s.tableDir())
+	all, lasting, err := s.disk(x.ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.name(), err)
+		return fmt.Errorf("%s: disk: %w", s.name(), err)
 	}
-	x.sample(metric, s.name(), "B/tick", true, float64(b)/float64(len(x.d.Ticks)))
+	n := float64(len(x.d.Ticks))
+	if metric == MDiskIngest {
+		x.sample(metric, s.name(), "B/tick", true, float64(all)/n)
+		return nil
+	}
+	x.sample(metric, s.name(), "B/tick", true, float64(lasting)/n)
+	if all != lasting {
+		x.notef(metric, s.name(), "without the parts its merges replaced, which it deletes 8 minutes later (old_parts_lifetime): %.1f B/tick with them", float64(all)/n)
+	}
 	return nil
 }
 

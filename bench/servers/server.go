@@ -36,9 +36,13 @@ type server interface {
 	// settle waits until the server's background work on the ingested
 	// data is done, and says what it waited for.
 	settle(ctx context.Context) (string, error)
-	// tableDir holds the table's files (for disk bytes); dataDir every
-	// file the server reads (evicted before a restart).
-	tableDir() string
+	// disk is the bytes allocated to the table's files (st_blocks): all
+	// of them, and those that last (without files the server has already
+	// replaced and will delete by itself later). It works on a stopped
+	// server too.
+	disk(ctx context.Context) (all, lasting int64, err error)
+	// dataDir holds every file the server reads (evicted before a
+	// restart).
 	dataDir() string
 }
 

@@ -55,8 +55,13 @@ func newTickDB(bin, dir string) (*tickdbServer, error) {
 func (s *tickdbServer) name() string         { return suite.TickDB }
 func (s *tickdbServer) proc() *proc          { return s.p }
 func (s *tickdbServer) client() *http.Client { return s.c }
-func (s *tickdbServer) tableDir() string     { return filepath.Join(s.db, suite.Table) }
 func (s *tickdbServer) dataDir() string      { return s.db }
+
+// disk is the table directory's st_blocks: tickdb deletes nothing later.
+func (s *tickdbServer) disk(context.Context) (all, lasting int64, err error) {
+	all, err = diskBytes(filepath.Join(s.db, suite.Table))
+	return all, all, err
+}
 
 func (s *tickdbServer) start(ctx context.Context) (time.Duration, error) {
 	s.c.CloseIdleConnections() // the last run's connection is gone

@@ -159,6 +159,29 @@ func (p *proc) cpu() time.Duration {
 	return time.Duration(u+s) * time.Second / clockTicks
 }
 
+// readBytes is the bytes the running process (every thread) has caused
+// to be read from the disk so far (/proc/<pid>/io read_bytes: page cache
+// misses, mmap faults and read-ahead included); -1 when unknown.
+func (p *proc) readBytes() int64 {
+	if p.cmd == nil {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "read_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
 // times: 100 on every Linux architecture Go supports.
 const clockTicks = 100

@@ -23,7 +23,14 @@ const (
 	MDiskSettled = "disk bytes/tick, settled"         // B/tick: once the server's background work is done, still running; without files it will delete
 	MDiskStopped = "disk bytes/tick, stopped"         // B/tick: after a clean stop; without files it will delete
 	MStart       = "start after restart, until ready" // ns: exec until the readiness request answers, files evicted
+	MStartBytes  = "bytes read by that start"         // B: read from the disk by the server process until then (/proc/<pid>/io)
 )
+
+// bytesMetric is the metric id of the bytes the server read from the disk
+// for a query of kind k after a restart (/proc/<pid>/io read_bytes).
+func bytesMetric(k kind) string {
+	return "bytes read by " + [...]string{"that window", "that scan", "those bars", "that latest"}[k]
+}
 
 // queryMetric is the metric id of queries of kind k, while running or
 // after a restart (cold).
@@ -41,9 +48,9 @@ func metricOrder() []string {
 	for k := range numKinds {
 		ms = append(ms, queryMetric(k, false))
 	}
-	ms = append(ms, MStart)
+	ms = append(ms, MStart, MStartBytes)
 	for k := range numKinds {
-		ms = append(ms, queryMetric(k, true))
+		ms = append(ms, queryMetric(k, true), bytesMetric(k))
 	}
 	return ms
 }
@@ -220,8 +227,11 @@ func cell(x *suite.Result) string {
 		return ""
 	}
 	f := suite.Num
-	if x.Unit == "ns" {
+	switch x.Unit {
+	case "ns":
 		f = suite.Dur
+	case suite.UnitBytes:
+		f = bytesString
 	}
 	s := f(x.Value)
 	if len(x.Reps) > 1 {
@@ -236,4 +246,13 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// bytesString is a byte count with three significant digits: "13.5 MB".
+func bytesString(v float64) string {
+	s := suite.Num(v)
+	if n := len(s) - 1; n > 0 && strings.ContainsRune("kMG", rune(s[n])) {
+		return s[:n] + " " + s[n:] + "B"
+	}
+	return s + " B"
 }

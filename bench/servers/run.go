@@ -290,6 +290,9 @@ func (x *run) startAll(restart bool) error {
 	for i, s := range x.servers {
 		if restart {
 			x.sample(MStart, s.name(), "ns", true, float64(took[i]))
+			if b := s.proc().readBytes(); b >= 0 {
+				x.sample(MStartBytes, s.name(), suite.UnitBytes, true, float64(b))
+			}
 		} else {
 			x.logf("%s serving (pid %d) after %v", s.name(), s.proc().pid(), took[i].Round(time.Millisecond))
 		}
@@ -422,9 +425,13 @@ func (x *run) ask(s server, q query, cold bool) error {
 	if err != nil {
 		return err
 	}
+	rb := s.proc().readBytes()
 	t0 := time.Now()
 	err = send(s.client(), req, http.StatusOK, &x.buf)
 	took := time.Since(t0)
+	if rb1 := s.proc().readBytes(); cold && rb >= 0 && rb1 >= 0 {
+		x.sample(bytesMetric(q.kind), s.name(), suite.UnitBytes, true, float64(rb1-rb))
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", s.name(), q.kind, err)
 	}

@@ -40,12 +40,24 @@ func TestRun(t *testing.T) {
 	} else if !strings.Contains(rep.ClickHouse, "not installed") {
 		t.Errorf("ClickHouse is not installed, and the report says %q", rep.ClickHouse)
 	}
+	bytesRead := map[string]bool{MStartBytes: true}
+	for k := range numKinds {
+		bytesRead[bytesMetric(k)] = true
+	}
+	_, err = os.ReadFile("/proc/self/io")
+	hasIO := err == nil
 	for _, s := range systems {
 		for _, m := range metricOrder() {
 			if (m == MShmIngest || m == MWriteApply) && s != suite.TickDB { // tickdb's own figures
 				continue
 			}
 			x := rep.Find(m, s)
+			if bytesRead[m] { // may be 0; needs /proc/<pid>/io
+				if (x == nil && hasIO) || (x != nil && (x.Value < 0 || x.Unit != suite.UnitBytes)) {
+					t.Errorf("%s, %s: %+v", m, s, x)
+				}
+				continue
+			}
 			if x == nil || x.Value <= 0 || len(x.Reps) == 0 {
 				t.Errorf("%s, %s: %+v", m, s, x)
 			}

@@ -9,6 +9,12 @@
 //	cd bench && go run . --rows 20M --reps 3 --plot ../docs/bench.svg
 //
 // `tickdb bench` (in the main module) runs the same suite without peers.
+//
+// `go run . servers` runs another benchmark: `tickdb serve` with its
+// default flags against ClickHouse (Debian's clickhouse-server, when
+// installed), both over HTTP on 127.0.0.1 (package servers):
+//
+//	cd bench && go run . servers --rows 10M --reps 7
 package main
 
 import (
@@ -36,6 +42,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "servers" {
+		return runServers(args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg suite.Config
 	rows := fs.String("rows", "20M", "ticks in the data set (plain, or with a k or M suffix)")

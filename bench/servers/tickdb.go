@@ -153,11 +153,33 @@ func (s *tickdbServer) rows(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// settle waits for nothing: with the default flags serve has no
-// background work on written rows once /write answered (they are durable,
-// and --compact-after is off).
-func (s *tickdbServer) settle(context.Context) (string, error) {
-	return "nothing to wait for (no background compaction with the defaults)", nil
+// settle waits for serve's background compaction (on by default) to
+// finish with the written rows: until the table's disk bytes have not
+// changed for a second (at most a minute).
+func (s *tickdbServer) settle(ctx context.Context) (string, error) {
+	t0 := time.Now()
+	last, err := diskBytes(filepath.Join(s.db, suite.Table))
+	if err != nil {
+		return "", err
+	}
+	for still := time.Now(); time.Since(still) < time.Second; {
+		if time.Since(t0) > time.Minute {
+			return "the background compaction still running after a minute", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		n, err := diskBytes(filepath.Join(s.db, suite.Table))
+		if err != nil {
+			return "", err
+		}
+		if n != last {
+			last, still = n, time.Now()
+		}
+	}
+	return fmt.Sprintf("the background compaction (on by default) settled after %s", time.Since(t0).Round(10*time.Millisecond)), nil
 }
 
 // applyStats is the sum (ns) and count of serve's

@@ -66,22 +66,15 @@ func (w *Writer) Compact(olderThan time.Duration) (CompactResult, error) {
 // compact compresses the qualifying segments below the row count seq
 // (the writer's, as of the caller) with last ts lastTs.
 func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (CompactResult, error) {
-	return w.compactUpTo(olderThan, seq, lastTs, math.MaxInt, nil)
-}
-
-// compactUpTo is compact of at most limit segments, until stop closes
-// (nil: never; then the segment being encoded stays raw and the pass
-// returns cseg.ErrStopped).
-func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, limit int, stop <-chan struct{}) (CompactResult, error) {
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	var res CompactResult
-	for res.Segments < limit {
+	for {
 		n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
-		raw, z, err := w.compactSegment(n, w.rps, stop)
+		raw, z, err := w.compactSegment(n, w.rps, nil)
 		if err != nil {
 			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 		}
@@ -89,7 +82,6 @@ func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, 
 		res.RawBytes += raw
 		res.Bytes += z
 	}
-	return res, nil
 }
 
 // compactLimit is the first segment compaction must leave raw.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -596,7 +595,7 @@ func TestCompactBackgroundDamage(t *testing.T) {
 	}
 	f.Close()
 
-	logs := &lockedLog{}
+	logs := &testutil.LogBuffer{}
 	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -630,22 +629,4 @@ func TestCompactBackgroundDamage(t *testing.T) {
 	if _, err := reader.Verify(db, "t", nil); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("verify: %v, want the damage named", err)
 	}
-}
-
-// lockedLog is a log sink safe for the writer's goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,21 +107,37 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		err = rep.WriteJSON(os.Stdout)
-	} else {
-		err = rep.WriteTable(os.Stdout)
-	}
+	err = printReport(rep, *jsonOut)
 	if err == nil && *plotFile != "" {
 		err = plot.Write(rep, *plotFile)
 	}
 	if err == nil && *jsonFile != "" {
-		var f *os.File
-		if f, err = os.Create(*jsonFile); err == nil {
-			err = errors.Join(rep.WriteJSON(f), f.Close())
-		}
+		err = saveJSON(rep, *jsonFile)
 	}
 	return err
+}
+
+// report is what suite.Run and servers.Run return.
+type report interface {
+	WriteJSON(io.Writer) error
+	WriteTable(io.Writer) error
+}
+
+// printReport writes rep to stdout, as JSON or as a table.
+func printReport(rep report, jsonOut bool) error {
+	if jsonOut {
+		return rep.WriteJSON(os.Stdout)
+	}
+	return rep.WriteTable(os.Stdout)
+}
+
+// saveJSON writes rep as JSON to the file path.
+func saveJSON(rep report, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(rep.WriteJSON(f), f.Close())
 }
 
 // parseCount reads "20000000", "20M" or "500k".

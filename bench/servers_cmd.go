@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -51,16 +50,9 @@ func runServers(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		err = rep.WriteJSON(os.Stdout)
-	} else {
-		err = rep.WriteTable(os.Stdout)
-	}
+	err = printReport(rep, *jsonOut)
 	if err == nil && *jsonFile != "" {
-		var f *os.File
-		if f, err = os.Create(*jsonFile); err == nil {
-			err = errors.Join(rep.WriteJSON(f), f.Close())
-		}
+		err = saveJSON(rep, *jsonFile)
 	}
 	return err
 }

@@ -619,13 +619,13 @@ func (it *Iter) next() bool {
 				return false
 			}
 			e := it.entry(it.seq)
-			if e == 0 && it.reenter() {
-				continue
-			}
-			if it.err != nil {
-				return false
-			}
 			if e == 0 {
+				if it.reenter() {
+					continue
+				}
+				if it.err != nil {
+					return false // reenter's
+				}
 				it.err = fmt.Errorf("%w: symbol %d, postings entry %d (at %s offset %d)", ErrCompacted, it.id, it.seq, it.r.post.Path(), it.entryOff(it.seq))
 				return false
 			}

@@ -9,6 +9,12 @@
 //	cd bench && go run . --rows 20M --reps 3 --plot ../docs/bench.svg
 //
 // `tickdb bench` (in the main module) runs the same suite without peers.
+//
+// `go run . servers` runs another benchmark: `tickdb serve` with its
+// default flags against ClickHouse (Debian's clickhouse-server, when
+// installed), both over HTTP on 127.0.0.1 (package servers):
+//
+//	cd bench && go run . servers --rows 10M --reps 7
 package main
 
 import (
@@ -16,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +43,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "servers" {
+		return runServers(args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg suite.Config
 	rows := fs.String("rows", "20M", "ticks in the data set (plain, or with a k or M suffix)")
@@ -50,7 +60,7 @@ func run(args []string) error {
 	plotJSON := fs.String("plot-json", "", "draw --plot from this report (tickdb bench --json, or -o here) instead of running")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	fs.BoolVar(&cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
-	closeMode := fs.String("tickdb-close", "compacted", "how tickdb closes after ingest in the user protocol: plain or compacted")
+	closeMode := fs.String("tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,21 +107,37 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		err = rep.WriteJSON(os.Stdout)
-	} else {
-		err = rep.WriteTable(os.Stdout)
-	}
+	err = printReport(rep, *jsonOut)
 	if err == nil && *plotFile != "" {
 		err = plot.Write(rep, *plotFile)
 	}
 	if err == nil && *jsonFile != "" {
-		var f *os.File
-		if f, err = os.Create(*jsonFile); err == nil {
-			err = errors.Join(rep.WriteJSON(f), f.Close())
-		}
+		err = saveJSON(rep, *jsonFile)
 	}
 	return err
+}
+
+// report is what suite.Run and servers.Run return.
+type report interface {
+	WriteJSON(io.Writer) error
+	WriteTable(io.Writer) error
+}
+
+// printReport writes rep to stdout, as JSON or as a table.
+func printReport(rep report, jsonOut bool) error {
+	if jsonOut {
+		return rep.WriteJSON(os.Stdout)
+	}
+	return rep.WriteTable(os.Stdout)
+}
+
+// saveJSON writes rep as JSON to the file path.
+func saveJSON(rep report, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(rep.WriteJSON(f), f.Close())
 }
 
 // parseCount reads "20000000", "20M" or "500k".

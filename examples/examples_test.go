@@ -367,6 +367,8 @@ func checkRows(t *testing.T, rows []map[string]json.RawMessage, ticks []tick) {
 // values and symbol names, and checks that the Python reader prints every
 // value as written: while the writer is open with an unsynced tail that is
 // only in the live slots, while the writer is appending, and after Close.
+// The writer compacts in the background (the default CompactAge), so the
+// reads meet segments compressed before them and under them.
 func TestPythonReader(t *testing.T) {
 	py := python(t)
 	db, live := testutil.DB(t)
@@ -462,11 +464,15 @@ func TestPythonReader(t *testing.T) {
 	t.Logf("python read %d rows (durable %d) while the writer appended %d", sum.Count, sum.Durable, n)
 	checkRows(t, rows, ticks)
 
-	// 3. Closed: everything comes from the durable files.
+	// 3. Closed: everything comes from the durable files (compressed
+	// below the compaction mark, raw above it).
 	closed = true
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	vs, _ := zVersions(t, filepath.Join(db, table), uint64(n+63)/64)
+	z := slices.Index(vs, 0) // the compressed segments are those below the compaction mark; the last is raw
+	t.Logf("closed: %d rows, %d of %d segments compressed", n, z, len(vs))
 	sum, rows = runPython(t, py, db, table)
 	if sum.Count != uint64(n) || sum.Visible != uint64(n) || sum.Durable != uint64(n) || sum.State != 0 || sum.WriterPid != 0 {
 		t.Fatalf("closed: python summary %+v, want %d rows, all durable, state 0", sum, n)
@@ -474,10 +480,14 @@ func TestPythonReader(t *testing.T) {
 	checkRows(t, rows, ticks)
 	verify(t, db, table)
 
-	// 4. A flipped bit in a durable row is damage: the reader fails and
-	// names the file and the row's offset.
-	seg := filepath.Join(db, table, format.SegName(2))
-	rowOff := int64(4096 + 5*pySchema.RowSize) // row 133 = 2*64 + 5
+	// 4. A flipped bit in a durable row of a raw segment file is damage:
+	// the reader fails and names the file and the row's offset. The last
+	// row's segment is raw whatever background compaction did before
+	// Close: it compresses neither the segment being written nor the
+	// newest sealed one, and Close compresses none.
+	last := n - 1
+	seg := filepath.Join(db, table, format.SegName(uint64(last/64)))
+	rowOff := int64(4096 + last%64*pySchema.RowSize)
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +505,7 @@ func TestPythonReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, err := pythonCLI(t, py, db, table)
-	wantMsg := fmt.Sprintf("corrupt %s at offset %d: row seq 133", seg, rowOff)
+	wantMsg := fmt.Sprintf("corrupt %s at offset %d: row seq %d", seg, rowOff, last)
 	if err == nil || !strings.Contains(stderr, wantMsg) {
 		t.Errorf("python on a damaged row: %v, stderr %q; want an error containing %q", err, stderr, wantMsg)
 	}
@@ -739,6 +749,14 @@ func TestPythonReaderCompressed(t *testing.T) {
 			if tc.late {
 				opts.LateWindow = 1000
 			}
+			if tc.open {
+				// No background compaction (CompactAge -1): the test
+				// compresses segment 0 itself with Compact(0) and checks
+				// that it did; the checkpointer's pass at the reopen (or a
+				// pass the first writer's Close waits for) could compress
+				// it first.
+				opts.CompactAge = -1
+			}
 			w, err := writer.Open(db, table, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -981,7 +999,11 @@ func TestPythonReaderDuringCompaction(t *testing.T) {
 	py := python(t)
 	db, live := testutil.DB(t)
 	const table, rps = "ticks", 16384
-	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, LateWindow: 1000}
+	// No background compaction (CompactAge -1): the test compacts the two
+	// segments itself with Compact(0) between Python's first and second
+	// reads, so that the reads straddle it; the checkpointer's pass at the
+	// reopen would otherwise compress them before Python starts.
+	opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, LateWindow: 1000, CompactAge: -1}
 	w, ids := pyWriter(t, db, table, opts)
 	var err error
 	const n = 3*rps + 100

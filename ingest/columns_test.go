@@ -9,31 +9,13 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
-
-// lockedBuffer is a log destination the server's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // cpuRow is a row of table cpu as the reader gives it: every column the
 // test adds, read by name from the reader's schema.
@@ -81,7 +63,7 @@ func (c cpuRow) String() string {
 func TestAddColumns(t *testing.T) {
 	for _, transport := range []string{"tcp", "http"} {
 		t.Run(transport, func(t *testing.T) {
-			logs := &lockedBuffer{}
+			logs := &testutil.LogBuffer{}
 			srv, db := testServer(t, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			send := func(line string) {}
 			switch transport {

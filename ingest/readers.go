@@ -62,6 +62,7 @@ func (p *readerPool) get(table string) (*pooledReader, error) {
 		s.r.Close()
 	}
 	if pr != nil {
+		pr.r.ReloadSchema() // columns added since its last request
 		return pr, nil
 	}
 	r, err := reader.Open(p.db, table, nil)

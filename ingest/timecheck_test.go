@@ -74,7 +74,7 @@ var policies = []struct {
 func TestTimeRuleTCP(t *testing.T) {
 	for _, p := range policies {
 		t.Run(p.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testutil.LogBuffer
 			srv, db := testServer(t, &Options{Writer: writer.Options{OutOfOrder: p.ooo},
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			c := dial(t, srv)
@@ -233,7 +233,7 @@ func TestTimeRuleOptOuts(t *testing.T) {
 		}
 	})
 	t.Run("ts-unit", func(t *testing.T) {
-		var logs lockedBuffer
+		var logs testutil.LogBuffer
 		srv, db := testServer(t, &Options{TsUnit: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		c := dial(t, srv)
 		// Seconds read as ms: the fix names seconds; then ms, stored.
@@ -285,7 +285,7 @@ func TestTimeRuleFarRowAlreadyStored(t *testing.T) {
 	wayOut := "tickdb query --db " + db + " --table bk --to "
 	for _, p := range policies {
 		t.Run(p.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testutil.LogBuffer
 			srv := start(&Options{Writer: writer.Options{OutOfOrder: p.ooo}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			defer closeSrv(srv)
 			log := logs.String()

@@ -15,6 +15,7 @@ import (
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
+	"github.com/tickdb/tickdb/writer"
 )
 
 // barsSchema has a second sym column (the bars key is the first), f64 and
@@ -469,35 +470,52 @@ ticks_bars,sym=AAPL open=9,high=9,low=9,close=9,volume=1i,count=1i 1700000040000
 }
 
 // Bars allocates nothing per row: a second run over a table several
-// times the size allocates as much as a run over a small one.
+// times the size allocates as much as a run over a small one, over raw
+// segments and over compressed ones.
 func TestBarsAllocs(t *testing.T) {
 	if testutil.Race {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
-	tb := newTable(t, store.TickSchema())
+	// One kind of segment at a time: a run's fixed allocations depend on
+	// the kinds it reads (a symbol's postings for raw segments, decode
+	// buffers for compressed ones), and background compaction would
+	// leave a mix that differs from run to run. Raw first, then the
+	// table compacted whole.
+	tb := newTableWith(t, store.TickSchema(), func(o *writer.Options) { o.CompactAge = -1 })
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		tb.add(t, int64(i)*1000, []string{"A", "B", "C"}[rng.IntN(3)], float64(rng.IntN(100)), 1)
 	}
 	tb.publish()
 	tb.close(t) // an idle writer's flusher still allocates, and AllocsPerRun counts the process
-	r := tb.reader(t)
-	nop := func(*query.Bar) error { return nil }
-	measure := func(q query.BarsQuery) float64 {
-		return testing.AllocsPerRun(20, func() {
-			if _, err := query.Bars(context.Background(), r, q, nop); err != nil {
-				t.Fatal(err)
-			}
-		})
+	check := func(layout string, r *reader.Reader) {
+		t.Helper()
+		nop := func(*query.Bar) error { return nil }
+		measure := func(q query.BarsQuery) float64 {
+			return testing.AllocsPerRun(20, func() {
+				if _, err := query.Bars(context.Background(), r, q, nop); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		small := measure(query.BarsQuery{Interval: time.Second, HasTo: true, To: 1000 * 1000})
+		big := measure(query.BarsQuery{Interval: time.Second})
+		if big > small {
+			t.Errorf("%s: 20000 rows: %v allocations per run, 1000 rows: %v", layout, big, small)
+		}
+		oneSmall := measure(query.BarsQuery{Interval: time.Second, Sym: "B", HasTo: true, To: 1000 * 1000})
+		one := measure(query.BarsQuery{Interval: time.Second, Sym: "B"})
+		if one > oneSmall {
+			t.Errorf("%s: one symbol: %v allocations per run, over 1000 rows: %v", layout, one, oneSmall)
+		}
 	}
-	small := measure(query.BarsQuery{Interval: time.Second, HasTo: true, To: 1000 * 1000})
-	big := measure(query.BarsQuery{Interval: time.Second})
-	if big > small {
-		t.Errorf("20000 rows: %v allocations per run, 1000 rows: %v", big, small)
+	check("raw", tb.reader(t))
+	w, err := writer.Open(tb.db, tb.name, &writer.Options{LiveDir: tb.live})
+	if err != nil {
+		t.Fatal(err)
 	}
-	oneSmall := measure(query.BarsQuery{Interval: time.Second, Sym: "B", HasTo: true, To: 1000 * 1000})
-	one := measure(query.BarsQuery{Interval: time.Second, Sym: "B"})
-	if one > oneSmall {
-		t.Errorf("one symbol: %v allocations per run, over 1000 rows: %v", one, oneSmall)
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
 	}
+	check("compressed", tb.reader(t))
 }

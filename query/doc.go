@@ -63,7 +63,8 @@
 //     is read row by row as before, in ts order.
 //   - bars in ilp: the measurement is "<table>_bars" and the symbol a
 //     tag, so that the lines load into a table of their own.
-//   - Output is buffered (32 KiB): call Flush to hand it on early (tail,
+//   - Output is buffered (32 KiB, growing to 256 KiB as a long output goes
+//     on: fewer, larger writes): call Flush to hand it on early (tail,
 //     HTTP streaming) and Close to end it; nothing is written before either
 //     or 32 KiB of rows, so a caller can still drop it after an early error.
 //   - json: integers above 2^53 lose precision in JavaScript readers; ±Inf

@@ -653,3 +653,57 @@ m,sym=BRK\ A,venue=XNAS q_ts=1700000000000002999i,n=7i,ok=f 1700000000000003000
 		t.Error("Values on a table-row encoder: no error")
 	}
 }
+
+// The hot encode loop allocates nothing, for the rows a feed carries and
+// for the values off its fast paths: csv and json, both ts formats,
+// table rows (Row) and computed rows (Values), once each symbol is cached
+// and the buffer has grown to its largest.
+func TestEncodeLoopAllocs(t *testing.T) {
+	if testutil.Race {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	const n = 1000
+	s, flat, symName := benchTicks(n, 100)
+	// Values off the fast paths: NaN, the infinities, exponent forms,
+	// floats of many digits, negative and large integers, times before
+	// 1970 and near the epoch.
+	for i, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e-7, 1e21, -0.1 - 0.2, math.Pi, 0} {
+		r := store.Row(flat[i*3*s.RowSize : (i*3+1)*s.RowSize])
+		r.SetF64(s.ColAt(2), v)
+		r.SetI64(s.ColAt(3), math.MinInt64+int64(i))
+		r.SetTs(-1_234_567_891 * int64(i))
+	}
+	cols := []query.Column{{Name: "ts", Type: store.TypeTs}, {Name: "sym", Type: store.TypeSym},
+		{Name: "px", Type: store.TypeF64}, {Name: "n", Type: store.TypeI64}, {Name: "t2", Type: store.TypeTs}}
+	vals := make([]uint64, len(cols))
+	null := []bool{false, false, false, false, true}
+	for _, f := range []query.Format{query.FormatCSV, query.FormatJSON} {
+		for _, tsf := range []query.TsFormat{query.TsRFC3339, query.TsNs} {
+			enc := query.NewEncoder(discard{}, f, tsf, s, "ticks", symName)
+			venc, err := query.NewValuesEncoder(discard{}, f, tsf, cols, "ticks", symName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loop := func() {
+				for off := 0; off < len(flat); off += s.RowSize {
+					r := store.Row(flat[off : off+s.RowSize])
+					if err := enc.Row(r); err != nil {
+						t.Fatal(err)
+					}
+					vals[0], vals[1], vals[2] = uint64(r.Ts()), uint64(r.Sym(s.ColAt(1))), math.Float64bits(r.F64(s.ColAt(2)))
+					vals[3], vals[4] = uint64(r.I64(s.ColAt(3))), uint64(r.Ts())
+					null[4] = !null[4]
+					if err := venc.Values(vals, null); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for range 20 { // every symbol cached, the buffers grown to their largest (n rows: over 32 KiB of output)
+				loop()
+			}
+			if allocs := testing.AllocsPerRun(50, loop); allocs != 0 {
+				t.Errorf("%v/%v: %v allocations per %d rows", f, tsf, allocs, 2*n)
+			}
+		}
+	}
+}

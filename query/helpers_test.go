@@ -29,9 +29,19 @@ type qtTable struct {
 // not close it).
 func newTable(t testing.TB, s *store.Schema) *qtTable {
 	t.Helper()
+	return newTableWith(t, s, nil)
+}
+
+// newTableWith is newTable with the writer's options changed by mod.
+func newTableWith(t testing.TB, s *store.Schema, mod func(*writer.Options)) *qtTable {
+	t.Helper()
 	db, live := testutil.DB(t)
 	tb := &qtTable{db: db, live: live, name: "ticks", s: s, row: s.NewRow()}
-	w, err := writer.Open(db, tb.name, &writer.Options{Schema: s, LiveDir: live, SegmentSize: 4096})
+	o := &writer.Options{Schema: s, LiveDir: live, SegmentSize: 4096}
+	if mod != nil {
+		mod(o)
+	}
+	w, err := writer.Open(db, tb.name, o)
 	if err != nil {
 		t.Fatalf("writer.Open: %v", err)
 	}

@@ -124,10 +124,7 @@ type runner struct {
 // drain passes the iterator's rows to the encoder; done reports that the limit was
 // reached.
 func (x *runner) drain(it *reader.Iter) (done bool, err error) {
-	for it.Next() {
-		if err := it.ReadRow(x.row); err != nil { // a checked copy
-			return false, err
-		}
+	for it.NextInto(x.row) { // a checked copy, in the iterator's one call a row
 		x.scanned++
 		if x.scanned%ctxEvery == 0 {
 			if err := x.ctx.Err(); err != nil {

@@ -3,6 +3,7 @@ package reader_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -35,6 +36,14 @@ func allocTable(t *testing.T, closeWriter bool) (*reader.Reader, *rtModel, *writ
 	if closeWriter {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
+		}
+	} else {
+		// AllocsPerRun counts the process's allocations: the background
+		// compaction (it allocates its buffers) done first.
+		for deadline := time.Now().Add(20 * time.Second); w.Stats().RawSegs > 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("background compaction left %d raw segments", w.Stats().RawSegs)
+			}
 		}
 	}
 	r := tb.reader(t)

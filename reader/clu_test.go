@@ -143,7 +143,11 @@ func TestCluMatchesRaw(t *testing.T) {
 		t.Run(fmt.Sprintf("rps=%d", rps), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 			db, live := testutil.DB(t)
-			w, err := writer.Open(db, "t", cluOptions(live, rps))
+			// Raw segments: the test compresses the first three itself,
+			// and the rest stay raw or hot with their copies.
+			o := cluOptions(live, rps)
+			o.CompactAge = -1
+			w, err := writer.Open(db, "t", o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,9 +173,9 @@ func TestCluMatchesRaw(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			o := cluOptions(live, rps)
-			o.HotBytes = -1
-			if w, err = writer.Open(db, "t", o); err != nil {
+			cold := *o
+			cold.HotBytes = -1
+			if w, err = writer.Open(db, "t", &cold); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := w.Compact(time.Duration(ts - mid + 1)); err != nil || res.Segments < 2 {
@@ -181,7 +185,7 @@ func TestCluMatchesRaw(t *testing.T) {
 				t.Fatal(err)
 			}
 			toV1(t, db, 1, rps)
-			if w, err = writer.Open(db, "t", cluOptions(live, rps)); err != nil {
+			if w, err = writer.Open(db, "t", o); err != nil {
 				t.Fatal(err)
 			}
 			defer w.Close()
@@ -264,7 +268,11 @@ func TestCluDamaged(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db, live := testutil.DB(t)
-			w, err := writer.Open(db, "t", cluOptions(live, rps))
+			// Hot copies: the test damages a segment's .clu copy, which a
+			// compressed segment does not keep.
+			o := cluOptions(live, rps)
+			o.CompactAge = -1
+			w, err := writer.Open(db, "t", o)
 			if err != nil {
 				t.Fatal(err)
 			}

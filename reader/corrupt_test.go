@@ -95,10 +95,12 @@ func ctWrite(t *testing.T, path string, off int64, b []byte) {
 
 // ctBuild writes ctRows rows over 3 symbols ("SYM0".."SYM2": dictionary
 // entries of 24 bytes at 4096, 4120, 4144) with 128-row segments and a
-// time-index entry every 8 rows, and closes the writer.
+// time-index entry every 8 rows, and closes the writer. Its segments stay
+// raw and their postings kept (no background compaction): the cases damage
+// seg-N.dat and post.idx at fixed offsets.
 func ctBuild(t *testing.T, s *store.Schema, segSize int64) (*rtTable, *rtModel) {
 	t.Helper()
-	tb := newRtTable(t, s, func(o *writer.Options) { o.SegmentSize = segSize; o.TimeStride = 8 })
+	tb := newRtTable(t, s, func(o *writer.Options) { o.SegmentSize = segSize; o.TimeStride = 8; o.CompactAge = -1 })
 	w := tb.writer(t)
 	m := &rtModel{s: s}
 	rtFill(t, w, m, ctRows, 3, 31)

@@ -20,7 +20,10 @@ var (
 	ErrClosed = errors.New("reader: closed")
 	// ErrCompacted: a symbol query met postings entries dropped after
 	// their rows were compacted while it ran (the rows are in a clustered
-	// compressed segment now, read through its directory): query again.
+	// compressed segment now, read through its directory) and could not
+	// carry on there by itself (a range that merges late rows): query
+	// again. A range without late rows goes on through the segment's
+	// directory.
 	ErrCompacted = errors.New("reader: rows compacted during the query; query again")
 	// ErrUnknownSymbol: no such symbol in the table's dictionary.
 	ErrUnknownSymbol = errors.New("reader: unknown symbol")

@@ -114,9 +114,11 @@ func goldenFormats() []goldenFormat {
 }
 
 // goldenOpen creates the golden table at db with the writer the test uses.
+// Its segments stay raw until goldenClose (no background compaction): the
+// tables' layouts are as their generators describe them.
 func goldenOpen(t *testing.T, db string, late int64) *writer.Writer {
 	t.Helper()
-	w, err := writer.Open(db, "trades", &writer.Options{Schema: goldenSchema(), SegmentSize: 4096, LiveDir: testutil.LiveDir(t), LateWindow: time.Duration(late)})
+	w, err := writer.Open(db, "trades", &writer.Options{Schema: goldenSchema(), SegmentSize: 4096, LiveDir: testutil.LiveDir(t), LateWindow: time.Duration(late), CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ const smallRows = 12000
 // for fewer files): the 4 KiB blocks below the postings floor punched,
 // the smaller ones kept.
 func genPostingsSmall(t *testing.T, db string) {
-	w, err := writer.Open(db, "trades", &writer.Options{Schema: goldenSchema(), SegmentSize: 1024 * 32, LiveDir: testutil.LiveDir(t)})
+	w, err := writer.Open(db, "trades", &writer.Options{Schema: goldenSchema(), SegmentSize: 1024 * 32, LiveDir: testutil.LiveDir(t), CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -620,6 +620,12 @@ func (it *Iter) next() bool {
 			}
 			e := it.entry(it.seq)
 			if e == 0 {
+				if it.reenter() {
+					continue
+				}
+				if it.err != nil {
+					return false // reenter's
+				}
 				it.err = fmt.Errorf("%w: symbol %d, postings entry %d (at %s offset %d)", ErrCompacted, it.id, it.seq, it.r.post.Path(), it.entryOff(it.seq))
 				return false
 			}
@@ -720,7 +726,34 @@ func (it *Iter) nextZ() bool {
 		}
 		it.zk++
 		it.zi = 0
+		for it.zi < len(it.zseqs) && it.zseqs[it.zi] < it.resume {
+			it.zi++ // returned through the postings before the segment was compacted (reenter)
+		}
 	}
+}
+
+// reenter moves a symbol iterator that found the postings entries ahead
+// of it dropped (its segment was compacted while it read it through the
+// postings, and a checkpointer pass has gone by) onto the segment's
+// compressed file, past the rows it has returned: the segment's
+// directory holds the same rows. It reports whether it did; not for a
+// range that merges late rows (its walk's position is the merge's), nor
+// for a segment not compacted (an entry zeroed otherwise is damage).
+func (it *Iter) reenter() bool {
+	r, n := it.r, it.symSeg
+	if it.lt.n != 0 || n >= r.ctl.CmpSegs() || n<<r.shift >= r.ctl.PostFloor() {
+		return false
+	}
+	if it.row != nil && it.cur >= n<<r.shift {
+		it.resume = max(it.resume, it.cur+1)
+	}
+	if err := it.enterSeg(n); err != nil {
+		it.err = err
+		return false
+	}
+	// On the compressed file, or past the segment: not back on the same
+	// dropped entries.
+	return it.z != nil || it.done || it.symSeg != n
 }
 
 // finalRun returns the rows after seq, up to end, that are final: the

@@ -266,19 +266,20 @@ func TestLatestTiers(t *testing.T) {
 		name  string
 		hot   int64
 		rows  int
+		raw   bool // no background compaction: the case reads raw segment files
 		check func(t *testing.T, st reader.Stat)
 	}{
-		{"live", 4, rps - 300, func(t *testing.T, st reader.Stat) {
+		{"live", 4, rps - 300, false, func(t *testing.T, st reader.Stat) {
 			if st.Live.Rows != st.Rows || st.Hot.Segments+st.Raw.Segments != 0 {
 				t.Fatalf("want every row live: %+v %+v %+v", st.Live, st.Hot, st.Raw)
 			}
 		}},
-		{"hot", 4, 7*rps + 500, func(t *testing.T, st reader.Stat) {
+		{"hot", 4, 7*rps + 500, false, func(t *testing.T, st reader.Stat) {
 			if st.Hot.Segments == 0 {
 				t.Fatalf("no hot segment: %+v", st.Hot)
 			}
 		}},
-		{"raw", -1, 9*rps + 77, func(t *testing.T, st reader.Stat) {
+		{"raw", -1, 9*rps + 77, true, func(t *testing.T, st reader.Stat) {
 			if st.Raw.Segments < 6 {
 				t.Fatalf("want raw segments: raw %+v hot %+v", st.Raw, st.Hot)
 			}
@@ -287,7 +288,11 @@ func TestLatestTiers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			db, live := testutil.DB(t)
-			w, err := writer.Open(db, latTable, latOptions(live, tc.hot))
+			o := latOptions(live, tc.hot)
+			if tc.raw {
+				o.CompactAge = -1
+			}
+			w, err := writer.Open(db, latTable, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -460,6 +465,9 @@ func TestLatestV1(t *testing.T) {
 	const rps = 2048
 	db, live := testutil.DB(t)
 	o := latOptions(live, -1)
+	// Raw segments: the test compacts them itself, their postings kept
+	// (a version 1 segment is read through them).
+	o.CompactAge = -1
 	w, err := writer.Open(db, "t", o) // toV1's table
 	if err != nil {
 		t.Fatal(err)
@@ -498,8 +506,9 @@ func TestLatestV1(t *testing.T) {
 		return r
 	}
 	checkLatest(t, "compressed v1 and v2, raw", open(), g.m, rng)
-	// Compacted whole: the floor rises to the first version 1 segment.
-	if w, err = writer.Open(db, "t", o); err != nil {
+	// Compacted whole: the floor rises to the first version 1 segment
+	// (the writer compacts in the background meanwhile).
+	if w, err = writer.Open(db, "t", latOptions(live, -1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.CloseCompacted(0); err != nil {

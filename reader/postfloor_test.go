@@ -6,6 +6,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/tablecheck"
@@ -136,5 +137,84 @@ func TestPostingsDroppedAfterCompaction(t *testing.T) {
 	tablecheck.Verify(t, db, hotTable, more)
 	if _, err := os.Stat(filepath.Join(db, hotTable, format.ZSegName(0))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSymbolQueryAcrossBackgroundCompaction: an iterator reading a
+// segment through the postings when the background compaction (the
+// default) compresses it and then drops its postings goes on through the
+// compressed segment's directory, with the same rows, none twice.
+func TestSymbolQueryAcrossBackgroundCompaction(t *testing.T) {
+	db, live := testutil.DB(t)
+	// Segments long enough to hold whole postings chunks of symbol 0's
+	// rows (those are what the writer punches out).
+	const segRows = 1 << 15
+	// No hot copies: sealed segments are read through the postings.
+	o := writer.Options{Schema: store.TickSchema(), SegmentSize: segRows * 32, LiveDir: live, HotBytes: -1, CompactAge: -1}
+	w, err := writer.Open(db, hotTable, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := uint64(10*segRows + 100)
+	xprocAppend(t, w, rows, 1000, 0)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, hotTable, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want := symAnswers(t, r)
+	g := testutil.NewSeqRows()
+	var it reader.Iter
+	if err := r.RangeSym(g.Ts(0), reader.ToEnd, 0, &it); err != nil {
+		t.Fatal(err)
+	}
+	// Into segment 2.
+	var got []uint64
+	for it.Next() {
+		got = append(got, it.Seq())
+		if it.Seq() >= 2*segRows+10 {
+			break
+		}
+	}
+	if it.Err() != nil || len(got) == 0 || got[len(got)-1] >= 3*segRows {
+		t.Fatalf("symbol 0 up to segment 2: %d rows (%v)", len(got), it.Err())
+	}
+
+	// A writer with the default CompactAge compresses the segments in
+	// the background once a segment seals, and drops their postings a
+	// pass later.
+	o.CompactAge = 0
+	if w, err = writer.Open(db, hotTable, &o); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		xprocAppend(t, w, w.Len()+segRows, 1000, 0)
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := reader.Verify(db, hotTable, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Compacted >= 8*segRows {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no postings dropped after background compaction: %+v", rep)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for it.Next() && it.Seq() < rows {
+		got = append(got, it.Seq())
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	if !slices.Equal(got, want[0]) {
+		t.Fatalf("symbol 0 across the compaction: %d rows, want %d", len(got), len(want[0]))
 	}
 }

@@ -639,6 +639,18 @@ func (r *Reader) knownLayout(rowSize int) bool {
 
 // reloadSchema loads the table's schema again and reports whether it has
 // columns this reader did not know.
+// ReloadSchema loads the table's schema again, for the columns a writer
+// has added since this reader loaded it (Schema then includes them), and
+// reports whether it changed. A reader loads it by itself only when it
+// meets a segment written in a newer layout; one kept open across
+// queries (a server's) calls this before each.
+func (r *Reader) ReloadSchema() bool {
+	if r.closed {
+		return false
+	}
+	return r.reloadSchema()
+}
+
 func (r *Reader) reloadSchema() bool {
 	if r.ctl.LoadSchema() != nil || len(r.ctl.Schema.Cols) == len(r.schema.Cols) {
 		return false

@@ -16,7 +16,9 @@ import (
 func TestStat(t *testing.T) {
 	db, live := testutil.DB(t)
 	g := testutil.NewSeqRows()
-	w, err := writer.Open(db, "t", &writer.Options{Schema: g.Schema, LiveDir: live, SegmentSize: 4096})
+	// Raw segments: the tiers below are exact, and background compaction
+	// would move segments to the historical tier at its own pace.
+	w, err := writer.Open(db, "t", &writer.Options{Schema: g.Schema, LiveDir: live, SegmentSize: 4096, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,9 @@ func TestAppendFastPathMatches(t *testing.T) {
 	)
 	db := t.TempDir()
 	open := func(name string) *Writer {
-		w, err := Open(db, name, &Options{Schema: s, SegmentSize: 4096, TimeStride: 4, LiveDir: filepath.Join(t.TempDir(), "live")})
+		// CompactAge -1: the raw files are compared byte for byte (the
+		// background compaction runs at different times in each).
+		w, err := Open(db, name, &Options{Schema: s, SegmentSize: 4096, TimeStride: 4, LiveDir: filepath.Join(t.TempDir(), "live"), CompactAge: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

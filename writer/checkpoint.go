@@ -1,6 +1,8 @@
 package writer
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"runtime"
@@ -66,6 +68,32 @@ func (c *checkpointer) wake() {
 	}
 }
 
+// stopping reports whether Close has begun to stop the checkpointer: a
+// pass then skips what Close undoes (hot and clustered copies) and what
+// it need not wait for (compaction).
+func (c *checkpointer) stopping() bool {
+	select {
+	case <-c.stopc:
+		return true
+	default:
+		return false
+	}
+}
+
+// wakeAfter asks for a pass d from now: work a pass had to leave (a
+// busy snapshot, a full disk) is not left until the next segment seals,
+// which on an idle table may be never.
+func (c *checkpointer) wakeAfter(d time.Duration) {
+	if c.job != nil {
+		c.job.kick(d)
+		return
+	}
+	time.AfterFunc(d, c.wake) // after stop, a kick nobody reads
+}
+
+// retryDelay is how long a pass that had to leave work waits to try again.
+const retryDelay = 50 * time.Millisecond
+
 // stop ends the goroutine after the checkpoint in progress, if any.
 func (c *checkpointer) stop() {
 	close(c.stopc)
@@ -115,8 +143,9 @@ func (c *checkpointer) pass() {
 	}
 	if err := w.checkpoint(w.ctl.Durable()); errors.Is(err, index.ErrBusy) {
 		// The writer goroutine was preempted mid-publish for longer
-		// than a snapshot waits (a loaded machine): the next wake
-		// checkpoints; running late costs only recovery work.
+		// than a snapshot waits (a loaded machine): a pass a moment
+		// later checkpoints; running late costs only recovery work.
+		c.wakeAfter(retryDelay)
 		return
 	} else if err != nil {
 		if classify(err) == CondFailed {
@@ -134,19 +163,13 @@ func (c *checkpointer) pass() {
 		c.failed("retention", err)
 		return
 	}
-	// Options.CompactAge: a segment old enough, compressed here, off
-	// the writer's and the flusher's goroutines; not once Close has
-	// begun to stop the checkpointer (it waits for the pass).
-	select {
-	case <-c.stopc:
-		return
-	default:
-	}
-	more, err := w.autoCompact()
-	if err != nil {
-		c.failed("compaction", err)
+	// Options.CompactAge: the segments old enough go to the compactor
+	// (compactor.go), off this goroutine and the writer's and the
+	// flusher's.
+	if c.stopping() {
 		return
 	}
+	w.kickCompaction()
 	// The postings of rows compacted before the previous pass: a
 	// reader that saw the mark before it moved has had a checkpoint's
 	// time to finish with them.
@@ -156,9 +179,6 @@ func (c *checkpointer) pass() {
 		return
 	}
 	c.mark = mark
-	if more {
-		c.wake()
-	}
 }
 
 // failed handles the error of background maintenance (what): a full
@@ -172,6 +192,7 @@ func (c *checkpointer) failed(what string, err error) {
 		return
 	}
 	w.log.Warn("writer: "+what+" failed; tried again later", "table", w.name, "err", err)
+	c.wakeAfter(time.Second)
 }
 
 // closeUncheckpointed ends Close after a failed index checkpoint (every
@@ -188,6 +209,7 @@ func (w *Writer) closeUncheckpointed() error {
 	if e := w.closeFiles(); err == nil {
 		err = e
 	}
+	w.reap.start()
 	w.log.Warn("writer: closed without a checkpoint; the next open re-indexes", "table", w.name, "rows", w.seq)
 	return err
 }

@@ -139,6 +139,19 @@ func (h *hotSet) has(n uint64) bool {
 	return false
 }
 
+// remove forgets segment n's copies, reporting whether it had them.
+func (h *hotSet) remove(n uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, s := range h.segs {
+		if s.n == n {
+			h.segs = slices.Delete(h.segs, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
 // setClu marks segment n's clustered copy made (or given up on).
 func (h *hotSet) setClu(n uint64) {
 	h.mu.Lock()
@@ -158,7 +171,18 @@ func (w *Writer) hotEnabled() bool { return w.hotBudget() > 0 }
 func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
 
 // hotBudget is how many segments keep hot copies.
-func (w *Writer) hotBudget() int { return int(w.opts.HotBytes / w.segSize) }
+func (w *Writer) hotBudget() int {
+	n := int(w.opts.HotBytes / w.segSize)
+	if w.opts.hotDefault && w.opts.CompactAge >= 0 {
+		n = min(n, compactHotSegs) // Options.HotBytes
+	}
+	return n
+}
+
+// compactHotSegs is the default hot budget in segments with the
+// background compaction on: the newest sealed segment, which it leaves
+// raw, and the one it compresses next.
+const compactHotSegs = 2
 
 // makeHot copies every sealed, durable, not compressed segment still in
 // its slot that has no copies yet (the preparer waits for that before it
@@ -171,7 +195,7 @@ func (w *Writer) makeHot() error {
 	if err := w.copySlots(); err != nil {
 		return err
 	}
-	for w.cluEnabled() {
+	for w.cluEnabled() && !w.ck.stopping() {
 		n, ok := w.hot.needClu()
 		if !ok {
 			break
@@ -194,6 +218,9 @@ func (w *Writer) copySlots() error {
 		// stores ready, so the load orders the reads of both after it.
 		if gen == 0 || s.ready.Load() != seg+1 || s.copied.Load() == seg+1 || seg >= w.ctl.DurableSegs() {
 			continue
+		}
+		if w.ck.stopping() {
+			return nil // Close: the copies are removed anyway
 		}
 		err := w.copySlot(s, gen, seg)
 		// Done with it, copied or not (a failed copy is not tried again):
@@ -473,6 +500,7 @@ func writeFile(path string, parts ...[]byte) error {
 // removeCopies removes segment seg's hot and clustered copies, if any,
 // and bumps the change counter when there was one.
 func (w *Writer) removeCopies(seg uint64) {
+	w.hot.remove(seg)
 	removed := false
 	for _, p := range []string{format.HotPath(w.liveDir, seg), format.CluPath(w.liveDir, seg)} {
 		if os.Remove(p) == nil {
@@ -522,7 +550,11 @@ func (w *Writer) cleanCopies(keep bool) error {
 		if keeps(n, tmp) && hot[n] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(w.liveDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		path := filepath.Join(w.liveDir, e.Name())
+		if !keep {
+			w.reap.hold(path) // Close: freed after it returns
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("writer: remove hot copy: %w", err)
 		}
 		removed = true

@@ -66,20 +66,15 @@ func (w *Writer) Compact(olderThan time.Duration) (CompactResult, error) {
 // compact compresses the qualifying segments below the row count seq
 // (the writer's, as of the caller) with last ts lastTs.
 func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (CompactResult, error) {
-	return w.compactUpTo(olderThan, seq, lastTs, math.MaxInt)
-}
-
-// compactUpTo is compact of at most limit segments.
-func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, limit int) (CompactResult, error) {
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	var res CompactResult
-	for res.Segments < limit {
+	for {
 		n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
-		raw, z, err := w.compactSegment(n, w.rps)
+		raw, z, err := w.compactSegment(n, w.rps, nil)
 		if err != nil {
 			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 		}
@@ -87,7 +82,6 @@ func (w *Writer) compactUpTo(olderThan time.Duration, seq uint64, lastTs int64, 
 		res.RawBytes += raw
 		res.Bytes += z
 	}
-	return res, nil
 }
 
 // compactLimit is the first segment compaction must leave raw.
@@ -116,21 +110,34 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 }
 
 // compactSegment runs the four steps for segment n, holding its first
-// rows rows, and returns the raw and compressed file sizes.
-func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err error) {
+// rows rows, and returns the raw and compressed file sizes. Closing stop
+// (nil: never) during the encoding abandons it (cseg.ErrStopped).
+func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)
-	b, rs, err := w.mapDurable(n)
-	if err != nil {
-		return 0, 0, err
-	}
+	// The rows from the segment's hot copy, if it has one (the durable
+	// file byte for byte, in memory: no disk read), mapped before the
+	// copies go.
+	b, rs := w.mapHot(n)
+	// The segment's hot copies go first, while its raw file is still
+	// there: a reader that has the hot copy mapped maps the raw file over
+	// it at its next look (Reader.sweepCopies) for the encoding's time,
+	// and so holds no shared memory once the raw file is removed too.
+	w.removeCopies(n)
 	if b == nil {
-		return 0, 0, format.Corruptf(rawPath, 0, "segment file missing below the durable count")
+		var err error
+		if b, rs, err = w.mapDurable(n); err != nil {
+			return 0, 0, err
+		}
+		if b == nil {
+			return 0, 0, format.Corruptf(rawPath, 0, "segment file missing below the durable count")
+		}
 	}
 	defer mmap.Unmap(b)
 	data := b[format.BlockSize : format.BlockSize+rows*rs]
-	// Every row is read: fault the mapping in at once (one call reads
-	// the file, rather than a fault per read-around window in each of
-	// the encoder's goroutines). A failure only costs the faults.
+	// Every row is read: map them in at once (one call reads the file,
+	// or maps the hot copy's pages, rather than a fault per page or
+	// read-around window in each of the encoder's goroutines). A failure
+	// only costs the faults.
 	_ = mmap.PopulateRead(data)
 	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
 	var st cseg.Stats
@@ -140,7 +147,7 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	err = w.swap(n, rawPath, zPath, n+1, 0, func(f *vfs.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		st, err = cseg.EncodeParallel(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath, w.opts.CompactWorkers)
+		st, err = cseg.EncodeParallel(bw, schema, cseg.Header{TableID: w.ctl.TableID, SegNo: n, RowSize: int(rs), RowsPerSeg: w.rps, Rows: rows, LateWindow: w.ctl.LateWindow()}, data, rawPath, w.opts.CompactWorkers, stop)
 		if err != nil {
 			return err
 		}
@@ -153,6 +160,22 @@ func (w *Writer) compactSegment(n, rows uint64) (rawBytes, zBytes int64, err err
 	return int64(len(b)), st.Bytes, nil
 }
 
+// mapHot maps segment n's hot copy, or returns nil when it has none (or
+// its header does not match: the durable file is read instead). Rows
+// that fail their checks there fail the encoding, as the durable file's
+// would.
+func (w *Writer) mapHot(n uint64) ([]byte, uint64) {
+	if !w.hotEnabled() || !w.hot.has(n) {
+		return nil, 0
+	}
+	b, rs, err := format.MapSegmentOf(format.HotPath(w.liveDir, n),
+		format.SegHeader{TableID: w.ctl.TableID, RowSize: int(w.rowSize), SegNo: n, RowsPerSeg: w.rps}, w.knownLayout)
+	if err != nil {
+		return nil, 0
+	}
+	return b, uint64(rs)
+}
+
 // compactStep calls Options.compactHook (tests) after each numbered step
 // of a swap, to kill the process there.
 func (w *Writer) compactStep(n uint64, step int) {
@@ -161,20 +184,20 @@ func (w *Writer) compactStep(n uint64, step int) {
 	}
 }
 
-// autoCompact applies Options.CompactAge on the checkpointer: one
-// segment, so that a backlog does not hold up the hot copies and
-// checkpoints of the passes behind it (more: the pass compacted one, and
-// the checkpointer runs again for the next).
-func (w *Writer) autoCompact() (more bool, err error) {
-	if w.opts.CompactAge <= 0 {
-		return false, nil
+// compactNext compresses the first segment not compressed when it is
+// below upTo and still qualifies, and returns how many it compressed (0
+// or 1). The compactor's (compactor.go).
+func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
+	w.dropMu.Lock() // retention must not unlink a segment being compacted
+	defer w.dropMu.Unlock()
+	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
+	if n >= upTo || n >= w.compactLimit(w.ctl.Visible()) {
+		return 0, nil
 	}
-	snap, err := w.ctl.Snapshot()
-	if err != nil {
-		return false, err
+	if _, _, err := w.compactSegment(n, w.rps, stop); err != nil {
+		return 0, fmt.Errorf("writer: compact segment %d: %w", n, err)
 	}
-	res, err := w.compactUpTo(w.opts.CompactAge, snap.Visible, snap.LastTs, 1)
-	return res.Segments > 0, err
+	return 1, nil
 }
 
 // cleanCompaction settles what a crash during compaction left, from the
@@ -198,7 +221,9 @@ func (w *Writer) cleanCompaction() error {
 		case segNumber(name, format.ZSegName, &n) && n >= mark:
 			path = name
 		case segNumber(name, format.SegName, &n) && n < mark:
-			if _, err := os.Stat(format.ZSegPath(w.dir, n)); err != nil {
+			// Its compressed file must be there, unless retention has
+			// deleted the segment (all of its rows below the first).
+			if _, err := os.Stat(format.ZSegPath(w.dir, n)); err != nil && (n+1)<<w.shift > w.ctl.FirstSeq() {
 				return format.Corruptf(format.ZSegPath(w.dir, n), 0, "compressed segment missing below the compaction mark %d", mark)
 			}
 			path = name
@@ -239,7 +264,7 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			if !w.olderThan(n, olderThan, w.seq, w.lastTs) {
 				break
 			}
-			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift))
+			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift), nil)
 			if err != nil {
 				return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 			}

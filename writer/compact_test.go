@@ -3,6 +3,7 @@ package writer_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,7 +31,10 @@ const compactSegRows = 16384
 func compactTable(t *testing.T, db, live string, n int) []byte {
 	t.Helper()
 	s := store.TickSchema()
-	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: compactSegRows * 32, LiveDir: live})
+	// CompactAge -1, here and in the tests that reopen these tables: they
+	// compact at points of their choosing (Compact, CloseCompacted), not
+	// in the background.
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: compactSegRows * 32, LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +150,7 @@ func TestCompactReadsTheSame(t *testing.T) {
 	const n = 6*compactSegRows + 1000
 	want := compactTable(t, db, live, n)
 	dir := filepath.Join(db, "t")
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +178,7 @@ func TestCompactReadsTheSame(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +190,7 @@ func TestCompactReadsTheSame(t *testing.T) {
 	}
 	checkTable(t, db, live, want)
 	// Retention deletes compressed segments like raw ones.
-	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err = writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +215,7 @@ func TestCompactCrash(t *testing.T) {
 	for step := 1; step <= 4; step++ {
 		killCompacting(t, db, live, step)
 		// A writer settles what the crash left; the table reads the same.
-		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 		if err != nil {
 			t.Fatalf("step %d: reopen: %v", step, err)
 		}
@@ -229,11 +233,61 @@ func TestCompactCrash(t *testing.T) {
 	}
 }
 
-// killCompacting runs TestChildCompact, which dies by SIGKILL at step.
-func killCompacting(t *testing.T, db, live string, step int) {
+// TestCompactCrashBackground kills a writer whose checkpointer is
+// compacting in the background (the default, Options.CompactAge 0) after
+// each step of the swap, while the writer goroutine appends: the rows
+// made durable before the kill read the same after a reopen, and a writer
+// with the defaults then compacts every segment it may.
+func TestCompactCrashBackground(t *testing.T) {
+	db, live := testutil.DB(t)
+	want := compactTable(t, db, live, 4*compactSegRows+10)
+	for step := 1; step <= 4; step++ {
+		killCompacting(t, db, live, step, "background")
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
+		if err != nil {
+			t.Fatalf("step %d: reopen: %v", step, err)
+		}
+		if w.Len() < uint64(len(want)/32) {
+			t.Fatalf("step %d: %d rows after the crash, want at least %d", step, w.Len(), len(want)/32)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The rows the child added past want (up to the kill) read the
+		// same by every path; want's are still there.
+		checkTable(t, db, live, allRows(t, db, live))
+		if got := allRows(t, db, live); !bytes.Equal(got[:len(want)], want) {
+			t.Fatalf("step %d: the first %d rows differ after the crash", step, len(want)/32)
+		}
+	}
+	// With the defaults, every sealed segment but the newest is compressed
+	// in the background.
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := w.Len()
+	limit := rows/compactSegRows - 1
+	for deadline := time.Now().Add(30 * time.Second); w.Stats().CompactedSegs < limit; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d segments compacted in the background, want %d", w.Stats().CompactedSegs, limit)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, db, live, allRows(t, db, live))
+}
+
+// killCompacting runs TestChildCompact, which dies by SIGKILL at step;
+// mode "background" has it append while its checkpointer compacts.
+func killCompacting(t *testing.T, db, live string, step int, mode ...string) {
 	t.Helper()
-	c := testutil.StartChild(t, "TestChildCompact", "compact",
-		&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}})
+	env := []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live, "TICKDB_STEP=" + strconv.Itoa(step)}
+	if len(mode) > 0 {
+		env = append(env, "TICKDB_MODE="+mode[0])
+	}
+	c := testutil.StartChild(t, "TestChildCompact", "compact", &testutil.ChildOptions{Env: env})
 	if err := c.Wait(time.Minute); err == nil || !strings.Contains(err.Error(), "signal: killed") {
 		t.Fatalf("step %d: the child was not killed there: %v\n%s", step, err, c.Log())
 	}
@@ -246,13 +300,44 @@ func TestChildCompact(t *testing.T) {
 	testutil.ChildRole(t, "compact")
 	step, _ := strconv.Atoi(os.Getenv("TICKDB_STEP"))
 	first := true
-	o := &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE")}
+	o := &writer.Options{LiveDir: os.Getenv("TICKDB_LIVE"), CompactAge: -1}
 	writer.SetCompactHook(o, func(_ uint64, s int) {
 		if first && s == step {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			time.Sleep(time.Minute)
 		}
 	})
+	if os.Getenv("TICKDB_MODE") == "background" {
+		// The checkpointer compacts as segments qualify while this
+		// goroutine appends rows stamped now: the hook kills the process
+		// on the checkpointer.
+		o.CompactAge = 0
+		w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := w.Schema()
+		symc, _ := s.Col("sym")
+		price, _ := s.Col("price")
+		size, _ := s.Col("size")
+		row := w.NewRow()
+		for i := uint64(0); ; i++ {
+			row.SetTs(time.Now().UnixNano())
+			row.SetSym(symc, uint32(i%20))
+			row.SetF64(price, float64(i))
+			row.SetI64(size, int64(i))
+			if _, err := w.Append(row); err != nil {
+				t.Fatal(err)
+			}
+			if i%256 == 0 {
+				w.Publish()
+				time.Sleep(time.Millisecond)
+			}
+			if i > 100*compactSegRows {
+				t.Fatal("no background compaction reached the step")
+			}
+		}
+	}
 	// Steps 1-4 are compaction's, 11-14 the decompression at Open.
 	w, err := writer.Open(os.Getenv("TICKDB_DB"), "t", o)
 	if err != nil {
@@ -271,7 +356,7 @@ func TestCompactReaderInOtherProcess(t *testing.T) {
 	c := testutil.StartChild(t, "TestChildCompactReader", "compact-reader",
 		&testutil.ChildOptions{Env: []string{"TICKDB_DB=" + db, "TICKDB_LIVE=" + live}})
 	c.Expect(t, "READY", time.Minute, nil)
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +475,7 @@ func TestCompactAutomatic(t *testing.T) {
 func TestCompactVerifyFindsDamage(t *testing.T) {
 	db, live := testutil.DB(t)
 	compactTable(t, db, live, 3*compactSegRows+10)
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +514,7 @@ func TestCompactClosedTable(t *testing.T) {
 	dir := filepath.Join(db, "t")
 	compactAll := func() {
 		t.Helper()
-		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +534,7 @@ func TestCompactClosedTable(t *testing.T) {
 	checkTable(t, db, live, want)
 	for step := 11; step <= 14; step++ {
 		killCompacting(t, db, live, step)
-		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+		w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 		if err != nil {
 			t.Fatalf("step %d: reopen: %v", step, err)
 		}
@@ -462,7 +547,7 @@ func TestCompactClosedTable(t *testing.T) {
 		checkTable(t, db, live, want)
 	}
 	// Reopened for good, the writer appends after the old rows.
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,5 +568,65 @@ func TestCompactClosedTable(t *testing.T) {
 	}
 	if _, err := reader.Verify(db, "t", nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompactBackgroundDamage: a sealed segment whose rows fail their
+// checks (damage on disk) stops the background compaction with an error
+// in the log; the writer goes on taking rows, and the damaged segment
+// stays raw for verify to name.
+func TestCompactBackgroundDamage(t *testing.T) {
+	db, live := testutil.DB(t)
+	want := compactTable(t, db, live, 4*compactSegRows+10)
+	// A flipped bit in a row of segment 1.
+	path := format.SegPath(filepath.Join(db, "t"), 1)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(format.BlockSize + 100*32 + 9)
+	b := []byte{0}
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 4
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	logs := &testutil.LogBuffer{}
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	row := w.NewRow()
+	copy(row, want[len(want)-32:])
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "background compaction stopped"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compaction error logged:\n%s", logs.String())
+		}
+	}
+	// Segment 0 was compressed before it; 1 and on stay raw.
+	if st := w.Stats(); st.CompactedSegs != 1 {
+		t.Fatalf("%d segments compacted, want 1 (the one before the damage)", st.CompactedSegs)
+	}
+	for i := range compactSegRows {
+		if _, err := w.Append(row); err != nil {
+			t.Fatalf("append %d after the damage: %v", i, err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := w.Condition(); err != nil {
+		t.Fatalf("condition %v: %v", c, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the damaged segment: %v", err)
+	}
+	if _, err := reader.Verify(db, "t", nil); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("verify: %v, want the damage named", err)
 	}
 }

@@ -255,7 +255,12 @@ func TestFootprintRolls(t *testing.T) {
 	// a u32 each, header and directory), and the hot copy of the segment
 	// being written. The checkpointer trims the copies past the budget
 	// after the flusher made them: the bound holds once it has.
-	mod := func(o *writer.Options) { o.SegmentSize, o.LiveSlots, o.HotBytes = segBytes, 3, 2*segFile }
+	// CompactAge -1: the footprint of raw segments and their hot copies
+	// (a compressed segment has none; TestCompactCrashBackground and the
+	// compaction tests cover those).
+	mod := func(o *writer.Options) {
+		o.SegmentSize, o.LiveSlots, o.HotBytes, o.CompactAge = segBytes, 3, 2*segFile, -1
+	}
 	w := tb.open(t, mod)
 	ids := tb.symbols(t, w, "A", "B", "C")
 	n := uint64(7*segRows + 300)

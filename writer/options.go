@@ -93,7 +93,11 @@ type Options struct {
 	// with a sym column, a second one clustered by symbol), made off the
 	// append path once they are durable. Readers in every process read
 	// those rows from shared memory instead of the disk. Shared memory is
-	// allocated only as rows arrive.
+	// allocated only as rows arrive. With the background compaction on
+	// (CompactAge not negative) the default keeps at most two segments'
+	// copies: a segment's copies go when it is compressed, so more would
+	// be copies of a backlog about to be compressed, made with the CPU
+	// the compaction needs; a HotBytes given keeps its budget.
 	HotBytes int64
 	// LiveDir is where the live segment slots go. Default: a directory named
 	// after the table's id under /dev/shm/tickdb, or, where /dev/shm is not
@@ -135,9 +139,16 @@ type Options struct {
 	// files fit in RetainBytes. The checkpointer deletes the files.
 	RetainAge   time.Duration
 	RetainBytes int64
-	// CompactAge, when set, compresses sealed segments whose rows are all
-	// older than it before the table's last ts (Compact), on the
-	// checkpointer after each checkpoint, one segment a pass.
+	// CompactAge is when a sealed segment is compressed in the
+	// background (Compact: clustered by symbol, about 4.5 bytes a tick
+	// row against 32), by the checkpointer, one segment a pass: 0 (the
+	// default) as soon as it qualifies (durable, not the newest sealed
+	// segment, below the last index checkpoint), a positive age once its
+	// rows are all older than that before the table's last ts, a
+	// negative one never (segments stay raw until Compact,
+	// CloseCompacted or tickdb compact). It costs CPU beside the writer
+	// (CompactWorkers) and the segments' hot copies (HotBytes), which a
+	// compressed segment does not keep.
 	CompactAge time.Duration
 	// CompactWorkers is how many goroutines one segment's compression
 	// may use (cseg.EncodeParallel; default GOMAXPROCS, at most 4): a
@@ -179,6 +190,8 @@ type Options struct {
 	// files (default vfs.OS); tests give a vfs.Strict to check what a
 	// machine crash would leave (SetFS).
 	fs vfs.FS
+	// hotDefault: HotBytes was left to its default (hotBudget).
+	hotDefault bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -196,7 +209,7 @@ func (o *Options) withDefaults() Options {
 		r.LiveSlots = 4
 	}
 	if r.HotBytes == 0 {
-		r.HotBytes = DefaultHotBytes
+		r.HotBytes, r.hotDefault = DefaultHotBytes, true
 	}
 	if r.FlushInterval <= 0 {
 		r.FlushInterval = time.Millisecond

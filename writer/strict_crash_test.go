@@ -293,11 +293,17 @@ func (r *strictRun) options(i int, schema *store.Schema) *writer.Options {
 	o := &writer.Options{Schema: schema, SegmentSize: strictSeg, TimeStride: 16, LiveSlots: 2, HotBytes: 4 * strictSeg,
 		LiveDir: filepath.Join(r.live, fmt.Sprintf("%s-%d", r.tabs[i].name, r.opens.Add(1))), Flush: r.cfg.flush,
 		LateWindow: strictLate, Group: r.g}
+	// Table 1 compacts in the background (the default, here at an age
+	// that lets some segments be read raw first); 0 and 2 keep their
+	// segments raw, as the runs before compaction was the default did:
+	// every compaction adds sync sites to each run.
 	switch i {
+	case 0:
+		o.CompactAge = -1
 	case 1:
 		o.CompactAge = strictCompact
 	case 2:
-		o.RetainAge, o.HotBytes = strictRetain, -1
+		o.RetainAge, o.HotBytes, o.CompactAge = strictRetain, -1, -1
 	}
 	writer.SetFS(o, r.fs)
 	// Images at each step of AddColumn's and compaction's file swaps: a
@@ -634,7 +640,7 @@ func (r *strictRun) checkImage(k int, img strictImage) {
 			}
 			continue
 		}
-		o := &writer.Options{LiveDir: filepath.Join(r.live, fmt.Sprintf("check-%d-%s", k, tb.name)), HotBytes: -1}
+		o := &writer.Options{LiveDir: filepath.Join(r.live, fmt.Sprintf("check-%d-%s", k, tb.name)), HotBytes: -1, CompactAge: -1}
 		w, err := writer.Open(db, tb.name, o)
 		if err != nil {
 			r.problemf("%s: open %s: %v", img.what, tb.name, err)

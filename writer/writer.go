@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -94,6 +95,12 @@ type Writer struct {
 	// the lock is still held; closeRes is its result.
 	closeHook func() (CompactResult, error)
 	closeRes  CompactResult
+	reap      reaper // the live files Close removed, freed after it (reap.go)
+	// cmp is the background compaction (compactor.go; nil when
+	// Options.CompactAge is negative); compactOff: it met damage and
+	// stopped for this run.
+	cmp        *compactor
+	compactOff atomic.Bool
 
 	clu      cluBuilder // the checkpointer's buffers for clustered copies (clu.go)
 	hotChunk []byte     // the checkpointer's buffer for hot copies (clu.go)
@@ -153,6 +160,10 @@ func (w *Writer) start() {
 	// wait for the preparer (an error here is the preparer's to handle,
 	// on its first step).
 	_ = w.prep.step()
+	if w.opts.CompactAge >= 0 {
+		w.cmp = newCompactor(w)
+		go w.cmp.run()
+	}
 	if g := w.opts.Group; g != nil {
 		w.prep.closeDurable() // its jobs hold no file between runs
 		w.startJobs(g)
@@ -162,9 +173,10 @@ func (w *Writer) start() {
 		go w.ck.run()
 	}
 	w.prep.wake()
-	if w.hotEnabled() {
+	if w.hotEnabled() || w.cmp != nil {
 		// Hot segments recovered warm may lack their copies (a writer
-		// killed before it made them): the checkpointer makes them now
+		// killed before it made them), and a backlog of raw segments
+		// may wait for the compaction: the checkpointer sees to both now
 		// rather than at the next seal.
 		w.ck.wake()
 	}
@@ -788,6 +800,12 @@ type Stats struct {
 	// read their HotRows from there.
 	HotSegments uint64
 	HotRows     uint64
+	// CompactedSegs are the segments below the compaction mark (compressed,
+	// or deleted by retention); RawSegs the sealed ones at or above it
+	// still raw, the background compaction's backlog plus the newest
+	// sealed one (Options.CompactAge), which it leaves raw.
+	CompactedSegs uint64
+	RawSegs       uint64
 	// IndexReserved is the address space the index files' mappings take
 	// (a reservation that follows their sizes), Remaps how often one was
 	// mapped again, larger, since Open.
@@ -824,6 +842,10 @@ func (w *Writer) stats() Stats {
 	}
 	st.IndexReserved = w.reserved()
 	st.HotSegments, st.HotRows = w.hotSegs()
+	st.CompactedSegs = w.ctl.CmpSegs()
+	if sealed, low := w.seq>>w.shift, max(st.CompactedSegs, w.firstSeq>>w.shift); sealed > low {
+		st.RawSegs = sealed - low
+	}
 	return st
 }
 
@@ -946,6 +968,9 @@ func (w *Writer) Close() error {
 	err := w.fl.waitDurable(w.seq, time.Now().Add(closeGrace))
 	w.closed = true
 	w.fl.stop()
+	if w.cmp != nil {
+		w.cmp.stop() // an encoding in progress gives up
+	}
 	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil && w.sh.ckCond.get() != nil {
 		return w.closeUncheckpointed()
@@ -979,6 +1004,7 @@ func (w *Writer) Close() error {
 	if !w.reopening {
 		w.opts.Group.leaveIfSet()
 	}
+	w.reap.start()
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
 }
@@ -1036,12 +1062,13 @@ func (w *Writer) removeLive() error {
 		w.ctl.SetSlot(s.i, 0, 0)
 	}
 	for _, s := range w.slots {
-		if s.b != nil {
-			mmap.Unmap(s.b)
-			s.b, s.rows = nil, nil
-		}
+		// Unlinked while mapped, unmapped by the reaper after Close.
 		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		}
+		if s.b != nil {
+			w.reap.holdMap(s.b)
+			s.b, s.rows = nil, nil
 		}
 	}
 	if err := w.fs.Remove(w.liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -709,7 +709,8 @@ func TestParseFlushPolicy(t *testing.T) {
 // slots, so slots are recycled) and checks every file and row.
 func TestSegmentRolls(t *testing.T) {
 	tb := newWtTable(t)
-	w := tb.open(t, func(o *writer.Options) { o.LiveSlots, o.HotBytes = 2, -1 })
+	// Raw segments: every segment file is checked at its raw size.
+	w := tb.open(t, func(o *writer.Options) { o.LiveSlots, o.HotBytes, o.CompactAge = 2, -1, -1 })
 	ids := tb.symbols(t, w, "A", "B", "C")
 	const n = 10*tinyRows + 17
 	tb.appendN(t, w, 0, n, ids)
@@ -1111,7 +1112,9 @@ func TestTornTailCutOnReopen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := newWtTable(t)
-			w := tb.open(t, nil)
+			// Raw segments (CompactAge -1): the damage is done to their
+			// files, rows and headers.
+			w := tb.open(t, func(o *writer.Options) { o.CompactAge = -1 })
 			ids := tb.symbols(t, w, "A", "B", "C")
 			tb.appendN(t, w, 0, n, ids)
 			if err := w.Close(); err != nil {

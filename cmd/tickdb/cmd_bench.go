@@ -37,9 +37,10 @@ about 1 µs apart) and measures, K times each, in this one process:
     span; a one-symbol full scan; a full scan; 1-second bars of every
     symbol; an as-of join; line protocol over TCP on 127.0.0.1;
   the user protocol: ingest, 50 one-symbol windows right after (the writer
-    still open), close (--tickdb-close compacted, the default: every
-    segment compressed and clustered by symbol, as a closing ingest
-    process does its maintenance; or plain), disk bytes per tick, the files evicted; then in a fresh
+    still open), close (--tickdb-close plain, the default: writer.Close,
+    the default options, so the background compaction has compressed
+    what it reached; or compacted: CloseCompacted(0), every segment
+    compressed at close), disk bytes per tick, the files evicted; then in a fresh
     process (this binary, re-executed): open, a first window, a first
     symbol scan, 50 windows and 5 symbol scans at places not read before,
     each timed, with the bytes read from the disk (/proc/self/io).
@@ -81,7 +82,7 @@ disk) and /dev/shm; everything is removed at the end.`,
 	f.StringVar(&o.guard, "guard", "", "check the report against this thresholds file; fail on a regression")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	f.BoolVar(&o.cfg.UserOnly, "user-only", false, "run the user protocol only (cold reads in a fresh process)")
-	f.StringVar((*string)(&o.cfg.TickDBClose), "tickdb-close", "compacted", "how tickdb closes after ingest in the user protocol: plain or compacted")
+	f.StringVar((*string)(&o.cfg.TickDBClose), "tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	cmd.AddCommand(newBenchScaleCmd())
 	cmd.AddCommand(newBenchTablesCmd())
 	return cmd

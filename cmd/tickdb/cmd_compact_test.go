@@ -17,12 +17,14 @@ import (
 
 // compactDB writes n generated ticks of 20 symbols into table "t" with
 // 16,384-row segments and closes it; it returns the database and the
-// symbols.
+// symbols. The segments stay raw (CompactAge -1: no background
+// compaction, which would compress some of them before Close, how many
+// a matter of timing): the tests compact them with tickdb compact.
 func compactDB(t *testing.T, n int) (db string, syms []string) {
 	t.Helper()
 	db, live := testutil.DB(t)
 	s := store.TickSchema()
-	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 16384 * 32, LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 16384 * 32, LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

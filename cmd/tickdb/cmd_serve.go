@@ -33,6 +33,7 @@ type serveOpts struct {
 	retainAge     time.Duration
 	retainBytes   byteSize
 	compactAfter  time.Duration
+	compact       bool
 	hotBytes      byteSizeZero
 	maxStreams    int
 	streamTimeout time.Duration
@@ -126,9 +127,19 @@ closed.`,
 	f.DurationVar(&o.retainAge, "retain-age", 0, "at each segment roll, delete segments whose rows are all older than this before the table's last ts")
 	f.Var(&o.retainBytes, "retain-bytes", "at each segment roll, delete the oldest segments beyond this many bytes per table")
 	f.Var(&o.hotBytes, "hot-bytes", "shared memory per table for copies of its newest sealed, durable segments, read from memory instead of disk (0: none)")
-	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress sealed segments whose rows are all older than this before the table's last ts (in the background)")
+	f.BoolVar(&o.compact, "compact", true, "compress sealed segments in the background, clustered by symbol (false: keep them raw until tickdb compact)")
+	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress a sealed segment once its rows are all older than this before the table's last ts (0: as soon as it is sealed and durable)")
 	f.IntVar(&o.flushWorkers, "flush-workers", writer.DefaultFlushers, "flush workers shared by every table: how many tables' durable writes may be in flight at once")
 	return cmd
+}
+
+// compactOption is writer.Options.CompactAge for --compact and
+// --compact-after.
+func compactOption(on bool, after time.Duration) time.Duration {
+	if !on {
+		return -1
+	}
+	return after
 }
 
 // hotOption is writer.Options.HotBytes for a --hot-bytes value (0: none).
@@ -184,7 +195,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
 		Group: writer.GroupOptions{Flushers: o.flushWorkers},
 		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
-			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: o.compactAfter, HotBytes: hotOption(int64(o.hotBytes))},
+			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: compactOption(o.compact, o.compactAfter), HotBytes: hotOption(int64(o.hotBytes))},
 	})
 	if err != nil {
 		return err

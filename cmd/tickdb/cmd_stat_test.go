@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
@@ -48,7 +50,22 @@ type statJSON struct {
 		LiveBytes    int64  `json:"live_bytes"`
 		LiveBytesMax int64  `json:"live_bytes_max"`
 		HotBytes     int64  `json:"hot_bytes"`
-		Lifecycle    struct {
+		// Compressed is there when the table has compressed segments.
+		Compressed *struct {
+			Segments int     `json:"segments"`
+			RawBytes int64   `json:"raw_bytes"`
+			Bytes    int64   `json:"bytes"`
+			Ratio    float64 `json:"ratio"`
+			Columns  []struct {
+				Name     string  `json:"name"`
+				RawBytes int64   `json:"raw_bytes"`
+				Bytes    int64   `json:"bytes"`
+				Ratio    float64 `json:"ratio"`
+			} `json:"columns"`
+			Clustered int   `json:"clustered_segments"`
+			SeqBytes  int64 `json:"seq_bytes"`
+		} `json:"compressed"`
+		Lifecycle struct {
 			Live, Hot, Raw, Historical struct {
 				Segments uint64 `json:"segments"`
 				Rows     uint64 `json:"rows"`
@@ -70,6 +87,25 @@ func parseStat(t *testing.T, out string) statJSON {
 		t.Errorf("stat --format json is not one line:\n%s", out)
 	}
 	return s
+}
+
+// waitCompressed waits until background compaction has swapped segment n
+// of table dir for its compressed file: seg-n.zdat there and seg-n.dat
+// removed (the swap's last step, after the compaction mark moved).
+func waitCompressed(t *testing.T, dir string, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, zerr := os.Stat(format.ZSegPath(dir, n))
+		_, rerr := os.Stat(format.SegPath(dir, n))
+		if zerr == nil && errors.Is(rerr, fs.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("segment %d of %s not compressed in the background after 30 s: %v, %v", n, dir, zerr, rerr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // filesSize is the sum of the sizes of the regular files under dir.
@@ -102,6 +138,10 @@ func TestStatJSON(t *testing.T) {
 	if err := sw.w.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	// Background compaction (the default CompactAge) compresses segment
+	// 0 once segment 1 is sealed and checkpointed; segment 1, the newest
+	// sealed one, stays raw (hot), and segment 2 is live.
+	waitCompressed(t, filepath.Join(db, "ticks"), 0)
 	empty := newSeqWriter(t, db, live+"/empty", "empty")
 	if err := empty.w.Close(); err != nil {
 		t.Fatal(err)
@@ -141,8 +181,32 @@ func TestStatJSON(t *testing.T) {
 	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != slots || k.LiveBytesMax != int64(slots)*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax || k.HotBytes <= 0 {
 		t.Errorf("ticks live: dir %s slots %d bytes %d max %d hot %d; want %s, %d, (0, %d], > 0", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, k.HotBytes, sw.w.LiveDir(), slots, int64(slots)*segBytes)
 	}
-	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 2 || l.Hot.Rows != 256 || l.Raw.Rows != 0 || l.Historical.Rows != 0 {
-		t.Errorf("ticks lifecycle: %+v; want 44 rows live, 256 hot", l)
+	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 1 || l.Hot.Rows != 128 || l.Raw.Rows != 0 ||
+		l.Historical.Segments != 1 || l.Historical.Rows != 128 {
+		t.Errorf("ticks lifecycle: %+v; want 44 rows live, 128 hot, 128 historical", l)
+	}
+	// Segment 0 compressed: 128 rows of 32 bytes, clustered by symbol
+	// (format version 2: a seq column beside the schema's).
+	zInfo, err := os.Stat(format.ZSegPath(filepath.Join(db, "ticks"), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := k.Compressed; c == nil || c.Segments != 1 || c.RawBytes != 128*32 || c.Bytes != zInfo.Size() ||
+		c.Ratio != float64(c.RawBytes)/float64(c.Bytes) || c.Clustered != 1 || c.SeqBytes <= 0 || len(c.Columns) != 4 {
+		t.Errorf("ticks compressed: %+v; want 1 segment, %d raw bytes, %d bytes (the file), clustered", c, 128*32, zInfo.Size())
+	} else {
+		for i, want := range []struct {
+			name string
+			raw  int64
+		}{{"ts", 128 * 8}, {"sym", 128 * 4}, {"price", 128 * 8}, {"size", 128 * 8}} {
+			col := c.Columns[i]
+			if col.Name != want.name || col.RawBytes != want.raw || col.Bytes <= 0 || col.Ratio != float64(col.RawBytes)/float64(col.Bytes) {
+				t.Errorf("ticks compressed column %d: %+v; want %s, %d raw bytes", i, col, want.name, want.raw)
+			}
+		}
+	}
+	if e.Compressed != nil {
+		t.Errorf("empty table compressed: %+v", e.Compressed)
 	}
 
 	tr := s.Tables[2]
@@ -166,6 +230,11 @@ func TestStatJSON(t *testing.T) {
 	}
 	if tr.Writer != nil || tr.LiveBytes != 0 {
 		t.Errorf("trades, closed: writer %+v, live bytes %d", tr.Writer, tr.LiveBytes)
+	}
+	// One segment, never compressed in the background (not below the
+	// newest sealed one).
+	if l := tr.Lifecycle; tr.Compressed != nil || l.Raw.Segments != 1 || l.Raw.Rows != 5 || l.Historical.Rows != 0 {
+		t.Errorf("trades: compressed %+v, lifecycle %+v; want 5 raw rows", tr.Compressed, l)
 	}
 
 	// Another process sees the same (the open writer is this process).

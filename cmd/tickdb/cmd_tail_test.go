@@ -160,11 +160,17 @@ type seqWriter struct {
 	next uint64
 }
 
-func newSeqWriter(t *testing.T, db, live, name string) *seqWriter {
+// newSeqWriter opens table name with 128-row segments, the writer's
+// other options the defaults (background compaction on) unless a set
+// changes them.
+func newSeqWriter(t *testing.T, db, live, name string, set ...func(*writer.Options)) *seqWriter {
 	g := testutil.NewSeqRows()
 	// 4 KiB segments: 128 rows of 32 bytes, so a few hundred rows roll
 	// segments and recycle live slots.
 	sw := &seqWriter{t: t, db: db, name: name, g: g, opts: writer.Options{Schema: g.Schema, LiveDir: live, SegmentSize: 4096}}
+	for _, f := range set {
+		f(&sw.opts)
+	}
 	sw.open()
 	t.Cleanup(func() {
 		if sw.w != nil {
@@ -369,6 +375,7 @@ func TestTailErrors(t *testing.T) {
 // TestTailAcrossServeKill is the live-replica path end to end: lines sent
 // to "tickdb serve" come out of "tickdb tail --format ilp" in another
 // process byte for byte, across a SIGKILL of the server and its restart.
+// The server compacts in the background (its default --compact).
 func TestTailAcrossServeKill(t *testing.T) {
 	t.Parallel() // its time goes to starting processes
 	db, live := testutil.DB(t)
@@ -398,16 +405,25 @@ func TestTailAcrossServeKill(t *testing.T) {
 			t.Fatalf("line %d: got %q, want %q", k, got, line(k))
 		}
 	}
+	// Segments 0 and 1 are compressed in the background and their
+	// postings dropped (segment 2, the newest sealed one, stays raw;
+	// segment 3 is live): the kill comes once that is done, so that what
+	// stat and verify see after it is known.
+	waitPostingsFloor(t, srv, db, "k", 256)
 	srv.c.Kill()
 	<-srv.done
 	srv.done <- nil // for its cleanup
 	// Meanwhile stat names the dead writer, and verify finds no damage.
 	code, out, errs := runCLI("stat", "--db", db, "--table", "k", "--format", "json")
 	if st := parseStat(t, out); code != 0 || st.Tables[0].Writer == nil || st.Tables[0].Writer.Pid != srv.c.Pid ||
-		st.Tables[0].Writer.State != "open" || st.Tables[0].Writer.Running || st.Tables[0].Rows != 500 {
+		st.Tables[0].Writer.State != "open" || st.Tables[0].Writer.Running || st.Tables[0].Rows != 500 ||
+		st.Tables[0].Lifecycle.Historical.Segments != 2 || st.Tables[0].Lifecycle.Historical.Rows != 256 ||
+		st.Tables[0].Compressed == nil || st.Tables[0].Compressed.Segments != 2 || st.Tables[0].Compressed.RawBytes != 256*24 {
 		t.Errorf("stat after the kill: exit %d, %s %s", code, out, errs)
 	}
-	if code, out, errs := runCLI("verify", "--db", db); code != 0 || out != "k: OK, 500 rows verified (4 segments, 3 symbols, 8 time-index entries, 500 postings entries)\n" {
+	// 244 postings entries: the 256 rows of the compressed segments have
+	// none (verify checks them by their segments' directories).
+	if code, out, errs := runCLI("verify", "--db", db); code != 0 || out != "k: OK, 500 rows verified (4 segments, 3 symbols, 8 time-index entries, 244 postings entries)\n" {
 		t.Errorf("verify after the kill: exit %d, %q %q", code, out, errs)
 	}
 	srv = startServe(t, "--db", db, "--live-dir", live, "--segment-size", "4K")
@@ -418,6 +434,31 @@ func TestTailAcrossServeKill(t *testing.T) {
 		}
 	}
 	tail.stop(t, syscall.SIGTERM)
+}
+
+// waitPostingsFloor waits until the first rows rows of table have no
+// postings entries left (reader.Verify's Compacted: background compaction
+// compressed their segments, and a later checkpointer pass dropped their
+// postings) while p serves it.
+func waitPostingsFloor(t *testing.T, p *serveProc, db, table string, rows uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rep, err := reader.Verify(db, table, nil)
+		if err != nil {
+			t.Fatalf("verify while serving: %v", err)
+		}
+		if rep.Postings+rep.Compacted != rep.Rows || rep.Compacted > rows {
+			t.Fatalf("verify while serving: %+v; want postings and compacted rows adding up to the rows, at most %d compacted", rep, rows)
+		}
+		if rep.Compacted == rows {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows without postings after 30 s (verify %+v), want %d:\n%s", rep.Compacted, rep, rows, p.logText())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // replicaSym is a symbol as a client writes it on the wire and the value

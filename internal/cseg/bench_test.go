@@ -92,7 +92,7 @@ func BenchmarkEncode(b *testing.B) {
 			var st Stats
 			for b.Loop() {
 				var err error
-				if st, err = encodeN(io.Discard, s, h, rows, "bench", tc.lvl, tc.v, max(tc.workers, 1)); err != nil {
+				if st, err = encodeN(io.Discard, s, h, rows, "bench", tc.lvl, tc.v, max(tc.workers, 1), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -723,7 +724,7 @@ func TestEncodeParallel(t *testing.T) {
 			wst, werr := Encode(&want, c.s, h, rows, "raw.dat")
 			for _, workers := range []int{1, 2, 3, 8} {
 				var got bytes.Buffer
-				st, err := EncodeParallel(&got, c.s, h, rows, "raw.dat", workers)
+				st, err := EncodeParallel(&got, c.s, h, rows, "raw.dat", workers, nil)
 				if fmt.Sprint(err) != fmt.Sprint(werr) {
 					t.Fatalf("workers %d: error %v, Encode's %v", workers, err, werr)
 				}
@@ -752,5 +753,42 @@ func TestEncodeParallel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncodeParallelStop: a closed stop channel ends the encoding with
+// ErrStopped and nothing written, whatever the worker count and version;
+// one closed while the encoding runs ends it the same way or lets it
+// finish with Encode's bytes.
+func TestEncodeParallelStop(t *testing.T) {
+	for _, s := range []*store.Schema{store.TickSchema(), allTypes()} {
+		h := Header{TableID: testTableID, SegNo: 1, RowSize: s.RowSize, RowsPerSeg: 1 << 16, Rows: 12*BlockRows + 3}
+		rows := genRows(s, int(h.Rows), h.SegNo, h.RowsPerSeg, 5)
+		var want bytes.Buffer
+		if _, err := Encode(&want, s, h, rows, "raw.dat"); err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan struct{})
+		close(closed)
+		for _, workers := range []int{1, 2, 4} {
+			var got bytes.Buffer
+			if _, err := EncodeParallel(&got, s, h, rows, "raw.dat", workers, closed); !errors.Is(err, ErrStopped) || got.Len() != 0 {
+				t.Fatalf("workers %d, stopped before: %v, %d bytes written", workers, err, got.Len())
+			}
+			stop := make(chan struct{})
+			go func() { time.Sleep(time.Millisecond); close(stop) }()
+			got.Reset()
+			_, err := EncodeParallel(&got, s, h, rows, "raw.dat", workers, stop)
+			switch {
+			case errors.Is(err, ErrStopped):
+				if got.Len() != 0 {
+					t.Fatalf("workers %d: stopped with %d bytes written", workers, got.Len())
+				}
+			case err != nil:
+				t.Fatalf("workers %d: %v", workers, err)
+			case !bytes.Equal(got.Bytes(), want.Bytes()):
+				t.Fatalf("workers %d: finished with bytes unlike Encode's", workers)
+			}
+		}
 	}
 }

@@ -50,18 +50,20 @@ func EncodeV1(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath strin
 // encode is Encode at zstd level lvl (the benchmarks compare levels),
 // writing version 2 when version is 2 and the schema allows it.
 func encode(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version int) (Stats, error) {
-	return encodeN(w, s, h, rows, srcPath, lvl, version, 1)
+	return encodeN(w, s, h, rows, srcPath, lvl, version, 1, nil)
 }
 
 // EncodeParallel is Encode on up to workers goroutines (version 2 only:
 // a version 1 file is encoded on one), the same bytes whatever workers
-// is: compaction on a machine with cores to spare.
-func EncodeParallel(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, workers int) (Stats, error) {
-	return encodeN(w, s, h, rows, srcPath, level, Version, workers)
+// is: compaction on a machine with cores to spare. Once stop is closed
+// (nil: never), the encoding gives up within a block's work and returns
+// ErrStopped, having written nothing to w.
+func EncodeParallel(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, workers int, stop <-chan struct{}) (Stats, error) {
+	return encodeN(w, s, h, rows, srcPath, level, Version, workers, stop)
 }
 
-// encodeN is encode on up to workers goroutines.
-func encodeN(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version, workers int) (Stats, error) {
+// encodeN is encode on up to workers goroutines, until stop closes.
+func encodeN(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, version, workers int, stop <-chan struct{}) (Stats, error) {
 	if err := checkHeader(s, h); err != nil {
 		return Stats{}, err
 	}
@@ -69,14 +71,17 @@ func encodeN(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string
 		return Stats{}, fmt.Errorf("%w: %d bytes of rows, want %d rows of %d bytes", ErrArgs, len(rows), h.Rows, h.RowSize)
 	}
 	if version == VersionClustered && s.SymCol >= 0 && h.Rows > 0 && h.Rows <= math.MaxUint32 {
-		return encodeClustered(w, s, h, rows, srcPath, lvl, workers)
+		return encodeClustered(w, s, h, rows, srcPath, lvl, workers, stop)
 	}
 	e := newEncoder(s, h, srcPath, len(rows))
-	e.level = lvl
+	e.level, e.stop = lvl, stop
 	nblocks := int(numBlocks(h.Rows))
 	bytesPerBlock := BlockRows * h.RowSize
 	for b := range nblocks {
 		end := min((b+1)*bytesPerBlock, len(rows))
+		if e.stopped() {
+			return Stats{}, ErrStopped
+		}
 		if err := e.block(b, rows[b*bytesPerBlock:end]); err != nil {
 			return Stats{}, err
 		}
@@ -199,6 +204,18 @@ type encoder struct {
 	// Version 2 only.
 	offs     []int64 // one data block's seq offsets
 	seqBytes int64
+
+	stop <-chan struct{} // EncodeParallel's
+}
+
+// stopped reports whether the encoding is to give up (e.stop closed).
+func (e *encoder) stopped() bool {
+	select {
+	case <-e.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func newEncoder(s *store.Schema, h Header, path string, rawBytes int) *encoder {

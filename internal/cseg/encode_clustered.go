@@ -18,9 +18,9 @@ import (
 // the verification and the data blocks (a range of symbols each), and one
 // more builds the rank frames beside them; the file is the same bytes
 // whatever workers is.
-func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, workers int) (Stats, error) {
+func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPath string, lvl codec.Level, workers int, stop <-chan struct{}) (Stats, error) {
 	e := newEncoder(s, h, srcPath, 0)
-	e.level = lvl
+	e.level, e.stop = lvl, stop
 	n := int(h.Rows)
 	workers = min(max(workers, 1), int(numBlocks(h.Rows)))
 
@@ -69,7 +69,7 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 		wg.Go(func() { ranks, rankOut = e.rankFrames(rows, rowSlot, len(dir)) })
 	}
 	for k, pe := range parts {
-		pe.level = lvl
+		pe.level, pe.stop = lvl, stop
 		run := func() {
 			pe.offs = make([]int64, min(n, BlockRows))
 			for j := bounds[k]; j < bounds[k+1]; j++ {
@@ -77,6 +77,10 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 				d.first = len(pe.entries)
 				d.rows = uint64(start[j+1] - start[j])
 				for lo := start[j]; lo < start[j+1]; lo += BlockRows {
+					if pe.stopped() {
+						errs[k] = ErrStopped
+						return
+					}
 					if err := pe.dataBlock(j, perm[lo:min(lo+BlockRows, start[j+1])], rows); err != nil {
 						errs[k] = err
 						return
@@ -100,6 +104,9 @@ func encodeClustered(w io.Writer, s *store.Schema, h Header, rows []byte, srcPat
 	}
 	if workers == 1 {
 		ranks, rankOut = e.rankFrames(rows, rowSlot, len(dir))
+	}
+	if e.stopped() {
+		return Stats{}, ErrStopped // rankFrames gave up
 	}
 
 	// The parts' blocks end to end, then the rank frames.
@@ -210,6 +217,9 @@ func (e *encoder) rankFrames(rows []byte, rowSlot []uint32, nslots int) ([]rankE
 	var raw []byte
 	var state codec.State
 	for r := range nranks {
+		if e.stopped() {
+			return nil, nil // the caller sees it stopped too
+		}
 		sl := rowSlot[r*BlockRows : min((r+1)*BlockRows, n)]
 		present = present[:0]
 		for _, x := range sl {
@@ -252,6 +262,9 @@ func (e *encoder) verifyIDs(rows []byte, ids []uint32, workers int) error {
 	symOff := e.cols[e.symCol].Off
 	seq := func(pe *encoder, from, to int) error {
 		for b := from; b < to; b++ {
+			if e.stopped() {
+				return ErrStopped
+			}
 			lo, hi := b*BlockRows, min((b+1)*BlockRows, len(ids))
 			if err := pe.verifyBlock(b, rows[lo*pe.rs:hi*pe.rs], pe.ts[:hi-lo]); err != nil {
 				return err

@@ -10,4 +10,7 @@ var (
 	// size is not the header's): a bug in the caller, not bad data. Bad
 	// data is a *store.CorruptError (errors.Is(err, store.ErrCorrupt)).
 	ErrArgs = errors.New("cseg: bad arguments")
+	// ErrStopped is EncodeParallel's error when its stop channel closed
+	// before the encoding was done: nothing was written.
+	ErrStopped = errors.New("cseg: encoding stopped")
 )

@@ -284,7 +284,7 @@ func (c *Ctl) Features() uint64 { return mmap.LoadAcquire64(c.b, offFeatures) }
 // AddFeatures sets bits in the features word (writer only).
 func (c *Ctl) AddFeatures(bits uint64) {
 	if f := c.Features(); f|bits != f {
-		mmap.StoreRelease64(c.b, offFeatures, f|bits)
+		mmap.OrRelease64(c.b, offFeatures, bits) // the compactor and the checkpointer may add at once
 	}
 }
 

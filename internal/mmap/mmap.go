@@ -41,6 +41,11 @@ func Words(b []byte) []uint64 {
 // value: for a counter more than one goroutine of the writer bumps.
 func AddRelease64(b []byte, off int, d uint64) uint64 { return atomic.AddUint64(word(b, off), d) }
 
+// OrRelease64 sets the bits of v in the 8-byte word at b[off:] atomically
+// (b's goroutines may each set bits of their own) and returns the old
+// value.
+func OrRelease64(b []byte, off int, v uint64) uint64 { return atomic.OrUint64(word(b, off), v) }
+
 // Slice views b, page-aligned memory of MapAnon, as a slice of T (len(b)
 // / size of T of them), for arrays of fixed-size structs kept off the Go
 // heap (in huge pages, AdviseHuge). T must hold no pointers: the

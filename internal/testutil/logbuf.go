@@ -1,0 +1,26 @@
+package testutil
+
+import (
+	"bytes"
+	"sync"
+)
+
+// LogBuffer is a log destination (slog's handlers, a server's logger)
+// that several goroutines may write while a test reads it.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is what was written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,102 @@
+package writer_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/writer"
+)
+
+// BenchmarkIngestDefaults is a table written the way an embedding program
+// writes one by default: writer.Options{Schema: s} and nothing else
+// (background compaction on, hot copies on), batches of 1,024 generated
+// ticks (100 symbols) appended and published, then a plain Close. Each op
+// writes a fresh table of rows=N (TICKDB_BENCH_ROWS, default 20 M) at
+// full speed ("rate=max") or paced to 5 M rows/s ("rate=5M": a sustained
+// feed, which the background compaction should keep up with). It reports
+// the ingest rate, the append+publish latency of a batch (p99, p99.9,
+// max, per batch), the segments the background compaction compressed a
+// second while the rows went in, the raw backlog at its largest and at
+// Close (sealed segments not compressed, the newest sealed one included:
+// it stays raw by design), the Close time and the table's allocated bytes
+// a row after Close.
+//
+//	go test -run '^$' -bench BenchmarkIngestDefaults -benchtime 1x -timeout 30m ./writer
+func BenchmarkIngestDefaults(b *testing.B) {
+	n := int(benchutil.Rows(20_000_000))
+	const batch = 1024 // divides the ring
+	ring := benchutil.NewRing(1 << 20)
+	for _, rate := range []int{0, 5_000_000} {
+		name := "rate=max"
+		if rate > 0 {
+			name = fmt.Sprintf("rate=%dM", rate/1_000_000)
+		}
+		b.Run(fmt.Sprintf("rows=%s/%s", benchutil.CountName(uint64(n)), name), func(b *testing.B) {
+			b.ReportAllocs()
+			db, live := testutil.DB(b)
+			s, _, _, _ := benchutil.TickSchema()
+			hist := benchutil.NewHist()
+			var ingest, closing time.Duration
+			var maxBacklog, closeBacklog, compacted uint64
+			var disk int64
+			i := 0
+			for b.Loop() {
+				dir := fmt.Sprintf("t%d", i)
+				i++
+				w, err := writer.Open(db, dir, &writer.Options{Schema: s, LiveDir: filepath.Join(live, dir)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchutil.AddSymbols(b, w.SymbolString)
+				t0 := time.Now()
+				for j := 0; j < n; j += batch {
+					if rate > 0 {
+						// Paced: batch j is due j/rate after the start.
+						for due := t0.Add(time.Duration(int64(j) * int64(time.Second) / int64(rate))); time.Now().Before(due); {
+						}
+					}
+					a := time.Now()
+					if _, _, err := w.AppendBatch(ring.NextBatch(batch)); err != nil {
+						b.Fatal(err)
+					}
+					w.Publish()
+					benchutil.Record(hist, int64(time.Since(a)))
+					if j%(64*batch) == 0 {
+						maxBacklog = max(maxBacklog, w.Stats().RawSegs)
+					}
+				}
+				ingest += time.Since(t0)
+				st := w.Stats()
+				compacted += st.CompactedSegs
+				closeBacklog = max(closeBacklog, st.RawSegs)
+				maxBacklog = max(maxBacklog, st.RawSegs)
+				c0 := time.Now()
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				closing += time.Since(c0)
+				b.StopTimer()
+				disk += allocated(b, filepath.Join(db, dir))
+				if err := os.RemoveAll(filepath.Join(db, dir)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			rows := float64(b.N) * float64(n)
+			b.ReportMetric(rows/ingest.Seconds(), "rows/s")
+			b.ReportMetric(rows/(ingest+closing).Seconds(), "rows+close/s")
+			b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms")
+			b.ReportMetric(float64(compacted)/ingest.Seconds(), "compacted-segs/s")
+			b.ReportMetric(float64(maxBacklog), "max-raw-segs")
+			b.ReportMetric(float64(closeBacklog), "close-raw-segs")
+			b.ReportMetric(float64(disk)/rows, "disk-B/row")
+			benchutil.ReportHist(b, hist, "batch-", "ns", 1)
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -24,11 +24,12 @@ import (
 // brute force gives, and the same bytes each time.
 
 // scanTable creates table name with schema s in db, with segments of
-// segRows rows (a power of two), so that compaction makes real blocks.
+// segRows rows (a power of two), so that compaction makes real blocks;
+// its segments stay raw until compactAll compacts them.
 func scanTable(t testing.TB, db, live, name string, s *store.Schema, segRows int) *qtTable {
 	t.Helper()
 	tb := &qtTable{db: db, live: live, name: name, s: s, row: s.NewRow(), segRows: segRows}
-	w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: filepath.Join(live, name), SegmentSize: int64(segRows * s.RowSize)})
+	w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: filepath.Join(live, name), SegmentSize: int64(segRows * s.RowSize), CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func scanTable(t testing.TB, db, live, name string, s *store.Schema, segRows int
 // (some then rewritten in format version 1), step 1 every one.
 func compactAll(t *testing.T, tb *qtTable, step int, rng *rand.Rand) {
 	t.Helper()
-	w, err := writer.Open(tb.db, tb.name, &writer.Options{LiveDir: filepath.Join(tb.live, tb.name)})
+	w, err := writer.Open(tb.db, tb.name, &writer.Options{LiveDir: filepath.Join(tb.live, tb.name), CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func TestScanMatchesRange(t *testing.T) {
 		t.Run(fmt.Sprintf("rps=%d/%d", rps, i), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 			db, live := testutil.DB(t)
-			m := clTable(t, db, live, rng, rps)
+			m := clTable(t, db, live, rng, rps, rawLayout)
 			check := func(what string) {
 				r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
 				if err != nil {
@@ -213,7 +213,7 @@ func TestScanMatchesRange(t *testing.T) {
 				scanCheck(t, r, rng, m.ts)
 			}
 			check("raw")
-			w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+			w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestScanMatchesRange(t *testing.T) {
 				}
 			}
 			check("partly compacted")
-			w, err = writer.Open(db, "t", &writer.Options{LiveDir: live})
+			w, err = writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +262,7 @@ func TestScanLateRows(t *testing.T) {
 				scanCheck(t, r, rng, m.ts)
 			}
 			check()
-			w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, LateWindow: lateWin})
+			w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, LateWindow: lateWin, CompactAge: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,7 +334,7 @@ func TestScanLive(t *testing.T) {
 func TestScanClosed(t *testing.T) {
 	db, live := testutil.DB(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	clTable(t, db, live, rng, 256)
+	clTable(t, db, live, rng, 256, rawLayout)
 	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
 	if err != nil {
 		t.Fatal(err)
@@ -364,8 +364,8 @@ func TestScanAllocs(t *testing.T) {
 	}
 	db, live := testutil.DB(t)
 	rng := rand.New(rand.NewPCG(1, 1))
-	m := clTable(t, db, live, rng, 1<<13)
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+	m := clTable(t, db, live, rng, 1<<13, rawLayout)
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,11 +417,11 @@ func TestScanCorrupt(t *testing.T) {
 		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
 			db, live := testutil.DB(t)
 			rng := rand.New(rand.NewPCG(3, 4))
-			clTable(t, db, live, rng, 1<<12)
+			clTable(t, db, live, rng, 1<<12, rawLayout)
 			dir := filepath.Join(db, "t")
 			path, off := format.SegPath(dir, 1), int64(format.BlockSize+100*32+8)
 			if compacted {
-				w, err := writer.Open(db, "t", &writer.Options{LiveDir: live})
+				w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -467,7 +467,7 @@ func TestScanCorrupt(t *testing.T) {
 func TestScanManySymbols(t *testing.T) {
 	db, live := testutil.DB(t)
 	s := store.TickSchema()
-	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 1 << 13 * 32, LiveDir: live})
+	w, err := writer.Open(db, "t", &writer.Options{Schema: s, SegmentSize: 1 << 13 * 32, LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,3 +501,8 @@ func TestScanManySymbols(t *testing.T) {
 	defer r.Close()
 	scanCheck(t, r, rand.New(rand.NewPCG(8, 8)), ts)
 }
+
+// rawLayout keeps a test table's segments raw until the test compacts
+// them itself: the scans are checked on raw, partly and wholly compacted
+// tables in turn.
+func rawLayout(o *writer.Options) { o.CompactAge = -1 }

@@ -101,6 +101,15 @@ func AsOf(ctx context.Context, left, right *reader.Reader, q AsOfQuery, fn func(
 		}
 		rfrom = from
 	}
+	if !bySym {
+		// Every symbol, over compacted history: column scans of both
+		// tables, in seq order (time order, unless a range has late rows:
+		// then Range, as below).
+		done, err := x.runScans(ctx, from, rfrom, q, rightAny)
+		if done || err != nil {
+			return x.n, q.wrap(err)
+		}
+	}
 	if rightAny {
 		if err := x.rs.start(right, rfrom, q.To, q.HasTo, bySym, rid); err != nil {
 			return 0, q.wrap(err)
@@ -132,6 +141,9 @@ type asofRun struct {
 	l2r   []uint32
 	spare []store.Row // row buffers for symbols seen for the first time
 	n     int64
+	// rowSize is the right rows' size when the column scans run (0: the
+	// right scan's row's, or the right schema's).
+	rowSize int
 }
 
 func (x *asofRun) run(ctx context.Context) error {
@@ -213,6 +225,144 @@ func (x *asofRun) run(ctx context.Context) error {
 	}
 }
 
+// runScans is run over column scans of every column of both tables:
+// the left rows with from <= ts < To, the right ones with rfrom <= ts <
+// To (none unless rightAny), each in seq order. It reports false, having
+// read nothing, when either range has late rows (the scans' seq order is
+// then not time order), or neither holds compressed rows.
+func (x *asofRun) runScans(ctx context.Context, from, rfrom int64, q AsOfQuery, rightAny bool) (bool, error) {
+	to := int64(reader.ToEnd)
+	if q.HasTo {
+		to = q.To
+	}
+	all := func(s *store.Schema) []int {
+		c := make([]int, len(s.Cols))
+		for i := range c {
+			c[i] = i
+		}
+		return c
+	}
+	ls, rs := x.left.Schema(), x.right.Schema()
+	var lsc, rsc reader.Scan
+	defer lsc.Close()
+	defer rsc.Close()
+	if err := x.left.Scan(reader.ScanSpec{Cols: all(ls), From: from, To: to, Seqs: true}, &lsc); err != nil {
+		return true, err
+	}
+	if !rightAny {
+		rfrom, to = 1, 0 // nothing
+	}
+	if err := x.right.Scan(reader.ScanSpec{Cols: all(rs), From: rfrom, To: to, Seqs: true}, &rsc); err != nil {
+		return true, err
+	}
+	if lsc.Late() || rsc.Late() || !lsc.Compressed() && !rsc.Compressed() {
+		return false, nil // (over raw rows alone the iterators are as fast)
+	}
+	x.rowSize = rs.RowSize // (the right's layout as the scan reads it)
+	lrow := make(store.Row, ls.RowSize)
+	last, l2r, tol, fn := x.last, x.l2r, x.tol, x.fn
+	lsymVec, rsymVec := ls.SymCol, rs.SymCol
+	// The right rows not read yet: block rb's from ri on. A right row is
+	// copied out of its block only when a left row takes it as its match,
+	// or before its block goes: pend[id] is the row of rb that is right
+	// symbol id's last one (-1: last[id] holds it), pendIDs the ids with
+	// one.
+	var rb *reader.Block
+	var rts []int64
+	var rsym []uint32
+	ri, rmore := 0, true
+	pend := make([]int32, len(last))
+	for i := range pend {
+		pend[i] = -1
+	}
+	var pendIDs []uint32
+	take := func(id uint32) error {
+		err := rsc.RowInto(int(pend[id]), last[id])
+		pend[id] = -1
+		return err
+	}
+	for lsc.Next() {
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+		lb := lsc.Block()
+		lsym := lb.Sym(lsymVec)
+		for i, ts := range lb.I64(0) {
+			// Fold in the right rows up to ts: the last one per symbol
+			// wins, so among equal ts the greater sequence number does.
+			for rmore {
+				if ri == len(rts) {
+					for _, id := range pendIDs {
+						if pend[id] >= 0 {
+							if err := take(id); err != nil {
+								return true, err
+							}
+						}
+					}
+					pendIDs = pendIDs[:0]
+					if rmore = rsc.Next(); !rmore {
+						if err := rsc.Err(); err != nil {
+							return true, err
+						}
+						break
+					}
+					rb, ri = rsc.Block(), 0
+					rts, rsym = rb.I64(0), rb.Sym(rsymVec)
+					continue
+				}
+				if rts[ri] > ts {
+					break
+				}
+				id := rsym[ri]
+				if int(id) >= len(last) {
+					x.last = append(x.last, make([]store.Row, int(id)+1-len(x.last))...)
+					last = x.last
+				}
+				for int(id) >= len(pend) {
+					pend = append(pend, -1)
+				}
+				if last[id] == nil {
+					last[id] = x.newRow()
+				}
+				if pend[id] < 0 {
+					pendIDs = append(pendIDs, id)
+				}
+				pend[id] = int32(ri)
+				ri++
+			}
+			var m store.Row
+			id := lsym[i]
+			if int(id) >= len(l2r) || l2r[id] == 0 {
+				if err := x.resolve(id); err != nil {
+					return true, err
+				}
+				l2r, last = x.l2r, x.last // resolve may grow them
+			}
+			if rid := l2r[id]; rid > 1 {
+				k := rid - 2
+				if int(k) < len(pend) && pend[k] >= 0 {
+					if err := take(k); err != nil {
+						return true, err
+					}
+				}
+				m = last[k]
+				// Its ts <= ts, so the unsigned difference is exact.
+				if m != nil && tol >= 0 && uint64(ts)-uint64(m.Ts()) > uint64(tol) {
+					m = nil
+				}
+			}
+			if err := lsc.RowInto(i, lrow); err != nil {
+				return true, err
+			}
+			if err := fn(lrow, m); err != nil {
+				return true, err
+			}
+			x.n++
+		}
+	}
+	return true, lsc.Err()
+}
+
 // resolve maps left symbol id to the right's id by name.
 func (x *asofRun) resolve(id uint32) error {
 	if int(id) >= len(x.l2r) {
@@ -237,7 +387,9 @@ func (x *asofRun) resolve(id uint32) error {
 func (x *asofRun) newRow() store.Row {
 	if len(x.spare) == 0 {
 		rs := len(x.rs.row) // the right scan's layout (its schema when it started)
-		if rs == 0 {
+		if x.rowSize != 0 {
+			rs = x.rowSize
+		} else if rs == 0 {
 			rs = x.right.Schema().RowSize
 		}
 		slab := make([]byte, 64*rs)

@@ -7,8 +7,12 @@ package query_test
 // trade passed, and the matches counted against a brute-force count
 // computed once from what was written.
 //
-// Sizes: 5M trades against 20M quotes (about 800 MB under the temp dir,
-// built once per process in about 5 s and removed at the end);
+// Each pair of tables is written twice: closed plainly (layout=raw) and
+// closed with CloseCompacted(0) (layout=compacted: every segment
+// compressed, clustered by symbol).
+//
+// Sizes: 5M trades against 20M quotes (about 900 MB under the temp dir,
+// built once per process in about 15 s and removed at the end);
 // TICKDB_BENCH_ROWS=N for N quotes and N/4 trades:
 //
 //	go test -run '^$' -bench BenchmarkAsOf -count 5 ./query/ | tee asof.txt
@@ -55,7 +59,7 @@ type genTable struct {
 // benchQuotesSchema (bid = price, ask = price + 0.01) and the symbols'
 // ids in reverse generator order; otherwise store.TickSchema with ids in
 // generator order.
-func buildGenTable(b *testing.B, db, name string, n int, gap time.Duration, seed int64, quotes bool) *genTable {
+func buildGenTable(b *testing.B, db, name string, n int, gap time.Duration, seed int64, quotes, compact bool) *genTable {
 	s := store.TickSchema()
 	if quotes {
 		s = benchQuotesSchema()
@@ -106,7 +110,11 @@ func buildGenTable(b *testing.B, db, name string, n int, gap time.Duration, seed
 		w.Publish()
 		i += k
 	}
-	if err := w.Close(); err != nil {
+	if compact {
+		if _, err := w.CloseCompacted(0); err != nil {
+			b.Fatal(err)
+		}
+	} else if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
 	t.build = time.Since(start)
@@ -148,20 +156,32 @@ func BenchmarkAsOf(b *testing.B) {
 		nq, nt = int(n), int(n/4)
 	}
 	db := b.TempDir()
-	trades := buildGenTable(b, db, "trades", nt, 4*time.Microsecond, 2, false)
-	quotes := buildGenTable(b, db, "quotes", nq, time.Microsecond, 3, true)
-	l, err := reader.Open(db, "trades", nil)
-	if err != nil {
-		b.Fatal(err)
+	trades := buildGenTable(b, db, "trades", nt, 4*time.Microsecond, 2, false, false)
+	quotes := buildGenTable(b, db, "quotes", nq, time.Microsecond, 3, true, false)
+	buildGenTable(b, db, "ztrades", nt, 4*time.Microsecond, 2, false, true)
+	buildGenTable(b, db, "zquotes", nq, time.Microsecond, 3, true, true)
+	for _, layout := range []string{"raw", "compacted"} {
+		pre := map[string]string{"raw": "", "compacted": "z"}[layout]
+		l, err := reader.Open(db, pre+"trades", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close() })
+		r, err := reader.Open(db, pre+"quotes", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		warm(b, l, uint64(nt))
+		warm(b, r, uint64(nq))
+		benchAsOf(b, l, r, trades, quotes, "layout="+layout)
 	}
-	b.Cleanup(func() { l.Close() })
-	r, err := reader.Open(db, "quotes", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Close() })
-	warm(b, l, uint64(nt))
-	warm(b, r, uint64(nq))
+}
+
+// benchAsOf runs the join benchmarks on l and r, the tables trades and
+// quotes were written into.
+func benchAsOf(b *testing.B, l, r *reader.Reader, trades, quotes *genTable, layout string) {
+	nt, nq := len(trades.ts), len(quotes.ts)
 	q := query.AsOfQuery{Left: "trades", Right: "quotes"}
 	_, want := bruteMatches(trades, quotes, -1, math.MinInt64)
 	_, wantTol := bruteMatches(trades, quotes, int64(time.Millisecond), math.MinInt64)
@@ -169,12 +189,12 @@ func BenchmarkAsOf(b *testing.B) {
 	late := trades.ts[0] + (trades.ts[nt-1]-trades.ts[0])/100*99
 	lateRows, lateWant := bruteMatches(trades, quotes, -1, late)
 	bidCol, _ := r.Schema().Col("bid")
-	b.Run("trades="+benchutil.CountName(uint64(nt))+"/quotes="+benchutil.CountName(uint64(nq)), func(b *testing.B) {
+	b.Run("trades="+benchutil.CountName(uint64(nt))+"/quotes="+benchutil.CountName(uint64(nq))+"/"+layout, func(b *testing.B) {
 		join := func(b *testing.B, q query.AsOfQuery, wantRows, wantMatched int64) {
 			b.ReportAllocs()
 			var rows int64
 			var bids float64
-			cpu := benchutil.StartCPU()
+			c0 := benchutil.ProcCPU()
 			for b.Loop() {
 				var matched int64
 				n, err := query.AsOf(context.Background(), l, r, q, func(_, m store.Row) error {
@@ -192,11 +212,10 @@ func BenchmarkAsOf(b *testing.B) {
 				}
 				rows += n
 			}
-			c := cpu.Stop()
 			if math.IsNaN(bids) {
 				b.Fatal("NaN bid")
 			}
-			reportJoin(b, rows, c)
+			reportJoin(b, rows, benchutil.ProcCPU()-c0)
 		}
 		// The floor: the reader's iterators over both tables, summing a
 		// column of each, per trade.
@@ -204,7 +223,7 @@ func BenchmarkAsOf(b *testing.B) {
 			var it reader.Iter
 			b.ReportAllocs()
 			var rows int64
-			cpu := benchutil.StartCPU()
+			c0 := benchutil.ProcCPU()
 			for b.Loop() {
 				var sum float64
 				for _, t := range []*reader.Reader{l, r} {
@@ -223,7 +242,7 @@ func BenchmarkAsOf(b *testing.B) {
 				}
 				rows += int64(nt)
 			}
-			reportJoin(b, rows, cpu.Stop())
+			reportJoin(b, rows, benchutil.ProcCPU()-c0)
 		})
 		b.Run("out=none", func(b *testing.B) { join(b, q, int64(nt), want) })
 		tq := q
@@ -244,7 +263,7 @@ func BenchmarkAsOf(b *testing.B) {
 		b.Run("out=csv", func(b *testing.B) {
 			b.ReportAllocs()
 			var rows int64
-			cpu := benchutil.StartCPU()
+			c0 := benchutil.ProcCPU()
 			for b.Loop() {
 				enc, err := query.NewAsOfEncoder(discard{}, query.FormatCSV, query.TsRFC3339, l, r, q)
 				if err != nil {
@@ -259,7 +278,7 @@ func BenchmarkAsOf(b *testing.B) {
 				}
 				rows += n
 			}
-			reportJoin(b, rows, cpu.Stop())
+			reportJoin(b, rows, benchutil.ProcCPU()-c0)
 		})
 	})
 }
@@ -280,7 +299,8 @@ func warm(b *testing.B, r *reader.Reader, n uint64) {
 }
 
 // reportJoin reports left rows per second of wall and of CPU time (cpu:
-// the benchmark thread's, which leaves out the time it was descheduled).
+// the process's, every goroutine's: the column scans decode on their own;
+// it leaves out the time the process waited for a core).
 func reportJoin(b *testing.B, rows int64, cpu time.Duration) {
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "left-rows/s")
 	b.ReportMetric(float64(rows)/cpu.Seconds(), "cpu-left-rows/s")

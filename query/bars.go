@@ -79,6 +79,8 @@ type barsRun struct {
 	bar         Bar
 	bars        int64
 	seqEnd      uint64 // BarsQuery.SeqEnd, MaxUint64 for none
+
+	cl clusterState // runCluster's
 }
 
 // barCols resolves q's field and volume columns in s.
@@ -166,6 +168,50 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 	from := int64(math.MinInt64)
 	if q.HasFrom {
 		from = q.From
+	}
+	if q.Sym == "" {
+		// Every row of compacted history: the column scan, in seq order,
+		// which is time order unless the range has late rows. (Over raw
+		// rows alone the iterator below is as fast on one core.)
+		to := int64(reader.ToEnd)
+		if q.HasTo {
+			to = q.To
+		}
+		cols := []int{0, s.Index(field.Name), s.Index(vol.Name)}
+		if x.hasSym {
+			cols = append(cols, s.SymCol)
+		}
+		var sc reader.Scan
+		if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
+			return 0, q.wrap(err)
+		}
+		if !sc.Late() && sc.Compressed() {
+			if shift, ok := x.clustered(r, from, q); ok {
+				// Few bars a segment: in the files' order (bars_cluster.go).
+				spec := reader.ScanSpec{Cols: cols, From: from, To: to, Order: reader.OrderAny, Seqs: true}
+				if err := r.Scan(spec, &sc); err != nil {
+					return 0, q.wrap(err)
+				}
+				if !sc.Late() {
+					err = x.runCluster(ctx, &sc, shift)
+					sc.Close()
+					return x.bars, q.wrap(err)
+				}
+				// (Late rows published since: seq order, below.)
+				if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
+					return 0, q.wrap(err)
+				}
+			}
+		}
+		if !sc.Late() && sc.Compressed() {
+			err = x.runScan(ctx, &sc)
+			sc.Close()
+			if err == nil {
+				err = x.flush()
+			}
+			return x.bars, q.wrap(err)
+		}
+		sc.Close()
 	}
 	var sc scan
 	if err := sc.start(r, from, q.To, q.HasTo, q.Sym != "", id); err != nil {
@@ -261,48 +307,138 @@ func (x *barsRun) run(ctx context.Context, sc *scan) error {
 	return sc.err
 }
 
+// runScan is run over the blocks of a column scan of ts, the field, the
+// volume and (one series per symbol) the sym column, in seq order: the
+// same rows in the same order, so the same bars, bit for bit.
+func (x *barsRun) runScan(ctx context.Context, sc *reader.Scan) error {
+	start, last := x.start, x.last
+	seqEnd, hasSym := x.seqEnd, x.hasSym
+	for sc.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := sc.Block()
+		ts := b.I64(0)
+		if seqs := b.Seqs(); seqs != nil && seqs[len(seqs)-1] >= seqEnd {
+			n, _ := slices.BinarySearch(seqs, seqEnd)
+			ts = ts[:n]
+		}
+		var syms []uint32
+		if hasSym {
+			syms = b.Sym(3)[:len(ts)]
+		}
+		fi, ff := b.I64(1), b.F64(1)
+		vi, vf := b.I64(2), b.F64(2)
+		for i, t := range ts {
+			if t > last || t < start {
+				if err := x.flush(); err != nil {
+					return err
+				}
+				x.bucket(t)
+				start, last = x.start, x.last
+			}
+			var id uint32
+			if hasSym {
+				if id = syms[i]; int(id) >= len(x.acc) {
+					x.acc = slices.Grow(x.acc, int(id)+1-len(x.acc))[:int(id)+1]
+				}
+			}
+			a := &x.acc[id]
+			if a.count == 0 {
+				x.active = append(x.active, id)
+			}
+			a.count++
+			if ff != nil {
+				if v := ff[i]; v == v { // not NaN
+					if !a.has {
+						a.fo, a.fh, a.fl, a.has = v, v, v, true
+					} else if v > a.fh {
+						a.fh = v
+					} else if v < a.fl {
+						a.fl = v
+					}
+					a.fc = v
+				}
+			} else {
+				v := fi[i]
+				if !a.has {
+					a.io, a.ih, a.il, a.has = v, v, v, true
+				} else if v > a.ih {
+					a.ih = v
+				} else if v < a.il {
+					a.il = v
+				}
+				a.ic = v
+			}
+			if vf != nil {
+				if v := vf[i]; v == v {
+					a.vf += v
+				}
+			} else {
+				a.vi += vi[i]
+			}
+		}
+		if len(ts) < b.Len() {
+			break // past SeqEnd
+		}
+	}
+	return sc.Err()
+}
+
 // bucket makes the bucket holding ts current.
-func (x *barsRun) bucket(ts int64) {
-	m := ts % x.iv
+func (x *barsRun) bucket(ts int64) { x.start, x.last = bucketOf(ts, x.iv) }
+
+// bucketOf returns the first and last ts of the bucket of interval iv
+// holding ts.
+func bucketOf(ts, iv int64) (start, last int64) {
+	m := ts % iv
 	if m < 0 {
-		m += x.iv
+		m += iv
 	}
 	// ts - m is the floor; below MinInt64 when ts lies within m of it.
 	if ts < math.MinInt64+m {
-		x.start = math.MinInt64
+		start = math.MinInt64
 	} else {
-		x.start = ts - m
+		start = ts - m
 	}
-	if x.start > math.MaxInt64-(x.iv-1) {
-		x.last = math.MaxInt64
+	if start > math.MaxInt64-(iv-1) {
+		last = math.MaxInt64
 	} else {
-		x.last = x.start + x.iv - 1
+		last = start + iv - 1
 	}
+	return start, last
+}
+
+// barOf fills x.bar with the bar of a, symbol id's over the bucket from
+// start, and returns it.
+func (x *barsRun) barOf(a *barAcc, start int64, id uint32) *Bar {
+	b := &x.bar
+	*b = Bar{Ts: start, Sym: id, Count: a.count}
+	if !x.hasSym {
+		b.Sym = x.symID
+	}
+	switch {
+	case !x.fieldF64:
+		b.Open, b.High, b.Low, b.Close = uint64(a.io), uint64(a.ih), uint64(a.il), uint64(a.ic)
+	case a.has:
+		b.Open, b.High, b.Low, b.Close = math.Float64bits(a.fo), math.Float64bits(a.fh), math.Float64bits(a.fl), math.Float64bits(a.fc)
+	default:
+		nan := math.Float64bits(math.NaN())
+		b.Open, b.High, b.Low, b.Close = nan, nan, nan, nan
+	}
+	if x.volF64 {
+		b.Volume = math.Float64bits(a.vf)
+	} else {
+		b.Volume = uint64(a.vi)
+	}
+	return b
 }
 
 // flush passes the current bucket's bars to fn and clears them.
 func (x *barsRun) flush() error {
 	for i, id := range x.active {
 		a := &x.acc[id]
-		b := &x.bar
-		*b = Bar{Ts: x.start, Sym: id, Count: a.count}
-		if !x.hasSym {
-			b.Sym = x.symID
-		}
-		switch {
-		case !x.fieldF64:
-			b.Open, b.High, b.Low, b.Close = uint64(a.io), uint64(a.ih), uint64(a.il), uint64(a.ic)
-		case a.has:
-			b.Open, b.High, b.Low, b.Close = math.Float64bits(a.fo), math.Float64bits(a.fh), math.Float64bits(a.fl), math.Float64bits(a.fc)
-		default:
-			nan := math.Float64bits(math.NaN())
-			b.Open, b.High, b.Low, b.Close = nan, nan, nan, nan
-		}
-		if x.volF64 {
-			b.Volume = math.Float64bits(a.vf)
-		} else {
-			b.Volume = uint64(a.vi)
-		}
+		b := x.barOf(a, x.start, id)
 		*a = barAcc{}
 		if err := x.fn(b); err != nil {
 			// Clear the rest, so that a caller's retry is not fed stale bars.

@@ -57,6 +57,10 @@
 //     that costs about an eighth of a join. The rows of a table's last,
 //     unsealed segment come one Get at a time (the reader's fast path
 //     covers sealed segments only), about twice the cost per row.
+//   - Over a range that holds compacted rows, Bars over every symbol and
+//     AsOf read column scans (reader.Scan: only the columns they use,
+//     decoded on goroutines of the scan's own); a range with late rows
+//     is read row by row as before, in ts order.
 //   - bars in ilp: the measurement is "<table>_bars" and the symbol a
 //     tag, so that the lines load into a table of their own.
 //   - Output is buffered (32 KiB, growing to 256 KiB as a long output goes

@@ -21,6 +21,7 @@ type qtTable struct {
 	s              *store.Schema
 	w              *writer.Writer
 	row            store.Row
+	segRows        int // rows a segment (scanTable's; 0: tiny)
 }
 
 // newTable creates table "ticks" with schema s and tiny (4 KiB)

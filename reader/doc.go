@@ -1,13 +1,18 @@
 // Package reader reads tickdb tables, in the writer's process or any other,
 // without locks: get a row by sequence number in O(1), seek by time in
 // O(log n), iterate a time range (optionally one symbol, at a cost
-// proportional to that symbol's rows) without copying, find each symbol's
-// last row at or before a time through its index (Latest), tail new rows
-// with a choice of idle strategy, and verify a table read-only.
+// proportional to that symbol's rows) without copying, scan a time range
+// column by column (Scan: the named columns' vectors a block of rows at a
+// time, compressed segments decoding only those columns, on several
+// goroutines if asked), find each symbol's last row at or before a time
+// through its index (Latest), tail new rows with a choice of idle
+// strategy, and verify a table read-only.
 //
 // # Concurrency
 //
-// A Reader is for one goroutine; open one per goroutine or process. Readers
+// A Reader is for one goroutine; open one per goroutine or process (a
+// Scan's decoding goroutines are the Scan's own business: they stop when
+// it ends, is closed, or the Reader closes). Readers
 // never block the writer and never see a torn or unpublished row: they load
 // the published count with an acquire load (or the seqlock for multi-word
 // state) and only then read rows below it.

@@ -95,6 +95,12 @@ type Reader struct {
 	last latestState
 	// order is the symbol ids in name order (SymbolOrder).
 	order []uint32
+	// scans are the column scans with decoding goroutines running
+	// (scan_task.go): Close stops them before it unmaps what they read.
+	scans []*Scan
+	// scanMem is the buffers of column scans that ended, for the next
+	// ones (scan.go).
+	scanMem []*scanMem
 }
 
 type viewKind uint8
@@ -241,6 +247,9 @@ const (
 func (r *Reader) Close() error {
 	if r.closed {
 		return ErrClosed
+	}
+	for len(r.scans) > 0 {
+		r.scans[len(r.scans)-1].Close()
 	}
 	r.closed = true
 	r.waitScratch()
@@ -718,6 +727,12 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 			return r.mapCompressed(v, n) // compacted since the look above
 		}
 		return r.segMissing(n, err)
+	}
+	if v.kind == viewPartial && len(r.scans) > 0 {
+		// A column scan's goroutines may be reading its rows: keep the
+		// mapping until Close (the rows are the same in the new one).
+		r.retired = append(r.retired, v.file)
+		v.file = nil
 	}
 	v.release()
 	blocks := (uint64(len(b)) - format.BlockSize) / format.BlockSize

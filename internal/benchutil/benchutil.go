@@ -269,3 +269,16 @@ func ThreadFaults() int64 {
 	}
 	return ru.Minflt + ru.Majflt
 }
+
+// ProcCPU is the CPU time the whole process has used so far
+// (CLOCK_PROCESS_CPUTIME_ID): every goroutine's, for work spread over
+// several, such as a column scan decoding on goroutines of its own. On a
+// machine shared with other work it leaves out the time the process
+// waited for a core, as thread CPU time does for one thread.
+func ProcCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}

@@ -30,11 +30,26 @@ type Table struct {
 // writer's default geometry (64 MiB segments, 4 live slots under a fresh
 // /dev/shm directory removed by tb's cleanup), appending in batches of
 // 1024 rows, publishing after each, and closes it: every row durable, the
-// live slots gone. With expect it also keeps Ts, Sym and Lots.
+// live slots gone. With expect it also keeps Ts, Sym and Lots. Its
+// segments stay raw (background compaction off), so that the benchmarks
+// comparing raw and compacted rows read what they name; the default
+// layout is measured by BenchmarkIngestDefaults and the bench module.
 func BuildTable(tb testing.TB, db, name string, n uint64, expect bool) (*Table, error) {
+	return build(tb, db, name, n, expect, false)
+}
+
+// BuildCompacted is BuildTable closing the writer with CloseCompacted(0):
+// every segment compacted (clustered by symbol), the last one included,
+// as a closing ingest process leaves a table. Build includes the
+// compaction.
+func BuildCompacted(tb testing.TB, db, name string, n uint64) (*Table, error) {
+	return build(tb, db, name, n, false, true)
+}
+
+func build(tb testing.TB, db, name string, n uint64, expect, compact bool) (*Table, error) {
 	tab := &Table{DB: db, Name: name, N: n}
 	s, _, _, _ := TickSchema()
-	w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: testutil.LiveDir(tb)})
+	w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: testutil.LiveDir(tb), CompactAge: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +79,11 @@ func BuildTable(tb testing.TB, db, name string, n uint64, expect bool) (*Table, 
 		w.Publish()
 		i += k
 	}
-	if err := w.Close(); err != nil {
+	if compact {
+		if _, err := w.CloseCompacted(0); err != nil {
+			return nil, err
+		}
+	} else if err := w.Close(); err != nil {
 		return nil, err
 	}
 	tab.Build = time.Since(start)

@@ -794,10 +794,11 @@ func TestPythonReaderCompressed(t *testing.T) {
 				checkPyAgainstGo(t, py, db, live, table)
 				return
 			}
-			// Written, closed (a checkpoint), reopened and compacted: the
-			// segments below the newest sealed one are compressed; then
-			// more rows: sealed raw segments, and the last one live.
-			appendAny(t, w, ticks, 0, 2*rps+100)
+			// Written, closed (a checkpoint), reopened and compacted:
+			// segment 0, the one sealed segment, is compressed (the rows
+			// after it are durable and checkpointed); then more rows:
+			// sealed raw segments, and the last one live.
+			appendAny(t, w, ticks, 0, rps+100)
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -807,7 +808,7 @@ func TestPythonReaderCompressed(t *testing.T) {
 			if res, err := w.Compact(0); err != nil || res.Segments != 1 {
 				t.Fatalf("compact: %+v, %v", res, err)
 			}
-			appendAny(t, w, ticks, 2*rps+100, n)
+			appendAny(t, w, ticks, rps+100, n)
 			w.Publish()
 			v := 2
 			if tc.schema.SymCol < 0 {
@@ -999,7 +1000,7 @@ func TestPythonReaderDuringCompaction(t *testing.T) {
 	py := python(t)
 	db, live := testutil.DB(t)
 	const table, rps = "ticks", 16384
-	// No background compaction (CompactAge -1): the test compacts the two
+	// No background compaction (CompactAge -1): the test compacts the three
 	// segments itself with Compact(0) between Python's first and second
 	// reads, so that the reads straddle it; the checkpointer's pass at the
 	// reopen would otherwise compress them before Python starts.
@@ -1062,7 +1063,7 @@ func TestPythonReaderDuringCompaction(t *testing.T) {
 			t.Errorf("read %d: python rows, sha256 %s; the Go reader's %s", i, got, want)
 		}
 		if i == 0 {
-			if res, err := w.Compact(0); err != nil || res.Segments != 2 {
+			if res, err := w.Compact(0); err != nil || res.Segments != 3 {
 				t.Fatalf("compact: %+v, %v", res, err)
 			}
 		}
@@ -1070,8 +1071,8 @@ func TestPythonReaderDuringCompaction(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("python: %v\n%s", err, stderr.String())
 	}
-	if got, _ := zVersions(t, filepath.Join(db, table), 4); !slices.Equal(got, []int{2, 2, 0, 0}) {
-		t.Errorf("compressed segment versions %v, want [2 2 0 0]", got)
+	if got, _ := zVersions(t, filepath.Join(db, table), 4); !slices.Equal(got, []int{2, 2, 2, 0}) {
+		t.Errorf("compressed segment versions %v, want [2 2 2 0]", got)
 	}
 }
 

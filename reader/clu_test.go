@@ -24,9 +24,11 @@ import (
 
 const cluHot = 4 // hot segments of the tables below
 
+// cluOptions: no background compaction, which would compress the
+// segments the copies are of (and with its default, builds none).
 func cluOptions(live string, rps int) *writer.Options {
 	return &writer.Options{Schema: store.TickSchema(), SegmentSize: int64(rps) * 32, LiveSlots: 2, LiveDir: live,
-		HotBytes: cluHot * format.SegFileSize(32, uint64(rps))}
+		HotBytes: cluHot * format.SegFileSize(32, uint64(rps)), CompactAge: -1}
 }
 
 // cluFiles lists the segments with a clustered copy in live, and the

@@ -167,8 +167,13 @@ func (h *hotSet) setClu(n uint64) {
 // segment or more.
 func (w *Writer) hotEnabled() bool { return w.hotBudget() > 0 }
 
-// cluEnabled reports whether this writer builds clustered copies.
-func (w *Writer) cluEnabled() bool { return w.hotEnabled() && w.symOff >= 0 }
+// cluEnabled reports whether this writer builds clustered copies: not
+// with the default background compaction (CompactAge 0), which
+// compresses a segment, clustered, as soon as the next one has durable
+// rows; a copy would cost a pass over the segment for that moment.
+func (w *Writer) cluEnabled() bool {
+	return w.hotEnabled() && w.symOff >= 0 && w.opts.CompactAge != 0
+}
 
 // hotBudget is how many segments keep hot copies.
 func (w *Writer) hotBudget() int {
@@ -180,8 +185,9 @@ func (w *Writer) hotBudget() int {
 }
 
 // compactHotSegs is the default hot budget in segments with the
-// background compaction on: the newest sealed segment, which it leaves
-// raw, and the one it compresses next.
+// background compaction on: the newest sealed segment, raw until the
+// next one's first rows are durable and checkpointed, and the one being
+// compressed.
 const compactHotSegs = 2
 
 // makeHot copies every sealed, durable, not compressed segment still in
@@ -219,7 +225,7 @@ func (w *Writer) copySlots() error {
 		if gen == 0 || s.ready.Load() != seg+1 || s.copied.Load() == seg+1 || seg >= w.ctl.DurableSegs() {
 			continue
 		}
-		if w.ck.stopping() {
+		if w.ck.stopping() || w.sh.closing.Load() {
 			return nil // Close: the copies are removed anyway
 		}
 		err := w.copySlot(s, gen, seg)

@@ -84,14 +84,17 @@ func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (Com
 	}
 }
 
-// compactLimit is the first segment compaction must leave raw.
+// compactLimit is the first segment compaction must leave raw: a sealed
+// segment qualifies once it is durable and a row after it is durable and
+// below the last index checkpoint, so that a reopened writer finds the
+// table's tail (its last durable rows) in a raw segment.
 func (w *Writer) compactLimit(seq uint64) uint64 {
-	ds := w.ctl.DurableSegs()
+	ds, d := w.ctl.DurableSegs(), w.ctl.Durable()
 	ck := w.ctl.Checkpoint().Seq
-	if ds == 0 || ck == 0 {
+	if ds == 0 || d == 0 || ck == 0 {
 		return 0
 	}
-	return min(ds-1, (ck-1)>>w.shift, seq>>w.shift)
+	return min(ds, (d-1)>>w.shift, (ck-1)>>w.shift, seq>>w.shift)
 }
 
 // olderThan reports whether every row of segment n is older than age

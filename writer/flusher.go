@@ -309,6 +309,11 @@ func (f *flusher) flushTo(limit uint64) error {
 				return err
 			}
 		}
+		if d == base && n > 0 && w.cmp != nil && w.opts.CompactAge == 0 {
+			// The segment before has a durable row after it now: it
+			// qualifies for compaction at the next checkpoint (compactLimit).
+			w.ck.wake()
+		}
 		if end == base+w.rps {
 			f.sealHot(n)
 			f.closeFd()
@@ -412,6 +417,10 @@ func (f *flusher) closeFd() {
 func (f *flusher) writeHot(seg, start, off, n uint64) {
 	w := f.w
 	if !w.hotEnabled() {
+		return
+	}
+	if w.sh.closing.Load() {
+		f.dropHot() // Close removes the copies: no reader needs this one
 		return
 	}
 	if f.hot == nil {

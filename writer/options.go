@@ -141,9 +141,11 @@ type Options struct {
 	RetainBytes int64
 	// CompactAge is when a sealed segment is compressed in the
 	// background (Compact: clustered by symbol, about 4.5 bytes a tick
-	// row against 32), by the checkpointer, one segment a pass: 0 (the
-	// default) as soon as it qualifies (durable, not the newest sealed
-	// segment, below the last index checkpoint), a positive age once its
+	// row against 32), by the compactor, one segment at a time: 0 (the
+	// default) as soon as it qualifies (sealed and durable, with a row
+	// after it durable and below the last index checkpoint: the next
+	// segment's first rows), and without clustered copies (Stats), a
+	// positive age once its
 	// rows are all older than that before the table's last ts, a
 	// negative one never (segments stay raw until Compact,
 	// CloseCompacted or tickdb compact). It costs CPU beside the writer

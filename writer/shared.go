@@ -66,6 +66,10 @@ type shared struct {
 	// (unix ns; 0: none): written by the flusher, read by a Group's
 	// scheduling of its flush job (group_jobs.go: due).
 	flushRetryAt atomic.Int64
+	// closing is set by Close before it waits for the last rows to be
+	// durable: the flusher and the checkpointer stop making hot copies
+	// that Close removes anyway (writer → flusher, checkpointer).
+	closing atomic.Bool
 	// reserved is the seq up to which (exclusive) every row has its room
 	// reserved: live slot pages allocated (populated), durable file blocks
 	// allocated, time-index entries in the file (preparer → writer; see

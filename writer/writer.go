@@ -802,8 +802,9 @@ type Stats struct {
 	HotRows     uint64
 	// CompactedSegs are the segments below the compaction mark (compressed,
 	// or deleted by retention); RawSegs the sealed ones at or above it
-	// still raw, the background compaction's backlog plus the newest
-	// sealed one (Options.CompactAge), which it leaves raw.
+	// still raw: the background compaction's backlog, which includes the
+	// newest sealed one until a row after it is durable and checkpointed
+	// (Options.CompactAge).
 	CompactedSegs uint64
 	RawSegs       uint64
 	// IndexReserved is the address space the index files' mappings take
@@ -964,13 +965,17 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.publish()
+	// The background compaction first (an encoding in progress gives
+	// up: its segment stays raw, for the next writer), and no more hot
+	// copies: the flusher's disk writes are all Close waits for.
+	w.sh.closing.Store(true)
+	if w.cmp != nil {
+		w.cmp.stop()
+	}
 	w.prep.stop()
 	err := w.fl.waitDurable(w.seq, time.Now().Add(closeGrace))
 	w.closed = true
 	w.fl.stop()
-	if w.cmp != nil {
-		w.cmp.stop() // an encoding in progress gives up
-	}
 	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil && w.sh.ckCond.get() != nil {
 		return w.closeUncheckpointed()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/writer"
 )
 
 // statJSON is what a script reads of stat --format json.
@@ -139,9 +140,11 @@ func TestStatJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Background compaction (the default CompactAge) compresses segment
-	// 0 once segment 1 is sealed and checkpointed; segment 1, the newest
-	// sealed one, stays raw (hot), and segment 2 is live.
+	// 0 once segment 1 has durable, checkpointed rows, and segment 1 once
+	// segment 2 has (Sync made its 44 rows durable and checkpointed them);
+	// segment 2 is live.
 	waitCompressed(t, filepath.Join(db, "ticks"), 0)
+	waitCompressed(t, filepath.Join(db, "ticks"), 1)
 	empty := newSeqWriter(t, db, live+"/empty", "empty")
 	if err := empty.w.Close(); err != nil {
 		t.Fatal(err)
@@ -176,29 +179,34 @@ func TestStatJSON(t *testing.T) {
 	if k.Writer == nil || k.Writer.Pid != os.Getpid() || k.Writer.State != "open" || !k.Writer.Running {
 		t.Errorf("ticks writer: %+v, want this process, open, running", k.Writer)
 	}
-	// 4 live slots (the default); the hot segments have copies beside them.
+	// 4 live slots (the default); the live segment has its hot copy
+	// beside it (the flusher writes it as the rows become durable).
 	slots := 4
 	if k.LiveDir != sw.w.LiveDir() || k.LiveSlots != slots || k.LiveBytesMax != int64(slots)*segBytes || k.LiveBytes <= 0 || k.LiveBytes > k.LiveBytesMax || k.HotBytes <= 0 {
 		t.Errorf("ticks live: dir %s slots %d bytes %d max %d hot %d; want %s, %d, (0, %d], > 0", k.LiveDir, k.LiveSlots, k.LiveBytes, k.LiveBytesMax, k.HotBytes, sw.w.LiveDir(), slots, int64(slots)*segBytes)
 	}
-	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 1 || l.Hot.Rows != 128 || l.Raw.Rows != 0 ||
-		l.Historical.Segments != 1 || l.Historical.Rows != 128 {
-		t.Errorf("ticks lifecycle: %+v; want 44 rows live, 128 hot, 128 historical", l)
+	if l := k.Lifecycle; l.Live.Segments != 1 || l.Live.Rows != 44 || l.Hot.Segments != 0 || l.Raw.Rows != 0 ||
+		l.Historical.Segments != 2 || l.Historical.Rows != 256 {
+		t.Errorf("ticks lifecycle: %+v; want 44 rows live, none hot, 256 historical", l)
 	}
-	// Segment 0 compressed: 128 rows of 32 bytes, clustered by symbol
-	// (format version 2: a seq column beside the schema's).
-	zInfo, err := os.Stat(format.ZSegPath(filepath.Join(db, "ticks"), 0))
-	if err != nil {
-		t.Fatal(err)
+	// Segments 0 and 1 compressed: 128 rows of 32 bytes each, clustered
+	// by symbol (format version 2: a seq column beside the schema's).
+	var zBytes int64
+	for seg := range uint64(2) {
+		zInfo, err := os.Stat(format.ZSegPath(filepath.Join(db, "ticks"), seg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zBytes += zInfo.Size()
 	}
-	if c := k.Compressed; c == nil || c.Segments != 1 || c.RawBytes != 128*32 || c.Bytes != zInfo.Size() ||
-		c.Ratio != float64(c.RawBytes)/float64(c.Bytes) || c.Clustered != 1 || c.SeqBytes <= 0 || len(c.Columns) != 4 {
-		t.Errorf("ticks compressed: %+v; want 1 segment, %d raw bytes, %d bytes (the file), clustered", c, 128*32, zInfo.Size())
+	if c := k.Compressed; c == nil || c.Segments != 2 || c.RawBytes != 2*128*32 || c.Bytes != zBytes ||
+		c.Ratio != float64(c.RawBytes)/float64(c.Bytes) || c.Clustered != 2 || c.SeqBytes <= 0 || len(c.Columns) != 4 {
+		t.Errorf("ticks compressed: %+v; want 2 segments, %d raw bytes, %d bytes (the files), clustered", c, 2*128*32, zBytes)
 	} else {
 		for i, want := range []struct {
 			name string
 			raw  int64
-		}{{"ts", 128 * 8}, {"sym", 128 * 4}, {"price", 128 * 8}, {"size", 128 * 8}} {
+		}{{"ts", 2 * 128 * 8}, {"sym", 2 * 128 * 4}, {"price", 2 * 128 * 8}, {"size", 2 * 128 * 8}} {
 			col := c.Columns[i]
 			if col.Name != want.name || col.RawBytes != want.raw || col.Bytes <= 0 || col.Ratio != float64(col.RawBytes)/float64(col.Bytes) {
 				t.Errorf("ticks compressed column %d: %+v; want %s, %d raw bytes", i, col, want.name, want.raw)
@@ -252,7 +260,10 @@ func TestStatReport(t *testing.T) {
 	t.Parallel() // its time goes to starting processes
 	db, live := testutil.DB(t)
 	writeKnown(t, db, live, "trades")
-	sw := newSeqWriter(t, db, live+"/ticks", "ticks")
+	// No background compaction (CompactAge -1), which would compress
+	// segment 0 once segment 1's rows are durable: the report shows each
+	// state of the lifecycle but the historical one.
+	sw := newSeqWriter(t, db, live+"/ticks", "ticks", func(o *writer.Options) { o.CompactAge = -1 })
 	sw.write(200, 100)
 	if err := sw.w.Sync(); err != nil { // segment 0 sealed and durable: hot
 		t.Fatal(err)

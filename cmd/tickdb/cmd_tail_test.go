@@ -405,11 +405,11 @@ func TestTailAcrossServeKill(t *testing.T) {
 			t.Fatalf("line %d: got %q, want %q", k, got, line(k))
 		}
 	}
-	// Segments 0 and 1 are compressed in the background and their
-	// postings dropped (segment 2, the newest sealed one, stays raw;
-	// segment 3 is live): the kill comes once that is done, so that what
-	// stat and verify see after it is known.
-	waitPostingsFloor(t, srv, db, "k", 256)
+	// Segments 0-2 are compressed in the background and their postings
+	// dropped (each once the next one's first rows are durable and
+	// checkpointed; segment 3 is live): the kill comes once that is done,
+	// so that what stat and verify see after it is known.
+	waitPostingsFloor(t, srv, db, "k", 384)
 	srv.c.Kill()
 	<-srv.done
 	srv.done <- nil // for its cleanup
@@ -417,13 +417,13 @@ func TestTailAcrossServeKill(t *testing.T) {
 	code, out, errs := runCLI("stat", "--db", db, "--table", "k", "--format", "json")
 	if st := parseStat(t, out); code != 0 || st.Tables[0].Writer == nil || st.Tables[0].Writer.Pid != srv.c.Pid ||
 		st.Tables[0].Writer.State != "open" || st.Tables[0].Writer.Running || st.Tables[0].Rows != 500 ||
-		st.Tables[0].Lifecycle.Historical.Segments != 2 || st.Tables[0].Lifecycle.Historical.Rows != 256 ||
-		st.Tables[0].Compressed == nil || st.Tables[0].Compressed.Segments != 2 || st.Tables[0].Compressed.RawBytes != 256*24 {
+		st.Tables[0].Lifecycle.Historical.Segments != 3 || st.Tables[0].Lifecycle.Historical.Rows != 384 ||
+		st.Tables[0].Compressed == nil || st.Tables[0].Compressed.Segments != 3 || st.Tables[0].Compressed.RawBytes != 384*24 {
 		t.Errorf("stat after the kill: exit %d, %s %s", code, out, errs)
 	}
-	// 244 postings entries: the 256 rows of the compressed segments have
+	// 116 postings entries: the 384 rows of the compressed segments have
 	// none (verify checks them by their segments' directories).
-	if code, out, errs := runCLI("verify", "--db", db); code != 0 || out != "k: OK, 500 rows verified (4 segments, 3 symbols, 8 time-index entries, 244 postings entries)\n" {
+	if code, out, errs := runCLI("verify", "--db", db); code != 0 || out != "k: OK, 500 rows verified (4 segments, 3 symbols, 8 time-index entries, 116 postings entries)\n" {
 		t.Errorf("verify after the kill: exit %d, %q %q", code, out, errs)
 	}
 	srv = startServe(t, "--db", db, "--live-dir", live, "--segment-size", "4K")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/testutil"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -22,9 +23,11 @@ import (
 // the ingest rate, the append+publish latency of a batch (p99, p99.9,
 // max, per batch), the segments the background compaction compressed a
 // second while the rows went in, the raw backlog at its largest and at
-// Close (sealed segments not compressed, the newest sealed one included:
-// it stays raw by design), the Close time and the table's allocated bytes
-// a row after Close.
+// Close (sealed segments not compressed, the newest sealed one included
+// until the next one's first rows are durable), the Close time and the
+// table's allocated bytes a row after Close: all its files, the raw
+// segment files among them, and the index files (postings, time index,
+// late rows).
 //
 //	go test -run '^$' -bench BenchmarkIngestDefaults -benchtime 1x -timeout 30m ./writer
 func BenchmarkIngestDefaults(b *testing.B) {
@@ -43,7 +46,7 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			hist := benchutil.NewHist()
 			var ingest, closing time.Duration
 			var maxBacklog, closeBacklog, compacted uint64
-			var disk int64
+			var disk, index, raw int64
 			i := 0
 			for b.Loop() {
 				dir := fmt.Sprintf("t%d", i)
@@ -82,6 +85,13 @@ func BenchmarkIngestDefaults(b *testing.B) {
 				closing += time.Since(c0)
 				b.StopTimer()
 				disk += allocated(b, filepath.Join(db, dir))
+				for _, f := range []string{format.PostName, format.TimeIdxName, format.LateIdxName} {
+					index += allocated(b, filepath.Join(db, dir, f))
+				}
+				segs, _ := filepath.Glob(filepath.Join(db, dir, "seg-*.dat")) // the raw ones
+				for _, f := range segs {
+					raw += allocated(b, f)
+				}
 				if err := os.RemoveAll(filepath.Join(db, dir)); err != nil {
 					b.Fatal(err)
 				}
@@ -95,6 +105,8 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			b.ReportMetric(float64(maxBacklog), "max-raw-segs")
 			b.ReportMetric(float64(closeBacklog), "close-raw-segs")
 			b.ReportMetric(float64(disk)/rows, "disk-B/row")
+			b.ReportMetric(float64(raw)/rows, "raw-disk-B/row")
+			b.ReportMetric(float64(index)/rows, "index-disk-B/row")
 			benchutil.ReportHist(b, hist, "batch-", "ns", 1)
 			b.ReportMetric(0, "ns/op")
 		})

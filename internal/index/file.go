@@ -57,7 +57,7 @@ func createIndexFile(fs vfs.FS, path, magic string, version uint32, tableID [16]
 	if _, err := f.Write(hdr); err != nil {
 		return err
 	}
-	if err := mmap.Fallocate(f.File, size); err != nil {
+	if err := mmap.Fallocate(f.File, format.BlockSize, size); err != nil {
 		return err
 	}
 	return f.Sync()
@@ -203,7 +203,9 @@ func (m *mappedFile) grow(size int64) error {
 	if err != nil {
 		return err
 	}
-	err = mmap.Fallocate(f.File, size)
+	// From the old size only: the postings' punched blocks below it
+	// (PunchBelow) stay holes.
+	err = mmap.Fallocate(f.File, old, size)
 	if e := f.Close(); err == nil {
 		err = e
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -306,12 +307,30 @@ func TestPunchBelow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		before := allocatedBytes(t, p.Path())
 		got, err := p.PunchBelow(append(m.dirs[:len(m.dirs):len(m.dirs)], late), next, floor)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != len(want) || got == 0 {
 			t.Fatalf("PunchBelow punched %d blocks, want %d", got, len(want))
+		}
+		// The punched blocks' disk space is freed, and growing the file
+		// (the preparer's room ahead) allocates only what it adds: the
+		// holes stay holes. (slack: the file system's own metadata, such
+		// as the extent blocks a hole in the middle of an extent takes,
+		// counts in st_blocks.)
+		const slack = 4 * format.BlockSize
+		punched := allocatedBytes(t, p.Path())
+		if freed := before - punched; freed < int64(got)*format.BlockSize-slack {
+			t.Fatalf("PunchBelow punched %d blocks and freed %d bytes", got, freed)
+		}
+		const more = 16
+		if err := p.Grow(p.Chunks() + more); err != nil {
+			t.Fatal(err)
+		}
+		if grown := allocatedBytes(t, p.Path()) - punched; grown > more*format.BlockSize+slack {
+			t.Fatalf("growing by %d blocks allocated %d bytes: the punched blocks were allocated again", more, grown)
 		}
 		for id, dir := range m.dirs {
 			chunks, _ := p.DataChunks(nil, dir, next)
@@ -433,4 +452,14 @@ func readHeader(t *testing.T, path string, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// allocatedBytes is the disk space path takes (st_blocks × 512).
+func allocatedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
 }

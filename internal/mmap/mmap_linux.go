@@ -132,10 +132,15 @@ func MsyncSync(b []byte) error {
 	return unix.Msync(b, unix.MS_SYNC)
 }
 
-// Fallocate reserves [0, size) of f (mode 0: the size grows too).
-func Fallocate(f *os.File, size int64) error {
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		return fmt.Errorf("fallocate %s to %d bytes: %w", f.Name(), size, err)
+// Fallocate grows f from from bytes to size, reserving [from, size)
+// (mode 0: the size grows too). Bytes below from are left alone: a hole
+// punched there (PunchHole) stays a hole.
+func Fallocate(f *os.File, from, size int64) error {
+	if size <= from {
+		return nil
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, from, size-from); err != nil {
+		return fmt.Errorf("fallocate %s from %d to %d bytes: %w", f.Name(), from, size, err)
 	}
 	return nil
 }

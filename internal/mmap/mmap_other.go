@@ -90,8 +90,8 @@ func MsyncSync(b []byte) error {
 }
 
 // Fallocate returns store.ErrUnsupported.
-func Fallocate(f *os.File, size int64) error {
-	return fmt.Errorf("fallocate %s to %d bytes: %w", f.Name(), size, store.ErrUnsupported)
+func Fallocate(f *os.File, from, size int64) error {
+	return fmt.Errorf("fallocate %s from %d to %d bytes: %w", f.Name(), from, size, store.ErrUnsupported)
 }
 
 // Allocate returns store.ErrUnsupported.

@@ -86,10 +86,15 @@ func (c *compactor) next() bool {
 	case <-c.stopc:
 		return false
 	}
+	t0 := time.Now()
 	n, err := w.compactNext(c.upTo.Load(), c.stopc)
 	<-compactSem
 	switch {
 	case err == nil:
+		if n > 0 {
+			w.sh.cmpRows.Add(uint64(n) * w.rps)
+			w.sh.cmpNanos.Add(uint64(time.Since(t0)))
+		}
 		return n > 0
 	case errors.Is(err, cseg.ErrStopped):
 		return false // Close: the segment stays raw, for the next writer

@@ -70,6 +70,11 @@ type shared struct {
 	// durable: the flusher and the checkpointer stop making hot copies
 	// that Close removes anyway (writer → flusher, checkpointer).
 	closing atomic.Bool
+	// cmpRows and cmpNanos are the rows the background compaction
+	// compressed since Open and the time it took them, wall clock from
+	// the start of each segment's encoding to its swap (compactor →
+	// Stats).
+	cmpRows, cmpNanos atomic.Uint64
 	// reserved is the seq up to which (exclusive) every row has its room
 	// reserved: live slot pages allocated (populated), durable file blocks
 	// allocated, time-index entries in the file (preparer → writer; see

@@ -807,6 +807,12 @@ type Stats struct {
 	// (Options.CompactAge).
 	CompactedSegs uint64
 	RawSegs       uint64
+	// CompactRows are the rows the background compaction compressed
+	// since Open, CompactTime the wall time it spent on them (encoding
+	// and swap, segment by segment): CompactRows/CompactTime is its
+	// throughput beside whatever else ran.
+	CompactRows uint64
+	CompactTime time.Duration
 	// IndexReserved is the address space the index files' mappings take
 	// (a reservation that follows their sizes), Remaps how often one was
 	// mapped again, larger, since Open.
@@ -824,19 +830,21 @@ func (w *Writer) Stats() Stats {
 
 func (w *Writer) stats() Stats {
 	st := Stats{
-		Appended:   w.seq,
-		Visible:    w.ctl.Visible(),
-		Durable:    w.ctl.Durable(),
-		OutOfOrder: w.ctl.OutOfOrder() + w.ooo,
-		Late:       w.nlate,
-		Symbols:    int(w.nsyms),
-		RollStalls: w.sh.rollStalls.Load(),
-		StallTime:  time.Duration(w.sh.stallNanos.Load()),
-		Flushes:    w.sh.flushes.Load(),
-		FlushBytes: w.sh.flushBytes.Load(),
-		LagAlarms:  w.sh.lagAlarms.Load(),
-		Remaps:     w.sh.remaps.Load(),
-		RoomWait:   time.Duration(w.sh.waitNanos.Load()),
+		Appended:    w.seq,
+		Visible:     w.ctl.Visible(),
+		Durable:     w.ctl.Durable(),
+		OutOfOrder:  w.ctl.OutOfOrder() + w.ooo,
+		Late:        w.nlate,
+		Symbols:     int(w.nsyms),
+		RollStalls:  w.sh.rollStalls.Load(),
+		StallTime:   time.Duration(w.sh.stallNanos.Load()),
+		Flushes:     w.sh.flushes.Load(),
+		FlushBytes:  w.sh.flushBytes.Load(),
+		LagAlarms:   w.sh.lagAlarms.Load(),
+		Remaps:      w.sh.remaps.Load(),
+		RoomWait:    time.Duration(w.sh.waitNanos.Load()),
+		CompactRows: w.sh.cmpRows.Load(),
+		CompactTime: time.Duration(w.sh.cmpNanos.Load()),
 	}
 	if c, err := w.Condition(); err != nil {
 		st.Condition, st.ConditionErr = c, err.Error()

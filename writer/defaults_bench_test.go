@@ -28,17 +28,21 @@ import (
 // until the next one's first rows are durable), the Close time and the
 // table's allocated bytes a row after Close: all its files, the raw
 // segment files among them, and the index files (postings, time index,
-// late rows).
+// late rows), and the same table's after a reopen and CloseCompacted(0)
+// (every segment compressed: the smallest it gets). TICKDB_BENCH_RATES
+// sets other rates ("2M": a 1-day feed's pace).
 //
 //	go test -run '^$' -bench BenchmarkIngestDefaults -benchtime 1x -timeout 30m ./writer
+//	TICKDB_BENCH_ROWS=50M TICKDB_BENCH_RATES=2M go test -run '^$' -bench BenchmarkIngestDefaults -benchtime 1x -timeout 30m ./writer
 func BenchmarkIngestDefaults(b *testing.B) {
 	n := int(benchutil.Rows(20_000_000))
 	const batch = 1024 // divides the ring
 	ring := benchutil.NewRing(1 << 20)
-	for _, rate := range []int{0, 5_000_000} {
+	for _, r := range benchutil.Rates(0, 5_000_000) {
+		rate := int(r)
 		name := "rate=max"
 		if rate > 0 {
-			name = fmt.Sprintf("rate=%dM", rate/1_000_000)
+			name = "rate=" + benchutil.CountName(r)
 		}
 		b.Run(fmt.Sprintf("rows=%s/%s", benchutil.CountName(uint64(n)), name), func(b *testing.B) {
 			b.ReportAllocs()
@@ -48,7 +52,7 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			var ingest, closing, cmpTime time.Duration
 			var cmpRows uint64
 			var maxBacklog, closeBacklog, compacted uint64
-			var disk, index, raw int64
+			var disk, index, raw, full int64
 			i := 0
 			for b.Loop() {
 				dir := fmt.Sprintf("t%d", i)
@@ -103,6 +107,14 @@ func BenchmarkIngestDefaults(b *testing.B) {
 				for _, f := range segs {
 					raw += allocated(b, f)
 				}
+				// The same table fully compacted, for comparison.
+				if w, err = writer.Open(db, dir, &writer.Options{LiveDir: filepath.Join(live, dir)}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := w.CloseCompacted(0); err != nil {
+					b.Fatal(err)
+				}
+				full += allocated(b, filepath.Join(db, dir))
 				if err := os.RemoveAll(filepath.Join(db, dir)); err != nil {
 					b.Fatal(err)
 				}
@@ -120,6 +132,7 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			b.ReportMetric(float64(maxBacklog), "max-raw-segs")
 			b.ReportMetric(float64(closeBacklog), "close-raw-segs")
 			b.ReportMetric(float64(disk)/rows, "disk-B/row")
+			b.ReportMetric(float64(full)/rows, "compacted-disk-B/row")
 			b.ReportMetric(float64(raw)/rows, "raw-disk-B/row")
 			b.ReportMetric(float64(index)/rows, "index-disk-B/row")
 			benchutil.ReportHist(b, hist, "batch-", "ns", 1)

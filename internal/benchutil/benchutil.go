@@ -50,6 +50,25 @@ func Rows(def uint64) uint64 {
 	return def
 }
 
+// Rates is the offered rates (rows/s; 0: as fast as it goes) a
+// benchmark that paces its ingest runs at: TICKDB_BENCH_RATES, a comma
+// list of counts ("0,5M,2M"), or def.
+func Rates(def ...uint64) []uint64 {
+	env := os.Getenv("TICKDB_BENCH_RATES")
+	if env == "" {
+		return def
+	}
+	var rates []uint64
+	for _, f := range strings.Split(env, ",") {
+		if f == "0" {
+			rates = append(rates, 0)
+		} else if n, ok := parseCount(strings.TrimSpace(f)); ok {
+			rates = append(rates, n)
+		}
+	}
+	return rates
+}
+
 // Big reports whether the opt-in 100M-row benchmarks should run
 // (TICKDB_BENCH_BIG=1).
 func Big() bool { return os.Getenv("TICKDB_BENCH_BIG") == "1" }

@@ -192,6 +192,7 @@ func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
 	if err := x.warmUp(w, slots); err != nil {
 		return err
 	}
+	settle(w)
 	h := x.hist(metric, TickDB)
 	if x.cfg.Rate > 0 {
 		return x.appendPaced(metric, w, h)
@@ -264,6 +265,18 @@ func (x *run) warmUp(w *writer.Writer, slots int) error {
 		w.Publish()
 	}
 	return nil
+}
+
+// settle waits for the background compaction of the warm-up's segments
+// (the default Options.CompactAge) to finish, all but the newest sealed
+// one, which qualifies only once rows after it are durable: the
+// allocation counts are the process's, and a segment's encoding
+// allocates its buffers. A minute at most (under the race detector an
+// encoding is slow); then the measurement goes on regardless.
+func settle(w *writer.Writer) {
+	for deadline := time.Now().Add(time.Minute); w.Stats().RawSegs > 1 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // appendPaced appends rows one at a time at Config.Rate rows/s for at

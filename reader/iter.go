@@ -472,6 +472,16 @@ func (it *Iter) enterSeg(n uint64) error {
 				hi = m
 			}
 		}
+		if n<<r.shift < r.ctl.PostFloor() {
+			// The segment was compacted and its postings dropped while
+			// the search read them: a dropped entry reads as row 0, so
+			// the search went past them, and the walk would skip the
+			// segment's rows. (The writer raises the floor before it
+			// punches the entries out: a floor still at or below the
+			// segment here means the search read them all.) Again, now
+			// through the compressed segment's directory.
+			continue
+		}
 		it.seq = p
 		return nil
 	}

@@ -651,6 +651,15 @@ func (it *Iter) next() bool {
 						it.seq = it.r.post.BlockStart(j + 1)
 						continue
 					}
+					// The block punched out since e was read (its last
+					// entry reads 0): the segment's postings are being
+					// dropped, not damaged.
+					if it.reenter() {
+						continue
+					}
+					if it.err != nil {
+						return false
+					}
 					it.err = format.Corruptf(it.r.post.Path(), it.entryOff(it.seq), "postings of symbol %d: entry %d names row %d, not after row %d", it.id, it.seq, seq, prev)
 					return false
 				}

@@ -462,6 +462,13 @@ func TestCompactAutomatic(t *testing.T) {
 		}
 		w.Publish()
 	}
+	// Close stops the compaction where it is: wait for the first
+	// segment (a loaded machine may not have got to it yet).
+	for deadline := time.Now().Add(30 * time.Second); w.Stats().CompactedSegs == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no segment compacted in the background after 30 s")
+		}
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -144,11 +144,10 @@ type Options struct {
 	// row against 32), by the compactor, one segment at a time: 0 (the
 	// default) as soon as it qualifies (sealed and durable, with a row
 	// after it durable and below the last index checkpoint: the next
-	// segment's first rows), and without clustered copies (Stats), a
-	// positive age once its
-	// rows are all older than that before the table's last ts, a
-	// negative one never (segments stay raw until Compact,
-	// CloseCompacted or tickdb compact). It costs CPU beside the writer
+	// segment's first rows), and without clustered copies (Stats); a
+	// positive age once its rows are all older than that before the
+	// table's last ts; a negative one never (segments stay raw until
+	// Compact, CloseCompacted or tickdb compact). It costs CPU beside the writer
 	// (CompactWorkers) and the segments' hot copies (HotBytes), which a
 	// compressed segment does not keep.
 	CompactAge time.Duration

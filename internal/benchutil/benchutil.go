@@ -60,9 +60,9 @@ func Rates(def ...uint64) []uint64 {
 	}
 	var rates []uint64
 	for _, f := range strings.Split(env, ",") {
-		if f == "0" {
+		if f = strings.TrimSpace(f); f == "0" {
 			rates = append(rates, 0)
-		} else if n, ok := parseCount(strings.TrimSpace(f)); ok {
+		} else if n, ok := parseCount(f); ok {
 			rates = append(rates, n)
 		}
 	}

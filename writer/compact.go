@@ -74,7 +74,7 @@ func (w *Writer) compact(olderThan time.Duration, seq uint64, lastTs int64) (Com
 		if n >= w.compactLimit(seq) || !w.olderThan(n, olderThan, seq, lastTs) {
 			return res, nil
 		}
-		raw, z, err := w.compactSegment(n, w.rps, nil)
+		raw, z, err := w.compactSegment(n, w.rps, nil, nil)
 		if err != nil {
 			return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 		}
@@ -114,8 +114,10 @@ func (w *Writer) olderThan(n uint64, age time.Duration, seq uint64, lastTs int64
 
 // compactSegment runs the four steps for segment n, holding its first
 // rows rows, and returns the raw and compressed file sizes. Closing stop
-// (nil: never) during the encoding abandons it (cseg.ErrStopped).
-func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes, zBytes int64, err error) {
+// (nil: never) during the encoding abandons it (cseg.ErrStopped). ready,
+// when set, is waited for before the mark moves (step 3): the compactor
+// encodes a segment once it is durable, before it qualifies.
+func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}, ready func() error) (rawBytes, zBytes int64, err error) {
 	rawPath, zPath := format.SegPath(w.dir, n), format.ZSegPath(w.dir, n)
 	// The rows from the segment's hot copy, if it has one (the durable
 	// file byte for byte, in memory: no disk read), mapped before the
@@ -155,7 +157,7 @@ func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}) (rawBytes,
 			return err
 		}
 		return bw.Flush()
-	})
+	}, ready)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -190,17 +192,67 @@ func (w *Writer) compactStep(n uint64, step int) {
 // compactNext compresses the first segment not compressed when it is
 // below upTo and still qualifies, and returns how many it compressed (0
 // or 1). The compactor's (compactor.go).
+//
+// With CompactAge 0 a segment is taken once it is sealed and durable
+// (its file complete), and its encoding overlaps the wait for it to
+// qualify (a durable, checkpointed row after it: the checkpoint's
+// msyncs take tens of milliseconds), which only the mark's move waits
+// for. A crash before the mark moves leaves the raw file the segment,
+// as in any compaction.
 func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
-	if n >= upTo || n >= w.compactLimit(w.ctl.Visible()) {
+	var ready func() error
+	if w.opts.CompactAge == 0 && n < min(w.ctl.DurableSegs(), w.ctl.Visible()>>w.shift) {
+		ready = func() error {
+			// Not holding dropMu: the checkpointer, whose checkpoint
+			// this waits for, takes it for retention. Retention may
+			// then delete the segment, which is no longer to compact.
+			w.dropMu.Unlock()
+			err := w.waitQualify(n, stop)
+			w.dropMu.Lock()
+			if err == nil && w.ctl.FirstSeq() > n<<w.shift {
+				err = errSegDropped
+			}
+			return err
+		}
+	} else if n >= upTo || n >= w.compactLimit(w.ctl.Visible()) {
 		return 0, nil
 	}
-	if _, _, err := w.compactSegment(n, w.rps, stop); err != nil {
+	if _, _, err := w.compactSegment(n, w.rps, stop, ready); errors.Is(err, errSegDropped) {
+		return 1, nil
+	} else if err != nil {
 		return 0, fmt.Errorf("writer: compact segment %d: %w", n, err)
 	}
 	return 1, nil
+}
+
+// errSegDropped: retention deleted the segment being compacted.
+var errSegDropped = errors.New("writer: segment deleted by retention during its compaction")
+
+// waitQualify waits until segment n qualifies for compaction
+// (compactLimit), or stop closes (cseg.ErrStopped), or what it waits for
+// cannot come in this run (the flusher or the checkpointer failing:
+// their error).
+func (w *Writer) waitQualify(n uint64, stop <-chan struct{}) error {
+	for n >= w.compactLimit(w.ctl.Visible()) {
+		if err := w.fail.get(); err != nil {
+			return err
+		}
+		if err := w.sh.ioCond.get(); err != nil {
+			return err
+		}
+		if err := w.sh.ckCond.get(); err != nil {
+			return err
+		}
+		select {
+		case <-stop:
+			return cseg.ErrStopped
+		case <-time.After(200 * time.Microsecond):
+		}
+	}
+	return nil
 }
 
 // cleanCompaction settles what a crash during compaction left, from the
@@ -267,7 +319,7 @@ func (w *Writer) CloseCompacted(olderThan time.Duration) (CompactResult, error) 
 			if !w.olderThan(n, olderThan, w.seq, w.lastTs) {
 				break
 			}
-			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift), nil)
+			raw, z, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift), nil, nil)
 			if err != nil {
 				return res, fmt.Errorf("writer: compact segment %d: %w", n, err)
 			}
@@ -367,7 +419,7 @@ func (w *Writer) restoreSegment(n uint64) error {
 			}
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // swap replaces segment n's file from with a new file to that fill
@@ -376,7 +428,7 @@ func (w *Writer) restoreSegment(n uint64) error {
 // to.tmp; rename it to to and fsync the directory; publish the mark and
 // msync ctl; remove from and fsync the directory. The compaction hook
 // sees steps step0+1 to step0+4.
-func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill func(*vfs.File) error) error {
+func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill func(*vfs.File) error, ready func() error) error {
 	tmp := to + ".tmp"
 	_ = w.fs.Remove(tmp) // a crashed pass's
 	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -402,6 +454,15 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		return err
 	}
 	w.compactStep(n, step0+2)
+	if ready != nil {
+		if err := ready(); err != nil {
+			// The renamed file is at or past the mark, not the
+			// segment: removed, as the next Open would
+			// (cleanCompaction) after a crash here.
+			_ = w.fs.Remove(to)
+			return err
+		}
+	}
 	w.ctl.SetCmpSegs(mark)
 	if err := w.ctl.Sync(); err != nil {
 		return err

@@ -307,6 +307,100 @@ func TestCompactStats(t *testing.T) {
 	}
 }
 
+// TestRawBacklog: with the defaults, a feed faster than the background
+// compaction is held at segment rolls (Options.RawBacklog) instead of
+// leaving raw segments behind: after every roll at most the segment just
+// sealed is raw (two under FlushOnSync), every row reads back as written,
+// and with the bound off nothing waits.
+func TestRawBacklog(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		o       writer.Options
+		maxRaw  uint64 // -1: no bound to check
+		stalled bool   // stalls may happen; false: none may
+	}{
+		{"default", writer.Options{}, 1, true},
+		{"sync", writer.Options{Flush: writer.FlushOnSync}, 2, true},
+		{"off", writer.Options{RawBacklog: -1}, math.MaxUint64, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, live := testutil.DB(t)
+			o := tc.o
+			o.Schema, o.SegmentSize, o.LiveDir = store.TickSchema(), compactSegRows*32, live
+			w, err := writer.Open(db, "t", &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := gen.New(gen.Options{Symbols: 20, Seed: 3})
+			for _, name := range g.Symbols() {
+				if _, err := w.SymbolString(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const segs = 12
+			batch := make([]byte, 0, 3000*32)
+			var want []byte
+			for len(want) < segs*compactSegRows*32+100*32 {
+				batch = batch[:0]
+				for range 3000 {
+					tk := g.Next()
+					var r [32]byte
+					suiteEncode(r[:], &tk)
+					batch = append(batch, r[:]...)
+				}
+				first, _, err := w.AppendBatch(batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Publish()
+				want = append(want, batch...)
+				// (A batch that ends a segment leaves the roll to the
+				// next append.)
+				if st := w.Stats(); st.Appended%compactSegRows != 0 && st.RawSegs > tc.maxRaw {
+					t.Fatalf("after row %d: %d raw sealed segments, want at most %d (%d compacted)", first, st.RawSegs, tc.maxRaw, st.CompactedSegs)
+				}
+			}
+			st := w.Stats()
+			if !tc.stalled && st.BacklogStalls != 0 {
+				t.Fatalf("%d rolls waited for the compaction (%v), want none", st.BacklogStalls, st.BacklogWait)
+			}
+			if (st.BacklogStalls == 0) != (st.BacklogWait == 0) {
+				t.Fatalf("%d stalls, %v waited", st.BacklogStalls, st.BacklogWait)
+			}
+			t.Logf("%d rolls waited for the compaction, %v in all; %d segments compacted", st.BacklogStalls, st.BacklogWait, st.CompactedSegs)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got := allRows(t, db, live)
+			if len(got) != len(want) {
+				t.Fatalf("%d rows read, want %d", len(got)/32, len(want)/32)
+			}
+			for i := 0; i < len(want); i += 32 {
+				if !bytes.Equal(got[i:i+28], want[i:i+28]) { // (the check word is the writer's)
+					t.Fatalf("row %d differs", i/32)
+				}
+			}
+			checkTable(t, db, live, got)
+		})
+	}
+}
+
+// suiteEncode writes tk as a row of store.TickSchema (check word 0: the
+// writer's).
+func suiteEncode(dst []byte, tk *gen.Tick) {
+	le := func(b []byte, v uint64) {
+		for i := range 8 {
+			b[i] = byte(v >> (8 * i))
+		}
+	}
+	le(dst[0:], uint64(tk.Ts))
+	le(dst[8:], math.Float64bits(tk.Price))
+	le(dst[16:], uint64(tk.Size))
+	id := uint32(tk.Sym)
+	dst[24], dst[25], dst[26], dst[27] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
+	dst[28], dst[29], dst[30], dst[31] = 0, 0, 0, 0
+}
+
 // killCompacting runs TestChildCompact, which dies by SIGKILL at step;
 // mode "background" has it append while its checkpointer compacts.
 func killCompacting(t *testing.T, db, live string, step int, mode ...string) {
@@ -657,6 +751,11 @@ func TestCompactBackgroundDamage(t *testing.T) {
 	}
 	if c, err := w.Condition(); err != nil {
 		t.Fatalf("condition %v: %v", c, err)
+	}
+	// The rolls past the raw backlog did not wait for a compaction
+	// that stopped.
+	if st := w.Stats(); st.BacklogStalls != 0 {
+		t.Fatalf("%d rolls waited for the stopped compaction (%v)", st.BacklogStalls, st.BacklogWait)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the damaged segment: %v", err)

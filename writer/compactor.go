@@ -89,6 +89,7 @@ func (c *compactor) next() bool {
 	t0 := time.Now()
 	n, err := w.compactNext(c.upTo.Load(), c.stopc)
 	<-compactSem
+	w.sh.cmpFailing.Store(err != nil && !errors.Is(err, cseg.ErrStopped))
 	switch {
 	case err == nil:
 		if n > 0 {

@@ -319,6 +319,9 @@ func (f *flusher) flushTo(limit uint64) error {
 			f.closeFd()
 			w.ctl.SetDurableSegs(n + 1)
 			w.ck.wake()
+			if w.cmp != nil && w.opts.CompactAge == 0 {
+				w.cmp.kick() // its file is complete: the encoding can start (compactNext)
+			}
 			w.prep.wake()
 			f.broadcast()
 		}

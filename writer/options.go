@@ -156,6 +156,19 @@ type Options struct {
 	// segment compresses at about 5 M rows/s a core. 1 keeps
 	// compaction to one core beside the writer.
 	CompactWorkers int
+	// RawBacklog is how many sealed segments the background compaction
+	// may have left raw when the writer rolls to a new segment (default
+	// 1, the one just sealed; 2 under FlushOnSync and FlushNone, where
+	// the one before it qualifies only then; negative: no limit). A roll that would
+	// leave more waits for the compaction (a write stall, counted in
+	// Stats.BacklogStalls and BacklogWait), as an LSM store stalls writes
+	// when its first level fills: a feed faster than the compaction is
+	// slowed to its pace instead of leaving raw segments behind, which
+	// would take 32 bytes a row on disk and whole-segment reads for one
+	// symbol after a restart. A feed the compaction keeps up with never
+	// waits. Only with CompactAge 0; the writer never waits for a
+	// compaction that stopped on damage or fails (a full disk).
+	RawBacklog int
 	// OnFlush, when set, is called from the flusher goroutine after each
 	// O_DIRECT write with its size and duration (for latency histograms).
 	OnFlush func(bytes int, d time.Duration)
@@ -221,6 +234,15 @@ func (o *Options) withDefaults() Options {
 	r.FlushBytes = (r.FlushBytes + format.BlockSize - 1) &^ (format.BlockSize - 1)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.RawBacklog == 0 {
+		r.RawBacklog = 1
+		if r.Flush != FlushInterval {
+			// A segment's rows become durable only when it is sealed
+			// (or at a Sync): the one before it qualifies a segment
+			// later.
+			r.RawBacklog = 2
+		}
 	}
 	if r.CompactWorkers <= 0 {
 		r.CompactWorkers = min(runtime.GOMAXPROCS(0), 4)

@@ -75,6 +75,13 @@ type shared struct {
 	// the start of each segment's encoding to its swap (compactor →
 	// Stats).
 	cmpRows, cmpNanos atomic.Uint64
+	// cmpFailing is set while the background compaction's last attempt
+	// failed (compactor → writer: a roll does not wait for it then);
+	// backlogStalls and backlogNanos count the rolls that waited for it
+	// (Options.RawBacklog) and their time.
+	cmpFailing    atomic.Bool
+	backlogStalls atomic.Uint64
+	backlogNanos  atomic.Int64
 	// reserved is the seq up to which (exclusive) every row has its room
 	// reserved: live slot pages allocated (populated), durable file blocks
 	// allocated, time-index entries in the file (preparer → writer; see

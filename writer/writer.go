@@ -785,9 +785,13 @@ type Stats struct {
 	Symbols    int
 	RollStalls uint64        // rolls that waited for the preparer
 	StallTime  time.Duration // total wait at rolls
-	Flushes    uint64        // O_DIRECT writes
-	FlushBytes uint64
-	LagAlarms  uint64
+	// BacklogStalls are the rolls that waited for the background
+	// compaction (Options.RawBacklog), BacklogWait their total wait.
+	BacklogStalls uint64
+	BacklogWait   time.Duration
+	Flushes       uint64 // O_DIRECT writes
+	FlushBytes    uint64
+	LagAlarms     uint64
 	// RoomWait is the time appends and Reserve waited for the preparer to
 	// reserve room (room.go); StallTime's counterpart within a segment.
 	RoomWait time.Duration
@@ -830,21 +834,23 @@ func (w *Writer) Stats() Stats {
 
 func (w *Writer) stats() Stats {
 	st := Stats{
-		Appended:    w.seq,
-		Visible:     w.ctl.Visible(),
-		Durable:     w.ctl.Durable(),
-		OutOfOrder:  w.ctl.OutOfOrder() + w.ooo,
-		Late:        w.nlate,
-		Symbols:     int(w.nsyms),
-		RollStalls:  w.sh.rollStalls.Load(),
-		StallTime:   time.Duration(w.sh.stallNanos.Load()),
-		Flushes:     w.sh.flushes.Load(),
-		FlushBytes:  w.sh.flushBytes.Load(),
-		LagAlarms:   w.sh.lagAlarms.Load(),
-		Remaps:      w.sh.remaps.Load(),
-		RoomWait:    time.Duration(w.sh.waitNanos.Load()),
-		CompactRows: w.sh.cmpRows.Load(),
-		CompactTime: time.Duration(w.sh.cmpNanos.Load()),
+		Appended:      w.seq,
+		Visible:       w.ctl.Visible(),
+		Durable:       w.ctl.Durable(),
+		OutOfOrder:    w.ctl.OutOfOrder() + w.ooo,
+		Late:          w.nlate,
+		Symbols:       int(w.nsyms),
+		RollStalls:    w.sh.rollStalls.Load(),
+		StallTime:     time.Duration(w.sh.stallNanos.Load()),
+		BacklogStalls: w.sh.backlogStalls.Load(),
+		BacklogWait:   time.Duration(w.sh.backlogNanos.Load()),
+		Flushes:       w.sh.flushes.Load(),
+		FlushBytes:    w.sh.flushBytes.Load(),
+		LagAlarms:     w.sh.lagAlarms.Load(),
+		Remaps:        w.sh.remaps.Load(),
+		RoomWait:      time.Duration(w.sh.waitNanos.Load()),
+		CompactRows:   w.sh.cmpRows.Load(),
+		CompactTime:   time.Duration(w.sh.cmpNanos.Load()),
 	}
 	if c, err := w.Condition(); err != nil {
 		st.Condition, st.ConditionErr = c, err.Error()
@@ -894,6 +900,9 @@ func (w *Writer) roll() error {
 		}
 	}
 	n := w.seq >> w.shift
+	if err := w.waitBacklog(n); err != nil {
+		return err
+	}
 	w.sh.pos.Store(w.seq)
 	w.sh.curSeg.Store(n)
 	s := w.slots[n%uint64(len(w.slots))]
@@ -925,6 +934,45 @@ func (w *Writer) roll() error {
 	w.setStop()
 	w.prep.wake()
 	w.autoRetain()
+	return nil
+}
+
+// backlogMaxWait bounds one roll's wait for the compaction: a compaction
+// that makes no progress for that long (it should not) costs a warning,
+// not a writer that never moves again.
+const backlogMaxWait = 10 * time.Second
+
+// waitBacklog holds the roll into segment n while that would leave more
+// than Options.RawBacklog sealed segments raw, for as long as the
+// background compaction can take them: not once it failed, stopped on
+// damage, or while the flusher, the checkpointer or the preparer cannot
+// work (the compaction waits for them).
+func (w *Writer) waitBacklog(n uint64) error {
+	if w.cmp == nil || w.opts.CompactAge != 0 || w.opts.RawBacklog < 0 {
+		return nil
+	}
+	over := func() bool {
+		low := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
+		return n > low && n-low > uint64(w.opts.RawBacklog) &&
+			!w.sh.cmpFailing.Load() && !w.compactOff.Load() &&
+			w.sh.ioCond.get() == nil && w.sh.ckCond.get() == nil && w.sh.resCond.get() == nil
+	}
+	if !over() {
+		return nil
+	}
+	w.sh.backlogStalls.Add(1)
+	start := time.Now()
+	for over() {
+		if err := w.fail.get(); err != nil {
+			return err
+		}
+		if time.Since(start) > backlogMaxWait {
+			w.log.Warn("writer: the background compaction made no progress; rolling without it", "table", w.name, "segment", n, "compacted", w.ctl.CmpSegs())
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	w.sh.backlogNanos.Add(int64(time.Since(start)))
 	return nil
 }
 

@@ -42,6 +42,8 @@ const (
 
 // The user protocol's metric ids.
 const (
+	MUserIngest   = "ingest (user)"             // rows/s: the ingesting process's appends in batches of 1,000, to Seal
+	MUserIngestCl = "ingest + close (user)"     // rows/s: the same with the Close after the windows, so that work left to Close counts
 	MAfterIngest  = "window after ingest"       // ns: a window in the ingesting process right after Seal, at a place not read before
 	MClose        = "close"                     // ns: the store's Close after ingest (with the maintenance it runs)
 	MDiskBytes    = "disk bytes/tick"           // B/tick: allocated bytes (st_blocks) of every file of the closed store over N
@@ -152,6 +154,7 @@ type userJob struct {
 type userResult struct {
 	After, Disk []int64 // Disk: one value, allocated bytes of the closed store
 	Close       int64
+	Ingest      int64 // ns from the first append to the end of Seal
 
 	NoIO                 bool
 	Open, OpenBytes      int64
@@ -187,6 +190,11 @@ func (x *run) user(p Peer) (err error) {
 	}
 	if len(in.Disk) != 1 {
 		return fmt.Errorf("ingesting process: %d disk sizes, want 1", len(in.Disk))
+	}
+	if in.Ingest > 0 {
+		n := float64(len(x.d.Ticks))
+		x.add(MUserIngest, p.Name, "rows/s", false, n/time.Duration(in.Ingest).Seconds())
+		x.add(MUserIngestCl, p.Name, "rows/s", false, n/time.Duration(in.Ingest+in.Close).Seconds())
 	}
 	x.sample(MAfterIngest, p.Name, "ns", in.After)
 	x.note(MAfterIngest, p.Name, 0, fmt.Sprintf("%d windows, random symbols and places; figure: p50", len(in.After)))
@@ -251,6 +259,7 @@ func ingestChild(p Peer, job userJob) (res userResult, err error) {
 		}
 	}
 	const batch = 1000
+	ingest := time.Now()
 	for i := 0; i < len(d.Ticks); i += batch {
 		if err := s.Ingest(d.Ticks[i:min(i+batch, len(d.Ticks))]); err != nil {
 			return res, fmt.Errorf("ingest at tick %d: %w", i, err)
@@ -259,6 +268,7 @@ func ingestChild(p Peer, job userJob) (res userResult, err error) {
 	if err := s.Seal(); err != nil {
 		return res, fmt.Errorf("seal: %w", err)
 	}
+	res.Ingest = time.Since(ingest).Nanoseconds()
 	for _, q := range job.Plan.After {
 		el, err := timed(s, MAfterIngest, q)
 		if err != nil {

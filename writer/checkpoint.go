@@ -178,6 +178,11 @@ func (c *checkpointer) pass() {
 		c.failed("dropping compacted postings", err)
 		return
 	}
+	if mark > c.mark && w.schema.SymCol >= 0 {
+		// The postings of what was compacted since go at the next
+		// pass: on a table that goes idle, a moment from now.
+		c.wakeAfter(retryDelay)
+	}
 	c.mark = mark
 }
 

@@ -278,6 +278,12 @@ func (g *Group) work(p *pool, buf []byte) {
 // settle moves job j on after a run that asked to run again after next
 // (< 0: not unless kicked). g.mu held.
 func (g *Group) settle(j *job, next time.Duration) {
+	if a := j.after; a > 0 {
+		j.after = 0
+		if next < 0 || a < next {
+			next = a
+		}
+	}
 	switch j.state {
 	case jobPaused, jobStopped:
 		// Held while it ran: hold waits for this.
@@ -411,6 +417,9 @@ type job struct {
 	onWorker bool
 	kicked   bool
 	gen      uint64
+	// after is the soonest delay a kick asked for while the job ran (0:
+	// none): settle schedules the next run no later than that.
+	after time.Duration
 }
 
 func (g *Group) newJob(kind jobKind, run func([]byte) time.Duration, pending func() time.Duration) *job {
@@ -445,6 +454,9 @@ func (j *job) kick(delay time.Duration) {
 		// again would be a run for nothing.
 		if delay <= 0 && j.pending == nil {
 			j.state = jobRerun
+		}
+		if delay > 0 && (j.after == 0 || delay < j.after) {
+			j.after = delay // a run later, asked for by this run itself, say
 		}
 	case jobPaused:
 		j.kicked = true

@@ -226,6 +226,14 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	}
 	// A directory word out of range is damage: the chain notes it and
 	// the check after the search reports it.
+	if post.Entry(ch.Block(nb-1), 0) == 0 && ch.Err() == nil {
+		// The snapshot's last block reads punched: the writer had
+		// begun another for the symbol when the compaction's postings
+		// went, so every row of the symbol in the snapshot is below
+		// the postings floor (counting its entries would answer from
+		// an earlier block a punch left, one not 4 KiB whole).
+		return l.belowFloor(id, dst)
+	}
 	npos := post.BlockStart(nb-1) + uint64(chunkFill(post, ch.Block(nb-1), nb-1, l.vis))
 	word := func(p uint64) uint64 {
 		j, k := post.Locate(p)
@@ -268,7 +276,9 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	}
 	j, k := post.Locate(p)
 	off := post.EntryOff(ch.Block(j), k)
-	if n := seq >> r.shift; n < r.ctl.CmpSegs() {
+	// A segment compressed since the snapshot may hold rows past it,
+	// which its directory would name: the row is read by seq instead.
+	if n := seq >> r.shift; n < r.ctl.CmpSegs() && (n+1)<<r.shift <= l.vis {
 		v, err := r.view(n)
 		if err != nil {
 			return 0, false, l.gone(err)

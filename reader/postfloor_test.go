@@ -60,7 +60,9 @@ func postBytes(t *testing.T, db string) int64 {
 // its last segment) and appends.
 func TestPostingsDroppedAfterCompaction(t *testing.T) {
 	db, live := testutil.DB(t)
-	o := &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveDir: live}
+	// Raw until CloseCompacted: no compaction in the background or at
+	// a plain Close.
+	o := &writer.Options{Schema: store.TickSchema(), SegmentSize: 64 << 10, LiveDir: live, CompactAge: -1}
 	w, err := writer.Open(db, hotTable, o)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,8 @@ import (
 //     seg-n.zdat.tmp and fsync it;
 //  2. rename it to seg-n.zdat and fsync the directory;
 //  3. publish cmpSegs = n+1 and msync ctl;
-//  4. remove seg-n.dat and fsync the directory.
+//  4. remove seg-n.dat (the directory is not synced: a crash that undoes
+//     the unlink leaves a raw file below the mark, which Open removes).
 //
 // A crash after any step leaves one valid copy the published mark points
 // to: before 3 the raw file (Open removes the orphan .tmp or .zdat), after
@@ -200,20 +201,40 @@ func (w *Writer) compactStep(n uint64, step int) {
 // for. A crash before the mark moves leaves the raw file the segment,
 // as in any compaction.
 func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
+	if !semAcquire(stop) {
+		return 0, cseg.ErrStopped
+	}
+	held := true
+	defer func() {
+		if held {
+			<-compactSem
+		}
+	}()
 	w.dropMu.Lock() // retention must not unlink a segment being compacted
 	defer w.dropMu.Unlock()
 	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
 	var ready func() error
 	if w.opts.CompactAge == 0 && n < min(w.ctl.DurableSegs(), w.ctl.Visible()>>w.shift) {
 		ready = func() error {
-			// Not holding dropMu: the checkpointer, whose checkpoint
-			// this waits for, takes it for retention. Retention may
-			// then delete the segment, which is no longer to compact.
+			// Holding neither dropMu (the checkpointer, whose
+			// checkpoint this waits for, takes it for retention) nor
+			// compactSem (the wait lasts until this table's writer
+			// appends again, which may be never, or only once another
+			// table's compaction lets its roll go on). Retention may
+			// delete the segment meanwhile, which is then not to
+			// compact.
 			w.dropMu.Unlock()
+			<-compactSem
+			held = false
 			err := w.waitQualify(n, stop)
+			if err == nil {
+				if held = semAcquire(stop); !held {
+					err = cseg.ErrStopped
+				}
+			}
 			w.dropMu.Lock()
-			if err == nil && w.ctl.FirstSeq() > n<<w.shift {
-				err = errSegDropped
+			if err == nil && (w.ctl.FirstSeq() > n<<w.shift || w.ctl.CmpSegs() > n) {
+				err = errSegDropped // or compacted by Writer.Compact meanwhile
 			}
 			return err
 		}
@@ -228,8 +249,43 @@ func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
 	return 1, nil
 }
 
-// errSegDropped: retention deleted the segment being compacted.
-var errSegDropped = errors.New("writer: segment deleted by retention during its compaction")
+// closeCompactRows bounds the rows a plain Close compresses (compactTail):
+// one default segment's worth or two, about 40 ms each on two cores.
+const closeCompactRows = 1 << 20
+
+// compactTail compresses, at Close, the sealed segments the background
+// compaction had not finished: with the raw backlog bounded
+// (Options.RawBacklog), the one or two before the last, which qualify
+// once Close has made every row durable and checkpointed them. It leaves
+// a longer backlog (a bound turned off, larger segments) to the next
+// writer, so that Close stays short, and a failure too (logged): the
+// segment stays raw, as it was. Close only, after its checkpoint; the
+// compactor is stopped.
+func (w *Writer) compactTail() {
+	if w.cmp == nil || w.opts.CompactAge != 0 || w.opts.RawBacklog < 0 || w.compactOff.Load() {
+		return
+	}
+	w.dropMu.Lock()
+	defer w.dropMu.Unlock()
+	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
+	limit := w.compactLimit(w.seq)
+	if n >= limit || (limit-n)*w.rps > closeCompactRows {
+		return
+	}
+	for ; n < limit; n++ {
+		if _, _, err := w.compactSegment(n, w.rps, nil, nil); err != nil {
+			w.log.Warn("writer: compaction at close failed; the segment stays raw", "table", w.name, "segment", n, "err", err)
+			return
+		}
+	}
+	if err := w.dropPostings(w.ctl.CmpSegs(), false); err != nil {
+		w.log.Warn("writer: dropping compacted postings at close failed", "table", w.name, "err", err)
+	}
+}
+
+// errSegDropped: retention deleted the segment being compacted, or
+// Writer.Compact compacted it, while the compactor waited.
+var errSegDropped = errors.New("writer: segment deleted or compacted during its compaction")
 
 // waitQualify waits until segment n qualifies for compaction
 // (compactLimit), or stop closes (cseg.ErrStopped), or what it waits for
@@ -458,8 +514,12 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		if err := ready(); err != nil {
 			// The renamed file is at or past the mark, not the
 			// segment: removed, as the next Open would
-			// (cleanCompaction) after a crash here.
-			_ = w.fs.Remove(to)
+			// (cleanCompaction) after a crash here; unless another
+			// compaction of the segment moved the mark past it
+			// meanwhile (the file is then that one's, the same bytes).
+			if w.ctl.CmpSegs() < mark {
+				_ = w.fs.Remove(to)
+			}
 			return err
 		}
 	}
@@ -468,11 +528,20 @@ func (w *Writer) swap(n uint64, from, to string, mark uint64, step0 int, fill fu
 		return err
 	}
 	w.compactStep(n, step0+3)
+	// Not synced: a crash that undoes the unlink leaves the old copy
+	// on the wrong side of the mark, which Open removes
+	// (cleanCompaction). The file is held open across the unlink and
+	// let go on a goroutine: freeing its blocks takes milliseconds the
+	// next segment's compaction need not wait for.
+	held, _ := os.Open(from)
 	if err := w.fs.Remove(from); err != nil {
+		if held != nil {
+			held.Close()
+		}
 		return err
 	}
-	if err := w.fs.SyncPath(w.dir); err != nil {
-		return err
+	if held != nil {
+		go held.Close()
 	}
 	w.compactStep(n, step0+4)
 	return nil

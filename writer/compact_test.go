@@ -310,8 +310,9 @@ func TestCompactStats(t *testing.T) {
 // TestRawBacklog: with the defaults, a feed faster than the background
 // compaction is held at segment rolls (Options.RawBacklog) instead of
 // leaving raw segments behind: after every roll at most the segment just
-// sealed is raw (two under FlushOnSync), every row reads back as written,
-// and with the bound off nothing waits.
+// sealed is raw (two under FlushOnSync), a plain Close leaves only the
+// last one raw, every row reads back as written, and with the bound off
+// nothing waits.
 func TestRawBacklog(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -370,6 +371,15 @@ func TestRawBacklog(t *testing.T) {
 			t.Logf("%d rolls waited for the compaction, %v in all; %d segments compacted", st.BacklogStalls, st.BacklogWait, st.CompactedSegs)
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
+			}
+			// A plain Close compresses what the bound left: only the
+			// last segment stays raw (and the next one's file, made
+			// ahead, holds no rows).
+			last := uint64(len(want)/32-1) / compactSegRows
+			for n := range last {
+				if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), n)); tc.maxRaw != math.MaxUint64 && err == nil {
+					t.Fatalf("segment %d is raw after Close, want only the last one (%d)", n, last)
+				}
 			}
 			got := allRows(t, db, live)
 			if len(got) != len(want) {

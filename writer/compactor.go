@@ -32,8 +32,19 @@ type compactor struct {
 	donec chan struct{}
 }
 
-// compactSem lets one segment's compaction run at a time in a process.
+// compactSem lets one segment's compaction run at a time in a process
+// (its encoding and swap; not its wait to qualify, compactNext).
 var compactSem = make(chan struct{}, 1)
+
+// semAcquire takes compactSem, or reports false once stop closes.
+func semAcquire(stop <-chan struct{}) bool {
+	select {
+	case compactSem <- struct{}{}:
+		return true
+	case <-stop:
+		return false
+	}
+}
 
 func newCompactor(w *Writer) *compactor {
 	return &compactor{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
@@ -81,14 +92,8 @@ func (c *compactor) run() {
 // did (false: nothing to do, stopped, or an error it dealt with).
 func (c *compactor) next() bool {
 	w := c.w
-	select {
-	case compactSem <- struct{}{}:
-	case <-c.stopc:
-		return false
-	}
 	t0 := time.Now()
 	n, err := w.compactNext(c.upTo.Load(), c.stopc)
-	<-compactSem
 	w.sh.cmpFailing.Store(err != nil && !errors.Is(err, cseg.ErrStopped))
 	switch {
 	case err == nil:

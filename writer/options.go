@@ -76,8 +76,11 @@ type Options struct {
 	// Schema is required to create a table; when opening an existing one it
 	// is checked against the stored schema if set.
 	Schema *store.Schema
-	// SegmentSize is the target bytes of rows per segment (default 64 MiB);
-	// the rows per segment are the largest power of two that fit, at least 16.
+	// SegmentSize is the target bytes of rows per segment (default 16
+	// MiB: the raw tail a plain Close leaves, the segment being written
+	// and at most RawBacklog sealed ones, stays small beside the
+	// compressed rest); the rows per segment are the largest power of two
+	// that fit, at least 16.
 	SegmentSize int64
 	// TimeStride is how many rows one time-index entry covers (default 64,
 	// a power of two).
@@ -166,8 +169,11 @@ type Options struct {
 	// slowed to its pace instead of leaving raw segments behind, which
 	// would take 32 bytes a row on disk and whole-segment reads for one
 	// symbol after a restart. A feed the compaction keeps up with never
-	// waits. Only with CompactAge 0; the writer never waits for a
-	// compaction that stopped on damage or fails (a full disk).
+	// waits. Close compresses the sealed segments the bound leaves
+	// raw when they hold at most 1 M rows, so that a closed table's
+	// only raw segment is its last. Only with CompactAge 0; the writer
+	// never waits for a compaction that stopped on damage or fails (a
+	// full disk).
 	RawBacklog int
 	// OnFlush, when set, is called from the flusher goroutine after each
 	// O_DIRECT write with its size and duration (for latency histograms).
@@ -214,7 +220,7 @@ func (o *Options) withDefaults() Options {
 		r = *o
 	}
 	if r.SegmentSize <= 0 {
-		r.SegmentSize = 64 << 20
+		r.SegmentSize = 16 << 20
 	}
 	if r.TimeStride <= 0 {
 		r.TimeStride = 64

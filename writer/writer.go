@@ -1039,6 +1039,9 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}
+	if err == nil && w.closeHook == nil {
+		w.compactTail()
+	}
 	if err == nil {
 		_, _, err = w.dropSegments() // what automatic retention left to the checkpointer
 	}

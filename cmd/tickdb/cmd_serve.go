@@ -49,7 +49,7 @@ type serveOpts struct {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	o := &serveOpts{lineLimit: 64 << 10, segment: 64 << 20, hotBytes: writer.DefaultHotBytes,
+	o := &serveOpts{lineLimit: 64 << 10, segment: 16 << 20, hotBytes: writer.DefaultHotBytes,
 		maxBody: 256 << 20, maxDecomp: ingest.DefaultMaxDecompressed, writeMemory: ingest.DefaultMaxWriteMemory}
 	cmd := &cobra.Command{
 		Use:   "serve",

@@ -90,7 +90,9 @@ func TestVerifyFlippedByte(t *testing.T) {
 	t.Parallel() // its time goes to starting processes
 	db, live := testutil.DB(t)
 	writeKnown(t, db, live, "trades")
-	sw := newSeqWriter(t, db, live+"/ticks", "ticks")
+	// Raw segments (no compaction, in the background or at Close): the
+	// damage is in a raw file.
+	sw := newSeqWriter(t, db, live+"/ticks", "ticks", func(o *writer.Options) { o.CompactAge = -1 })
 	sw.write(300, 100)
 	if err := sw.w.Close(); err != nil {
 		t.Fatal(err)

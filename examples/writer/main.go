@@ -31,7 +31,7 @@ func main() {
 	rows := flag.Int("rows", 100_000, "rows to append")
 	batch := flag.Int("batch", 64, "rows per Publish")
 	live := flag.String("live", "", "live slot directory (default: under /dev/shm/tickdb)")
-	segSize := flag.Int64("segment-size", 0, "bytes of rows per segment (default 64 MiB)")
+	segSize := flag.Int64("segment-size", 0, "bytes of rows per segment (default 16 MiB)")
 	rate := flag.Float64("rate", 0, "rows per second (0: as fast as possible)")
 	flag.Parse()
 	if err := run(*db, *table, *rows, *batch, *live, *segSize, *rate); err != nil {

@@ -27,7 +27,7 @@ type Table struct {
 }
 
 // BuildTable writes n ticks into a new table name under db with the
-// writer's default geometry (64 MiB segments, 4 live slots under a fresh
+// writer's default geometry (16 MiB segments, 4 live slots under a fresh
 // /dev/shm directory removed by tb's cleanup), appending in batches of
 // 1024 rows, publishing after each, and closes it: every row durable, the
 // live slots gone. With expect it also keeps Ts, Sym and Lots. Its

@@ -23,9 +23,11 @@ import (
 // the ingest rate, the append+publish latency of a batch (p99, p99.9,
 // max, per batch), the segments the background compaction compressed a
 // second while the rows went in and its own throughput meanwhile (rows
-// over the time it spent on them, Stats.CompactTime), the raw backlog at its largest and at
-// Close (sealed segments not compressed, the newest sealed one included
-// until the next one's first rows are durable), the Close time and the
+// over the time it spent on them, Stats.CompactTime), the rolls that
+// waited for it (Options.RawBacklog) and the share of the ingest's time
+// they took, the raw backlog at its largest and after the last append
+// (sealed segments not compressed, the newest sealed one included until
+// the next one's first rows are durable), the Close time and the
 // table's allocated bytes a row after Close: all its files, the raw
 // segment files among them, and the index files (postings, time index,
 // late rows), and the same table's after a reopen and CloseCompacted(0)
@@ -49,8 +51,8 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			db, live := testutil.DB(b)
 			s, _, _, _ := benchutil.TickSchema()
 			hist := benchutil.NewHist()
-			var ingest, closing, cmpTime time.Duration
-			var cmpRows uint64
+			var ingest, closing, cmpTime, stallTime time.Duration
+			var cmpRows, stalls uint64
 			var maxBacklog, closeBacklog, compacted uint64
 			var disk, index, raw, full int64
 			i := 0
@@ -91,6 +93,8 @@ func BenchmarkIngestDefaults(b *testing.B) {
 				compacted += st.CompactedSegs
 				cmpRows += st.CompactRows
 				cmpTime += st.CompactTime
+				stalls += st.BacklogStalls
+				stallTime += st.BacklogWait
 				closeBacklog = max(closeBacklog, st.RawSegs)
 				maxBacklog = max(maxBacklog, st.RawSegs)
 				c0 := time.Now()
@@ -129,6 +133,10 @@ func BenchmarkIngestDefaults(b *testing.B) {
 				// The compaction's own throughput, beside the ingest.
 				b.ReportMetric(float64(cmpRows)/cmpTime.Seconds(), "compact-rows/s")
 			}
+			// Rolls that waited for the compaction (Options.RawBacklog),
+			// and the share of the ingest's time they waited.
+			b.ReportMetric(float64(stalls)/float64(b.N), "backlog-stalls")
+			b.ReportMetric(100*stallTime.Seconds()/ingest.Seconds(), "backlog-wait-%")
 			b.ReportMetric(float64(maxBacklog), "max-raw-segs")
 			b.ReportMetric(float64(closeBacklog), "close-raw-segs")
 			b.ReportMetric(float64(disk)/rows, "disk-B/row")

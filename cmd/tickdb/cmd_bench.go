@@ -104,6 +104,9 @@ func runBench(cmd *cobra.Command, o *benchOpts) error {
 		}
 	}
 	cfg := o.cfg
+	if g != nil {
+		cfg.TickDBSegment = 64 << 20 // the guard's calibration (suite.Config)
+	}
 	if !o.quiet {
 		cfg.Log = cmd.ErrOrStderr()
 	}

@@ -124,11 +124,16 @@ func openWriter(dir, live string, d *Data, o writer.Options) (*writer.Writer, er
 }
 
 func openTickDB(dir string, d *Data, p writer.FlushPolicy) (*tickdbSystem, error) {
+	return openTickDBWith(dir, d, writer.Options{Flush: p})
+}
+
+// openTickDBWith is openTickDB with the writer's options o.
+func openTickDBWith(dir string, d *Data, o writer.Options) (*tickdbSystem, error) {
 	live, err := liveDir()
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWriter(dir, live, d, writer.Options{Flush: p})
+	w, err := openWriter(dir, live, d, o)
 	if err != nil {
 		os.RemoveAll(live)
 		return nil, err

@@ -495,7 +495,15 @@ func TestIterReadRow(t *testing.T) {
 		}
 	}
 	scan()
-	if n := testing.AllocsPerRun(5, scan); n != 0 {
+	// The count is the process's: a background pass of the writer's
+	// (the postings of the last compaction dropped a pass later)
+	// allocates too, once. An allocation of the scan's shows in every
+	// try.
+	n := testing.AllocsPerRun(5, scan)
+	for try := 0; try < 2 && n != 0; try++ {
+		n = min(n, testing.AllocsPerRun(5, scan))
+	}
+	if n != 0 {
 		t.Errorf("a scan with ReadRow allocates %v times", n)
 	}
 	r.Close()

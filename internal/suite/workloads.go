@@ -176,7 +176,13 @@ func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
 	defer os.RemoveAll(live)
 	// 8 MiB segments, so that the warm-up through the four live slots
 	// (first touch of their pages, about 5 µs a page on a VM) is short.
-	w, err := openWriter(dir, live, x.d, writer.Options{Flush: p, SegmentSize: appendSegment})
+	// No background compaction: these figures are the append path's
+	// (its CPU, its allocations, the flusher's pace), and the process's
+	// allocation count would take in the encodings, which the default
+	// backlog bound (Options.RawBacklog) makes the loop wait for. The
+	// defaults' ingest, compaction included, is the user protocol's
+	// (MUserIngest) and BenchmarkIngestDefaults'.
+	w, err := openWriter(dir, live, x.d, writer.Options{Flush: p, SegmentSize: appendSegment, CompactAge: -1})
 	if err != nil {
 		return err
 	}
@@ -192,7 +198,6 @@ func (x *run) appendOnce(metric string, p writer.FlushPolicy) (err error) {
 	if err := x.warmUp(w, slots); err != nil {
 		return err
 	}
-	settle(w)
 	h := x.hist(metric, TickDB)
 	if x.cfg.Rate > 0 {
 		return x.appendPaced(metric, w, h)
@@ -265,18 +270,6 @@ func (x *run) warmUp(w *writer.Writer, slots int) error {
 		w.Publish()
 	}
 	return nil
-}
-
-// settle waits for the background compaction of the warm-up's segments
-// (the default Options.CompactAge) to finish, all but the newest sealed
-// one, which qualifies only once rows after it are durable: the
-// allocation counts are the process's, and a segment's encoding
-// allocates its buffers. A minute at most (under the race detector an
-// encoding is slow); then the measurement goes on regardless.
-func settle(w *writer.Writer) {
-	for deadline := time.Now().Add(time.Minute); w.Stats().RawSegs > 1 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // appendPaced appends rows one at a time at Config.Rate rows/s for at

@@ -242,7 +242,7 @@ func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
 		return 0, nil
 	}
 	if _, _, err := w.compactSegment(n, w.rps, stop, ready); errors.Is(err, errSegDropped) {
-		return 1, nil
+		return 0, err
 	} else if err != nil {
 		return 0, fmt.Errorf("writer: compact segment %d: %w", n, err)
 	}

@@ -94,6 +94,9 @@ func (c *compactor) next() bool {
 	w := c.w
 	t0 := time.Now()
 	n, err := w.compactNext(c.upTo.Load(), c.stopc)
+	if errors.Is(err, errSegDropped) {
+		return true // nothing compressed, nothing failed: the next one
+	}
 	w.sh.cmpFailing.Store(err != nil && !errors.Is(err, cseg.ErrStopped))
 	switch {
 	case err == nil:

@@ -169,14 +169,35 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 	if q.HasFrom {
 		from = q.From
 	}
+	to := int64(reader.ToEnd)
+	if q.HasTo {
+		to = q.To
+	}
+	if q.Sym != "" {
+		// One symbol's rows of compacted history: the column scan of its
+		// blocks, which decodes only these three columns of them (the
+		// iterator below decodes every column into rows). Over raw rows
+		// alone the iterator reads the same postings.
+		var sc reader.Scan
+		spec := reader.ScanSpec{Cols: []int{0, s.Index(field.Name), s.Index(vol.Name)}, From: from, To: to,
+			Seqs: q.HasSeqEnd, OneSym: true, Sym: id}
+		if err := r.Scan(spec, &sc); err != nil {
+			return 0, q.wrap(err)
+		}
+		if !sc.Late() && sc.Compressed() {
+			err = x.runScan(ctx, &sc)
+			sc.Close()
+			if err == nil {
+				err = x.flush()
+			}
+			return x.bars, q.wrap(err)
+		}
+		sc.Close()
+	}
 	if q.Sym == "" {
 		// Every row of compacted history: the column scan, in seq order,
 		// which is time order unless the range has late rows. (Over raw
 		// rows alone the iterator below is as fast on one core.)
-		to := int64(reader.ToEnd)
-		if q.HasTo {
-			to = q.To
-		}
 		cols := []int{0, s.Index(field.Name), s.Index(vol.Name)}
 		if x.hasSym {
 			cols = append(cols, s.SymCol)

@@ -211,6 +211,7 @@ type Iter struct {
 	a, first, vis         uint64
 	symSeg, segEnd        uint64
 	exact, postInit, done bool
+	seqLo, seqHi          uint64 // the seqs it may return (rangeSym)
 	// Symbol mode in a version 2 compressed segment (z non-nil): its data
 	// blocks [zk, zend) are still to decode; the current one's rows and
 	// seqs are in zrows and zseqs (the iterator's own buffers), from zi;
@@ -311,6 +312,11 @@ func (r *Reader) RangeSeq(a, b uint64, it *Iter) error {
 // time, each checked against its seq. Such a row stays valid until the
 // iterator reads its next 2,048 rows (or is repositioned).
 func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
+	return r.rangeSym(from, to, id, 0, math.MaxUint64, it)
+}
+
+// rangeSym is RangeSym over the rows with seq in [lo, hi) alone.
+func (r *Reader) rangeSym(from, to int64, id uint32, lo, hi uint64, it *Iter) error {
 	if r.closed {
 		return ErrClosed
 	}
@@ -348,8 +354,9 @@ func (r *Reader) RangeSym(from, to int64, id uint32, it *Iter) error {
 		b = snap.Visible
 	}
 	r.sweepCopies()
-	it.reset(Iter{r: r, end: max(a, b), sym: true, id: id, nextCk: snap.NextChunk,
-		from: from, to: to, hi: lastTs(to), a: a, first: snap.FirstSeq, vis: snap.Visible})
+	a = max(a, lo)
+	it.reset(Iter{r: r, end: min(max(a, b), hi), sym: true, id: id, nextCk: snap.NextChunk,
+		from: from, to: to, hi: lastTs(to), a: a, first: snap.FirstSeq, vis: snap.Visible, seqLo: lo, seqHi: hi})
 	if err := it.initLate(from, to, a, snap); err != nil {
 		return err
 	}
@@ -373,7 +380,8 @@ func (it *Iter) exactBounds() error {
 	if it.to == ToEnd {
 		b = it.vis
 	}
-	it.a, it.end, it.exact = a, max(a, b), true
+	a = max(a, it.seqLo)
+	it.a, it.end, it.exact = a, min(max(a, b), it.seqHi), true
 	return nil
 }
 

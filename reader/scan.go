@@ -75,6 +75,15 @@ type ScanSpec struct {
 	// is GOMAXPROCS, at most 4. A scan of a few blocks decodes in Next
 	// whatever the count.
 	Workers int
+	// OneSym keeps only the rows of symbol Sym (an id of the table's sym
+	// column: Reader.SymbolID), in the same order: the rows RangeSym
+	// returns for a range without late rows. A compressed segment then
+	// decodes only that symbol's blocks, and a raw one is read through
+	// its postings (its hot copy, clustered by symbol, when the writer
+	// keeps one). An id the table has not seen is ErrUnknownSymbol, as
+	// is OneSym on a table without a sym column.
+	OneSym bool
+	Sym    uint32
 }
 
 // Block is one block of a Scan's rows, column by column: row i's value
@@ -254,6 +263,12 @@ type scanParams struct {
 	seqs  bool
 	order ScanOrder
 	tsVec int // the vector holding ts, or -1
+	// One symbol's rows (ScanSpec.OneSym): its id, the sym column's
+	// place in a row, and the range's To (RangeSym's bound).
+	oneSym bool
+	sym    uint32
+	symCol store.Col
+	to     int64
 }
 
 // inWindow reports whether ts is in the scan's window.
@@ -277,6 +292,10 @@ type Scan struct {
 	a    uint64 // first seq of the range
 	end  uint64 // seq past the range
 	late bool   // late rows in [a, end): filter raw rows by ts
+	// anyLate: the table has late rows (anywhere); a one-symbol scan
+	// then reads raw rows in seq order and filters them, not through the
+	// postings (RangeSym merges late rows in ts order).
+	anyLate bool
 	// compressed: [a, end) starts below the compaction mark.
 	compressed bool
 	vis        uint64 // the published rows at positioning
@@ -353,6 +372,24 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 		}
 	}
 	p.from, p.hi, p.seqs, p.order = spec.From, lastTs(spec.To), spec.Seqs, spec.Order
+	p.oneSym, p.sym, p.to = spec.OneSym, spec.Sym, spec.To
+	if spec.OneSym {
+		if s.SymCol < 0 {
+			sc.done = true
+			return fmt.Errorf("%w: scan of symbol %d: the table has no sym column", ErrUnknownSymbol, spec.Sym)
+		}
+		p.symCol = s.ColAt(s.SymCol)
+		if int(spec.Sym) >= r.syms.Len() {
+			if err := r.refreshSymbols(); err != nil {
+				sc.done = true
+				return err
+			}
+			if int(spec.Sym) >= r.syms.Len() {
+				sc.done = true
+				return fmt.Errorf("%w: id %d", ErrUnknownSymbol, spec.Sym)
+			}
+		}
+	}
 	sc.rowSize, sc.rowVec = s.RowSize, sc.rowVec[:0]
 	if spec.Seqs {
 		for c := range s.Cols {
@@ -396,7 +433,7 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 	if p.from > p.hi {
 		b = a
 	}
-	sc.a, sc.end, sc.late, sc.vis = a, b, late, snap.Visible
+	sc.a, sc.end, sc.late, sc.vis, sc.anyLate = a, b, late, snap.Visible, snap.Late > 0
 	sc.compressed = a < b && a>>r.shift < r.ctl.CmpSegs()
 	workers := spec.Workers
 	if workers <= 0 {

@@ -611,6 +611,27 @@ func (sc *Scan) planSeg() error {
 	switch v.kind {
 	case viewCompressed:
 		z := v.z
+		if sc.p.oneSym {
+			if z.Version() != cseg.VersionClustered || base+z.Rows() > sc.vis || sc.late {
+				pl.push(item{kind: itemLocal, lo: lo, hi: hi})
+				return nil
+			}
+			// The symbol's blocks that reach the window: in seq order
+			// (a symbol's rows are, within the segment), read in one go.
+			k, end := z.SymSeek(sc.p.sym, sc.p.from)
+			e := k
+			for e < end {
+				if lo, _ := z.DataBlockTs(e); lo > sc.p.hi {
+					break
+				}
+				e++
+			}
+			if k < e {
+				z.WillNeed(k, e)
+				*ps = planState{seg: ps.seg, kind: planZ, base: base, z: z, i: k, n: e}
+			}
+			return nil
+		}
 		if base+z.Rows() > sc.vis || (z.Version() == cseg.VersionClustered && sc.p.order == OrderSeq && z.SymCount() > mergeMaxSyms) {
 			pl.push(item{kind: itemLocal, lo: lo, hi: hi})
 			return nil
@@ -649,6 +670,12 @@ func (sc *Scan) planSeg() error {
 			pl.push(item{kind: itemLocal, lo: lo, hi: hi})
 			return nil
 		}
+		if sc.p.oneSym {
+			if lo < hi {
+				pl.push(item{kind: itemLocal, lo: lo, hi: hi})
+			}
+			return nil
+		}
 		if lo < hi {
 			*ps = planState{seg: ps.seg, kind: planRaw, base: base, rows: v.rows, rs: int(v.rs), path: v.path,
 				i: int(lo - base), n: int(hi - base)}
@@ -665,12 +692,16 @@ func (sc *Scan) planSeg() error {
 // for the segments a task cannot read: a live slot (the writer may
 // recycle it under the read), a durable file still being written (its
 // mapping changes when it is sealed), a compressed segment the merge does
-// not take.
+// not take; and, for a one-symbol scan, every segment but the compressed,
+// clustered ones (through the postings, as RangeSym reads them).
 type localRows struct {
 	active bool
-	it     Iter
-	row    store.Row
-	blk    *Block
+	// filterSym: a one-symbol scan reading every row of the range (the
+	// table has late rows), keeping the symbol's.
+	filterSym bool
+	it        Iter
+	row       store.Row
+	blk       *Block
 }
 
 func (l *localRows) start(sc *Scan, lo, hi uint64) error {
@@ -682,6 +713,13 @@ func (l *localRows) start(sc *Scan, lo, hi uint64) error {
 	}
 	l.blk.reserve(BlockRows, sc.p.seqs)
 	l.active = true
+	l.filterSym = false
+	if p := &sc.p; p.oneSym {
+		if !sc.anyLate {
+			return sc.r.rangeSym(p.from, p.to, p.sym, lo, hi, &l.it)
+		}
+		l.filterSym = true
+	}
 	return sc.r.RangeSeq(lo, hi, &l.it)
 }
 
@@ -692,7 +730,7 @@ func (l *localRows) next(sc *Scan) (*Block, error) {
 	n := 0
 	for n < BlockRows && l.it.NextInto(l.row) {
 		row := l.row
-		if sc.late && !p.inWindow(row.Ts()) {
+		if sc.late && !p.inWindow(row.Ts()) || l.filterSym && row.Sym(p.symCol) != p.sym {
 			continue
 		}
 		for j, c := range p.cols {

@@ -150,26 +150,50 @@ func scanCheck(t *testing.T, r *reader.Reader, rng *rand.Rand, ts []int64) {
 	defer sc.Close()
 	for wi, w := range windows {
 		every := rangeRows(t, r, w[0], w[1], all) // Range's rows, every column
-		for k := range 4 {
+		kinds := 4
+		if s.SymCol >= 0 {
+			kinds = 7 // and one symbol's rows: one of the window's, any id, any id
+			var sc reader.Scan
+			id := uint32(r.Symbols() + 3)
+			if err := r.Scan(reader.ScanSpec{From: w[0], To: w[1], OneSym: true, Sym: id}, &sc); !errors.Is(err, reader.ErrUnknownSymbol) {
+				t.Fatalf("a scan of symbol %d, which the table has not seen: %v", id, err)
+			}
+		}
+		for k := range kinds {
 			spec := reader.ScanSpec{From: w[0], To: w[1], Seqs: rng.IntN(3) > 0, Workers: 1 + rng.IntN(3)}
 			switch k {
 			case 0:
 				spec.Cols = all
 			case 1:
 				spec.Cols = []int{rng.IntN(len(s.Cols))}
-			case 2:
+			case 2, 5:
 				spec.Cols = []int{len(s.Cols) - 1, 0}
+			case 4:
+				spec.Cols = all
+			case 6:
+				spec.Cols = []int{rng.IntN(len(s.Cols))}
 			}
-			if rng.IntN(2) == 0 {
+			if k >= 4 {
+				spec.OneSym = true
+				switch {
+				case k == 4 && len(every) > 0:
+					spec.Sym = uint32(every[rng.IntN(len(every))].vals[s.SymCol])
+				default:
+					spec.Sym = uint32(rng.IntN(max(r.Symbols(), 1)))
+				}
+			} else if rng.IntN(2) == 0 {
 				spec.Order = reader.OrderAny
 			}
-			want := make([]scanRow, len(every))
-			for i, row := range every {
+			want := make([]scanRow, 0, len(every))
+			for _, row := range every {
+				if spec.OneSym && uint32(row.vals[s.SymCol]) != spec.Sym {
+					continue
+				}
 				v := make([]uint64, len(spec.Cols))
 				for j, c := range spec.Cols {
 					v[j] = row.vals[c]
 				}
-				want[i] = scanRow{seq: row.seq, vals: v}
+				want = append(want, scanRow{seq: row.seq, vals: v})
 			}
 			got, late := scanRows(t, r, &sc, spec)
 			name := fmt.Sprintf("window %d [%d, %d) %+v", wi, w[0], w[1], spec)

@@ -355,6 +355,9 @@ func (r *Reader) rangeSym(from, to int64, id uint32, lo, hi uint64, it *Iter) er
 	}
 	r.sweepCopies()
 	a = max(a, lo)
+	if e := min(max(a, b), hi); a < e {
+		r.prefetchTables(a>>r.shift, (e-1)>>r.shift+1)
+	}
 	it.reset(Iter{r: r, end: min(max(a, b), hi), sym: true, id: id, nextCk: snap.NextChunk,
 		from: from, to: to, hi: lastTs(to), a: a, first: snap.FirstSeq, vis: snap.Visible, seqLo: lo, seqHi: hi})
 	if err := it.initLate(from, to, a, snap); err != nil {

@@ -137,6 +137,9 @@ type segView struct {
 	zpart  uint64
 	nfill  int
 	filled [cseg.BlockRows / 64]uint64
+	// asked: not opened yet, its header and tables asked for
+	// (prefetchTables).
+	asked bool
 }
 
 // partialRows is how many rows of a block of a clustered compressed
@@ -196,13 +199,13 @@ func (r *Reader) open(opts *Options) error {
 		return err
 	}
 	// Every query's seek reads the time index: start reading it now (on a
-	// cold table its pages would come in one random read at a time).
-	// (Mapping it in the background too, MADV_POPULATE_READ, made the
-	// first query slower, not faster: it competes with the query.)
-	r.ts.WillNeed()
-	// Likewise the header and tables of the newest compressed segments,
-	// which a query's first visit to each would read before its blocks,
-	// and their decoding's set-up, in the background meanwhile: the
+	// cold table its pages would come in one random read at a time), up
+	// to its newest 4 MiB (32 M rows at the default stride: the advice
+	// queues the reads, about 1 ms a MiB here). (Reading it in the
+	// background instead, or mapping it, MADV_POPULATE_READ, made the
+	// first query slower: it competes with the query.)
+	r.ts.WillNeedTail(timeIdxAhead)
+	// The set-up of decoding compressed segments, in the background: the
 	// decoder, and the decode buffers with every page written once (a
 	// fresh process's first block would otherwise take ~100 page faults,
 	// ~1 ms on the reference VM, in its first query).
@@ -214,9 +217,6 @@ func (r *Reader) open(opts *Options) error {
 			r.zscratch.Prepare(s)
 			close(done)
 		}(c.Schema, r.zready)
-	}
-	for n := max(first, c.CmpSegs()-min(c.CmpSegs(), prefetchSegs)); n < c.CmpSegs(); n++ {
-		_ = cseg.Prefetch(format.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
 	}
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
@@ -235,13 +235,32 @@ func (r *Reader) open(opts *Options) error {
 	return r.refreshSymbols()
 }
 
-// prefetchSegs and prefetchTail bound what Open reads ahead of the
-// compressed segments: the newest 256, the last 64 KiB of each (their
-// tables: block index, directory, seq-order index).
-const (
-	prefetchSegs = 256
-	prefetchTail = 64 << 10
-)
+// timeIdxAhead is how much of the time index Open asks for.
+const timeIdxAhead = 4 << 20
+
+// prefetchTail is what prefetchTables asks for of a compressed segment
+// besides its header: its last 64 KiB (its tables: block index,
+// directory, seq-order index; 22 KiB for a 16 MiB segment of ticks).
+const prefetchTail = 64 << 10
+
+// prefetchTables asks for the header and tables of the compressed
+// segments among [lo, hi) that the reader has not opened, all at once and
+// in the background (a fadvise each), once each: a query that goes on to
+// visit them finds them read, where each first visit would otherwise wait
+// for a read of its own. Open reads none of them ahead (a table's
+// segments may be many, and a query may need one).
+func (r *Reader) prefetchTables(lo, hi uint64) {
+	hi = min(hi, r.ctl.CmpSegs())
+	for n := max(lo, r.first>>r.shift); n < hi; n++ {
+		for uint64(len(r.segs)) <= n {
+			r.segs = append(r.segs, segView{})
+		}
+		if v := &r.segs[n]; v.kind == viewNone && !v.asked {
+			v.asked = true
+			_ = cseg.Prefetch(format.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
+		}
+	}
+}
 
 // Close unmaps everything. Rows handed out before are invalid after it.
 func (r *Reader) Close() error {

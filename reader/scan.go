@@ -435,6 +435,9 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 	}
 	sc.a, sc.end, sc.late, sc.vis, sc.anyLate = a, b, late, snap.Visible, snap.Late > 0
 	sc.compressed = a < b && a>>r.shift < r.ctl.CmpSegs()
+	if sc.compressed {
+		r.prefetchTables(a>>r.shift, (b-1)>>r.shift+1)
+	}
 	workers := spec.Workers
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 4)

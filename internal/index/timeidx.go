@@ -1,8 +1,6 @@
 package index
 
 import (
-	"math"
-
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/internal/vfs"
@@ -43,9 +41,12 @@ func OpenTimeIndex(path string, tableID [16]byte, fs vfs.FS) (*TimeIndex, error)
 // Path is the file's path.
 func (t *TimeIndex) Path() string { return t.m.Path }
 
-// WillNeed starts reading the whole index into the page cache in the
-// background (8 bytes per stride of rows: small next to the rows).
-func (t *TimeIndex) WillNeed() { t.m.willNeed(0, math.MaxInt64) }
+// WillNeedTail starts reading the index's last n bytes into the page
+// cache in the background: its newest rows' entries.
+func (t *TimeIndex) WillNeedTail(n int64) {
+	end := min(t.m.size.Load(), int64(len(t.m.b)))
+	t.m.willNeed(max(0, end-n), n)
+}
 
 // Close unmaps the file.
 func (t *TimeIndex) Close() error { return t.m.Close() }

@@ -342,16 +342,9 @@ func (r *Reader) rangeSym(from, to int64, id uint32, lo, hi uint64, it *Iter) er
 	// clustered segment each decode a data block, and its rows are
 	// filtered by ts, so the exact bounds are found (exactBounds) only
 	// when a segment is read through the postings.
-	a, _, err := r.coarse(from, snap.FirstSeq, snap.Visible)
+	a, b, err := r.coarseBounds(from, to, snap)
 	if err != nil {
 		return err
-	}
-	_, b, err := r.coarse(to, snap.FirstSeq, snap.Visible)
-	if err != nil {
-		return err
-	}
-	if to == ToEnd {
-		b = snap.Visible
 	}
 	r.sweepCopies()
 	a = max(a, lo)
@@ -564,6 +557,21 @@ func (it *Iter) at(p uint64) uint64 {
 func (it *Iter) closedEarly(p, e uint64) bool {
 	j, k := it.r.post.Locate(p)
 	return it.r.post.ClosedEarly(j, it.chunks[j], k, e)
+}
+
+// coarseBounds is bounds from the time index alone (coarse): seqs
+// [a, b) hold every row of [from, to), and some rows around them.
+func (r *Reader) coarseBounds(from, to int64, snap index.Snap) (a, b uint64, err error) {
+	if a, _, err = r.coarse(from, snap.FirstSeq, snap.Visible); err != nil {
+		return 0, 0, err
+	}
+	if _, b, err = r.coarse(to, snap.FirstSeq, snap.Visible); err != nil {
+		return 0, 0, err
+	}
+	if to == ToEnd {
+		b = snap.Visible
+	}
+	return a, max(a, b), nil
 }
 
 func (r *Reader) bounds(from, to int64, snap index.Snap) (uint64, uint64, error) {

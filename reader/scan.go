@@ -410,7 +410,16 @@ func (r *Reader) Scan(spec ScanSpec, sc *Scan) error {
 		sc.done = true
 		return err
 	}
-	a, b, err := r.bounds(spec.From, spec.To, snap)
+	var a, b uint64
+	if spec.OneSym && snap.Late == 0 {
+		// The seq bounds from the time index alone, as RangeSym's: a
+		// seek's row probes in a clustered segment each decode a data
+		// block, and one symbol's rows are filtered by ts anyway (a
+		// compressed block's by the scan, the others' by their iterator).
+		a, b, err = r.coarseBounds(spec.From, spec.To, snap)
+	} else {
+		a, b, err = r.bounds(spec.From, spec.To, snap)
+	}
 	if err != nil {
 		sc.done = true
 		return err

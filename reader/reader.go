@@ -238,10 +238,11 @@ func (r *Reader) open(opts *Options) error {
 // timeIdxAhead is how much of the time index Open asks for.
 const timeIdxAhead = 4 << 20
 
-// prefetchTail is what prefetchTables asks for of a compressed segment
-// besides its header: its last 64 KiB (its tables: block index,
-// directory, seq-order index; 22 KiB for a 16 MiB segment of ticks).
-const prefetchTail = 64 << 10
+// prefetchTailMax bounds what prefetchTables asks for of a compressed
+// segment besides its header: its tables (block index, directory,
+// seq-order index: 22 KiB for a 16 MiB segment of 100 symbols' ticks),
+// at most 256 KiB.
+const prefetchTailMax = 256 << 10
 
 // prefetchTables asks for the header and tables of the compressed
 // segments among [lo, hi) that the reader has not opened, all at once and
@@ -251,13 +252,14 @@ const prefetchTail = 64 << 10
 // segments may be many, and a query may need one).
 func (r *Reader) prefetchTables(lo, hi uint64) {
 	hi = min(hi, r.ctl.CmpSegs())
+	tail := min(prefetchTailMax, cseg.TablesSize(r.mask+1, len(r.schema.Cols), r.syms.Len()))
 	for n := max(lo, r.first>>r.shift); n < hi; n++ {
 		for uint64(len(r.segs)) <= n {
 			r.segs = append(r.segs, segView{})
 		}
 		if v := &r.segs[n]; v.kind == viewNone && !v.asked {
 			v.asked = true
-			_ = cseg.Prefetch(format.ZSegPath(r.dir, n), prefetchTail) // advice: a miss costs reads later
+			_ = cseg.Prefetch(format.ZSegPath(r.dir, n), tail) // advice: a miss costs reads later
 		}
 	}
 }

@@ -275,6 +275,10 @@ func TestClusteredRoundTrip(t *testing.T) {
 			if over := st.Bytes - sum - st.SeqBytes - headerSize - idx; over < 0 || over >= 8 {
 				t.Fatalf("%d bytes unaccounted for", over)
 			}
+			// The tables at the end fit what Prefetch is told to read.
+			if tables, bound := int64(buf.Len())-g.indexOff, TablesSize(tc.rps, len(tc.s.Cols), g.SymCount()); tables > bound {
+				t.Fatalf("tables of %d bytes, TablesSize says at most %d", tables, bound)
+			}
 			checkClustered(t, g, tc.s, h, rows)
 		})
 	}

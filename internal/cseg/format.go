@@ -276,6 +276,17 @@ func FileVersion(path string) (int, error) {
 	return int(le.Uint32(h[8:])), nil
 }
 
+// TablesSize bounds the size of the tables at the end of a clustered
+// (version 2) file of a segment of rowsPerSeg rows, ncols columns and at
+// most nsyms symbols: block index, directory and rank table with their
+// checks and padding (what Prefetch's tail should cover). Each symbol
+// adds at most one block to the full ones.
+func TablesSize(rowsPerSeg uint64, ncols, nsyms int) int64 {
+	blocks := int64((rowsPerSeg + BlockRows - 1) / BlockRows)
+	ns := min(int64(nsyms), int64(rowsPerSeg))
+	return (blocks+ns)*int64(entrySize(ncols)) + ns*dirEntry + blocks*rankEntry + 3*4 + 8
+}
+
 // Prefetch starts reading, in the background, what Open reads of the
 // compressed segment file at path: its header and the tables at its end
 // (the last tail bytes), so a first query on a cold machine does not wait

@@ -66,6 +66,7 @@ type tickdbSystem struct {
 	buf       []byte
 	price     store.Col
 	it        reader.Iter
+	sc        reader.Scan
 
 	// keepWriter makes Seal leave the writer open, as the ingesting
 	// process has the table (every row durable, a reader beside it), and
@@ -199,6 +200,7 @@ func (s *tickdbSystem) Seal() error {
 }
 
 func (s *tickdbSystem) Reopen() error {
+	s.sc.Close()
 	if err := s.r.Close(); err != nil {
 		return err
 	}
@@ -210,11 +212,22 @@ func (s *tickdbSystem) Reopen() error {
 func (s *tickdbSystem) Query(q Query) (Answer, error) {
 	var a Answer
 	var err error
-	if q.Sym == AllSymbols {
-		err = s.r.Range(q.From, q.To, &s.it)
-	} else {
-		err = s.r.RangeSym(q.From, q.To, uint32(q.Sym), &s.it)
+	if q.Sym != AllSymbols {
+		// One symbol: the column scan of its rows (ts and price alone are
+		// decoded from compressed segments), in ts order as RangeSym's.
+		spec := reader.ScanSpec{Cols: []int{0, priceIdx}, From: q.From, To: q.To, OneSym: true, Sym: uint32(q.Sym)}
+		if err := s.r.Scan(spec, &s.sc); err != nil {
+			return a, err
+		}
+		for s.sc.Next() {
+			b := s.sc.Block()
+			for i, t := range b.I64(0) {
+				a.Add(t, b.F64(1)[i])
+			}
+		}
+		return a, s.sc.Err()
 	}
+	err = s.r.Range(q.From, q.To, &s.it)
 	if err != nil {
 		return a, err
 	}
@@ -225,10 +238,14 @@ func (s *tickdbSystem) Query(q Query) (Answer, error) {
 	return a, s.it.Err()
 }
 
+// priceIdx is the price column's index in store.TickSchema.
+var priceIdx = store.TickSchema().Index("price")
+
 // Close closes the reader, then the writer if Seal left it open (with
 // closeWriter), and removes the live directory.
 func (s *tickdbSystem) Close() error {
 	var err error
+	s.sc.Close()
 	if s.r != nil {
 		err = s.r.Close()
 	}

@@ -85,6 +85,25 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 			return 0, nil
 		}
 	}
+	if q.Sym != "" {
+		// One symbol's rows of compacted history: the column scan of its
+		// blocks (every column and the seqs, for the rows' check words),
+		// on both cores, where the iterator decodes them on this one.
+		all := make([]int, len(s.Cols))
+		for i := range all {
+			all[i] = i
+		}
+		var sc reader.Scan
+		if err := r.Scan(reader.ScanSpec{Cols: all, From: from, To: to, Seqs: true, OneSym: true, Sym: id}, &sc); err != nil {
+			return 0, q.wrap(err)
+		}
+		if !sc.Late() && sc.Compressed() {
+			err := x.drainScan(&sc)
+			sc.Close()
+			return x.n, q.wrap(err)
+		}
+		sc.Close()
+	}
 	var it reader.Iter
 	var err error
 	if q.Sym != "" {
@@ -119,6 +138,30 @@ type runner struct {
 	limit   int64
 	n       int64 // rows passed to enc
 	scanned int64 // rows read
+}
+
+// drainScan passes the scan's rows to the encoder, each rebuilt whole
+// (Scan.RowInto).
+func (x *runner) drainScan(sc *reader.Scan) error {
+	for sc.Next() {
+		if err := x.ctx.Err(); err != nil {
+			return err
+		}
+		for i := range sc.Block().Len() {
+			if err := sc.RowInto(i, x.row); err != nil {
+				return err
+			}
+			x.scanned++
+			if err := x.emit(x.row); err != nil {
+				return err
+			}
+			x.n++
+			if x.limit > 0 && x.n >= x.limit {
+				return nil
+			}
+		}
+	}
+	return sc.Err()
 }
 
 // drain passes the iterator's rows to the encoder; done reports that the limit was

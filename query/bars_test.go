@@ -492,7 +492,7 @@ func TestBarsAllocs(t *testing.T) {
 		t.Helper()
 		nop := func(*query.Bar) error { return nil }
 		measure := func(q query.BarsQuery) float64 {
-			return testing.AllocsPerRun(20, func() {
+			return leastAllocs(20, func() {
 				if _, err := query.Bars(context.Background(), r, q, nop); err != nil {
 					t.Fatal(err)
 				}

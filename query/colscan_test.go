@@ -255,7 +255,7 @@ func TestColumnScanAllocs(t *testing.T) {
 	quarter := j.trades[len(j.trades)/4].ts
 	nop := func(*query.Bar) error { return nil }
 	bars := func(q query.BarsQuery) float64 {
-		return testing.AllocsPerRun(10, func() {
+		return leastAllocs(10, func() {
 			if _, err := query.Bars(context.Background(), l, q, nop); err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestColumnScanAllocs(t *testing.T) {
 		t.Logf("bars: %v allocations a run", big)
 	}
 	join := func(q query.AsOfQuery) float64 {
-		return testing.AllocsPerRun(10, func() {
+		return leastAllocs(10, func() {
 			if _, err := query.AsOf(context.Background(), l, r, q, func(_, _ store.Row) error { return nil }); err != nil {
 				t.Fatal(err)
 			}

@@ -173,40 +173,22 @@ func Bars(ctx context.Context, r *reader.Reader, q BarsQuery, fn func(*Bar) erro
 	if q.HasTo {
 		to = q.To
 	}
-	if q.Sym != "" {
-		// One symbol's rows of compacted history: the column scan of its
-		// blocks, which decodes only these three columns of them (the
-		// iterator below decodes every column into rows). Over raw rows
-		// alone the iterator reads the same postings.
+	// Rows of compacted history: the column scan, in seq order, which is
+	// time order unless the range has late rows. For one symbol, of its
+	// blocks alone, and only these columns (the iterator below decodes
+	// every column into rows). Over raw rows alone the iterator below is
+	// as fast on one core (it reads one symbol's postings).
+	cols := []int{0, s.Index(field.Name), s.Index(vol.Name)}
+	if x.hasSym {
+		cols = append(cols, s.SymCol)
+	}
+	{
 		var sc reader.Scan
-		spec := reader.ScanSpec{Cols: []int{0, s.Index(field.Name), s.Index(vol.Name)}, From: from, To: to,
-			Seqs: q.HasSeqEnd, OneSym: true, Sym: id}
+		spec := reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd, OneSym: q.Sym != "", Sym: id}
 		if err := r.Scan(spec, &sc); err != nil {
 			return 0, q.wrap(err)
 		}
-		if !sc.Late() && sc.Compressed() {
-			err = x.runScan(ctx, &sc)
-			sc.Close()
-			if err == nil {
-				err = x.flush()
-			}
-			return x.bars, q.wrap(err)
-		}
-		sc.Close()
-	}
-	if q.Sym == "" {
-		// Every row of compacted history: the column scan, in seq order,
-		// which is time order unless the range has late rows. (Over raw
-		// rows alone the iterator below is as fast on one core.)
-		cols := []int{0, s.Index(field.Name), s.Index(vol.Name)}
-		if x.hasSym {
-			cols = append(cols, s.SymCol)
-		}
-		var sc reader.Scan
-		if err := r.Scan(reader.ScanSpec{Cols: cols, From: from, To: to, Seqs: q.HasSeqEnd}, &sc); err != nil {
-			return 0, q.wrap(err)
-		}
-		if !sc.Late() && sc.Compressed() {
+		if q.Sym == "" && !sc.Late() && sc.Compressed() {
 			if shift, ok := x.clustered(r, from, q); ok {
 				// Few bars a segment: in the files' order (bars_cluster.go).
 				spec := reader.ScanSpec{Cols: cols, From: from, To: to, Order: reader.OrderAny, Seqs: true}

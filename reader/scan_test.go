@@ -431,6 +431,35 @@ func TestScanAllocs(t *testing.T) {
 			}
 		}
 	}
+	// One symbol's rows: its blocks of the compressed segments, its
+	// postings in the raw last one.
+	if r.Schema().SymCol < 0 {
+		t.Fatal("the table has no sym column")
+	}
+	for _, workers := range []int{1, 2} {
+		scan := func(to int64) func() {
+			return func() {
+				spec := reader.ScanSpec{Cols: []int{0, 2}, From: math.MinInt64, To: to, OneSym: true, Sym: 1, Workers: workers}
+				if err := r.Scan(spec, &sc); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for sc.Next() {
+					n += sc.Block().Len()
+				}
+				if err := sc.Err(); err != nil || n == 0 {
+					t.Fatalf("one symbol's scan: %d rows, %v", n, err)
+				}
+			}
+		}
+		all, part := scan(reader.ToEnd), scan(half)
+		all()
+		part()
+		a, p := testing.AllocsPerRun(10, all), testing.AllocsPerRun(10, part)
+		if workers == 1 && (a != 0 || p != 0) || a > p {
+			t.Errorf("one symbol, %d workers: %v allocations a scan of every row, %v of half of them", workers, a, p)
+		}
+	}
 }
 
 // TestScanCorrupt: a raw row that fails its check word and a compressed

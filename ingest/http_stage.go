@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"math"
+	"sync"
 
 	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/lineproto"
@@ -482,10 +483,7 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	}
 	var b []byte
 	if size == stageBlockMax {
-		if m, err := mmap.MapAnon(size); err == nil {
-			// Fault the block in with one call rather than a trap per
-			// page (measured: most of the staging time otherwise).
-			_ = mmap.PopulateWrite(m)
+		if m := takeStageBlock(); m != nil {
 			t.mapped = append(t.mapped, m)
 			b = m[:n]
 		}
@@ -497,16 +495,77 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	return b, nil
 }
 
-// free gives the stage's mapped blocks back to the system. Nothing may
-// read the stage after.
+// free gives the stage's mapped blocks back (giveStageBlock). Nothing
+// may read the stage after.
 func (s *stage) free() {
 	for _, t := range s.tables {
-		for _, m := range t.mapped {
-			_ = mmap.Unmap(m)
+		for i, m := range t.mapped {
+			giveStageBlock(m, t.used(i))
 		}
 		t.mapped, t.blocks = nil, nil
 	}
 	s.tables, s.byName, s.last = nil, nil, nil
+}
+
+// used is how much of mapped block i of t holds rows: the length of
+// the row block it backs.
+func (t *stagedTable) used(i int) int {
+	m := t.mapped[i]
+	for _, b := range t.blocks {
+		if cap(b) > 0 && &b[:1][0] == &m[0] {
+			return len(b)
+		}
+	}
+	return len(m) // not found: all of it
+}
+
+// The 1 MiB staging blocks of the requests that ended, up to
+// stagePoolBlocks of them, are kept for the next requests, zeroed: a
+// fresh mapping costs a page fault per 4 KiB page (about 5 µs each on a
+// virtual machine, 1.3 ms a block, about 4 ms for a 100 k-row request
+// of ticks), which the pre-faulting call only batches. The rest go back
+// to the system at once.
+const stagePoolBlocks = 8
+
+var stagePool struct {
+	mu     sync.Mutex
+	blocks [][]byte
+}
+
+// takeStageBlock returns a zeroed stageBlockMax-byte anonymous mapping,
+// faulted in: a kept one, or a new one (nil if the mapping fails).
+func takeStageBlock() []byte {
+	stagePool.mu.Lock()
+	if n := len(stagePool.blocks); n > 0 {
+		m := stagePool.blocks[n-1]
+		stagePool.blocks = stagePool.blocks[:n-1]
+		stagePool.mu.Unlock()
+		return m
+	}
+	stagePool.mu.Unlock()
+	m, err := mmap.MapAnon(stageBlockMax)
+	if err != nil {
+		return nil
+	}
+	// Fault the block in with one call rather than a trap per page
+	// (measured: most of the staging time otherwise).
+	_ = mmap.PopulateWrite(m)
+	return m
+}
+
+// giveStageBlock takes back a block of takeStageBlock's, its first used
+// bytes written: kept (zeroed) while the pool has room, else unmapped.
+func giveStageBlock(m []byte, used int) {
+	clear(m[:used])
+	stagePool.mu.Lock()
+	if len(stagePool.blocks) < stagePoolBlocks {
+		stagePool.blocks = append(stagePool.blocks, m)
+		m = nil
+	}
+	stagePool.mu.Unlock()
+	if m != nil {
+		_ = mmap.Unmap(m)
+	}
 }
 
 // stageIter walks a staged table's rows in order.

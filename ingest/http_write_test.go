@@ -379,3 +379,45 @@ func TestStageAllocs(t *testing.T) {
 		t.Fatalf("%d rows staged, want %d", st.rows, 22*1000)
 	}
 }
+
+// The 1 MiB staging blocks of a request that ended are kept for the next
+// one, zeroed: a request whose lines leave fields out after one that
+// filled every field stores the missing values, not the first one's.
+func TestHTTPStageBlocksReused(t *testing.T) {
+	srv, db := testServer(t, &Options{ILPAddr: "off"})
+	const n = 100_000 // about 3 MiB staged: 1 MiB blocks
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "r,sym=S%d v=%d.5,n=%di %d\n", i%7, i, i+1, 1000+i)
+	}
+	if code, resp, _ := httpDo(t, srv, "POST", "/write", b.String()); code != http.StatusNoContent {
+		t.Fatalf("%d %s", code, resp)
+	}
+	stagePool.mu.Lock()
+	kept := len(stagePool.blocks)
+	stagePool.mu.Unlock()
+	if kept == 0 {
+		t.Fatal("no staging block kept after a request of 1 MiB blocks")
+	}
+	b.Reset()
+	fmt.Fprintf(&b, "r,sym=Z v=0,n=5i %d\n", 1000+n) // the request's slots: sym, v, n
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "r v=%d %d\n", i, 1000+n+i) // then rows with v alone
+	}
+	if code, resp, _ := httpDo(t, srv, "POST", "/write", b.String()); code != http.StatusNoContent {
+		t.Fatalf("%d %s", code, resp)
+	}
+	rows := tableRows(t, db, "r", 2*n, time.Minute)
+	for i := range n {
+		if want := fmt.Sprintf("%d sym=S%d v=%d.5 n=%d", 1000+i, i%7, i, i+1); rows[i] != want {
+			t.Fatalf("row %d: %q, want %q", i, rows[i], want)
+		}
+		want := fmt.Sprintf("%d sym= v=%d n=0", 1000+n+i, i)
+		if i == 0 {
+			want = fmt.Sprintf("%d sym=Z v=0 n=5", 1000+n)
+		}
+		if rows[n+i] != want {
+			t.Fatalf("row %d: %q, want %q", n+i, rows[n+i], want)
+		}
+	}
+}

@@ -37,8 +37,9 @@ import (
 //     copied, so a table's rows waste at most the unused end of one block.
 //     The 1 MiB blocks, where a large request's rows are, are anonymous
 //     mappings, off the Go heap: they cost what they hold, not twice that
-//     at the garbage collector's pace, and go back to the system as soon
-//     as the request ends (free).
+//     at the garbage collector's pace; when the request ends (free) up to
+//     8 of them are kept, zeroed, for the next requests (each page of a
+//     fresh one costs a fault), and the rest go back to the system.
 //   - Line numbers (for a 400 naming the line) are kept as marks where a
 //     table's next row is not on the next line (blank lines, comments,
 //     another table's lines between).

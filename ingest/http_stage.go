@@ -6,7 +6,6 @@ import (
 	"errors"
 	"hash/maphash"
 	"math"
-	"sync"
 
 	"github.com/tickdb/tickdb/internal/mmap"
 	"github.com/tickdb/tickdb/lineproto"
@@ -37,9 +36,8 @@ import (
 //     copied, so a table's rows waste at most the unused end of one block.
 //     The 1 MiB blocks, where a large request's rows are, are anonymous
 //     mappings, off the Go heap: they cost what they hold, not twice that
-//     at the garbage collector's pace; when the request ends (free) up to
-//     8 of them are kept, zeroed, for the next requests (each page of a
-//     fresh one costs a fault), and the rest go back to the system.
+//     at the garbage collector's pace, and go back to the system as soon
+//     as the request ends (free).
 //   - Line numbers (for a 400 naming the line) are kept as marks where a
 //     table's next row is not on the next line (blank lines, comments,
 //     another table's lines between).
@@ -484,7 +482,10 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	}
 	var b []byte
 	if size == stageBlockMax {
-		if m := takeStageBlock(); m != nil {
+		if m, err := mmap.MapAnon(size); err == nil {
+			// Fault the block in with one call rather than a trap per
+			// page (measured: most of the staging time otherwise).
+			_ = mmap.PopulateWrite(m)
 			t.mapped = append(t.mapped, m)
 			b = m[:n]
 		}
@@ -496,77 +497,16 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	return b, nil
 }
 
-// free gives the stage's mapped blocks back (giveStageBlock). Nothing
-// may read the stage after.
+// free gives the stage's mapped blocks back to the system. Nothing may
+// read the stage after.
 func (s *stage) free() {
 	for _, t := range s.tables {
-		for i, m := range t.mapped {
-			giveStageBlock(m, t.used(i))
+		for _, m := range t.mapped {
+			_ = mmap.Unmap(m)
 		}
 		t.mapped, t.blocks = nil, nil
 	}
 	s.tables, s.byName, s.last = nil, nil, nil
-}
-
-// used is how much of mapped block i of t holds rows: the length of
-// the row block it backs.
-func (t *stagedTable) used(i int) int {
-	m := t.mapped[i]
-	for _, b := range t.blocks {
-		if cap(b) > 0 && &b[:1][0] == &m[0] {
-			return len(b)
-		}
-	}
-	return len(m) // not found: all of it
-}
-
-// The 1 MiB staging blocks of the requests that ended, up to
-// stagePoolBlocks of them, are kept for the next requests, zeroed: a
-// fresh mapping costs a page fault per 4 KiB page (about 5 µs each on a
-// virtual machine, 1.3 ms a block, about 4 ms for a 100 k-row request
-// of ticks), which the pre-faulting call only batches. The rest go back
-// to the system at once.
-const stagePoolBlocks = 8
-
-var stagePool struct {
-	mu     sync.Mutex
-	blocks [][]byte
-}
-
-// takeStageBlock returns a zeroed stageBlockMax-byte anonymous mapping,
-// faulted in: a kept one, or a new one (nil if the mapping fails).
-func takeStageBlock() []byte {
-	stagePool.mu.Lock()
-	if n := len(stagePool.blocks); n > 0 {
-		m := stagePool.blocks[n-1]
-		stagePool.blocks = stagePool.blocks[:n-1]
-		stagePool.mu.Unlock()
-		return m
-	}
-	stagePool.mu.Unlock()
-	m, err := mmap.MapAnon(stageBlockMax)
-	if err != nil {
-		return nil
-	}
-	// Fault the block in with one call rather than a trap per page
-	// (measured: most of the staging time otherwise).
-	_ = mmap.PopulateWrite(m)
-	return m
-}
-
-// giveStageBlock takes back a block of takeStageBlock's, its first used
-// bytes written: kept (zeroed) while the pool has room, else unmapped.
-func giveStageBlock(m []byte, used int) {
-	clear(m[:used])
-	stagePool.mu.Lock()
-	if len(stagePool.blocks) < stagePoolBlocks {
-		stagePool.blocks = append(stagePool.blocks, m)
-		m = nil
-	}
-	stagePool.mu.Unlock()
-	if m != nil {
-		_ = mmap.Unmap(m)
-	}
 }
 
 // stageIter walks a staged table's rows in order.

@@ -744,22 +744,31 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 		b, rs, err = format.MapSegmentOf(path, want, r.knownLayout)
 	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && kind == viewDurable && n < r.ctl.CmpSegs() {
-			return r.mapCompressed(v, n) // compacted since the look above
+		if errors.Is(err, os.ErrNotExist) && n < r.ctl.CmpSegs() {
+			// Compacted since the look above: a sealed segment, or one
+			// still being written then (sealed, made durable and
+			// compressed meanwhile: a few ms for small segments).
+			r.retirePartial(v)
+			return r.mapCompressed(v, n)
 		}
 		return r.segMissing(n, err)
 	}
-	if v.kind == viewPartial && len(r.scans) > 0 {
-		// A column scan's goroutines may be reading its rows: keep the
-		// mapping until Close (the rows are the same in the new one).
-		r.retired = append(r.retired, v.file)
-		v.file = nil
-	}
+	r.retirePartial(v)
 	v.release()
 	blocks := (uint64(len(b)) - format.BlockSize) / format.BlockSize
 	*v = segView{kind: kind, rs: uint64(rs), rows: b[format.BlockSize:], path: path, file: b, hot: hot}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
+}
+
+// retirePartial keeps the mapping of v, a partial view about to be
+// replaced, until Close when a column scan's goroutines may be reading
+// its rows (they are the same in the new view).
+func (r *Reader) retirePartial(v *segView) {
+	if v.kind == viewPartial && len(r.scans) > 0 {
+		r.retired = append(r.retired, v.file)
+		v.file = nil
+	}
 }
 
 // remapCompressed switches segment n, mapped raw before it was compacted,

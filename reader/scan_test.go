@@ -559,3 +559,35 @@ func TestScanManySymbols(t *testing.T) {
 // them itself: the scans are checked on raw, partly and wholly compacted
 // tables in turn.
 func rawLayout(o *writer.Options) { o.CompactAge = -1 }
+
+// TestPartialCompactedMeanwhile: a segment a reader found unsealed (a
+// partial view of its durable file) can be sealed, made durable and
+// compressed before the reader opens the file, its raw file removed: the
+// reader then reads the compressed file, not "no such file".
+func TestPartialCompactedMeanwhile(t *testing.T) {
+	db, live := testutil.DB(t)
+	rng := rand.New(rand.NewPCG(1, 9))
+	clTable(t, db, live, rng, 256, rawLayout)
+	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Compact(0); err != nil || res.Segments == 0 {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("segment 0's raw file after compaction: %v", err)
+	}
+	z, err := r.MapPartialForTest(0)
+	if err != nil || !z {
+		t.Fatalf("segment 0 as a partial view after it was compacted: compressed %v, %v", z, err)
+	}
+}

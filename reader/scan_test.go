@@ -389,22 +389,7 @@ func TestScanAllocs(t *testing.T) {
 	db, live := testutil.DB(t)
 	rng := rand.New(rand.NewPCG(1, 1))
 	m := clTable(t, db, live, rng, 1<<13, rawLayout)
-	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := w.Compact(0) // all but the last segments
-	if err != nil || res.Segments == 0 {
-		t.Fatalf("compact: %+v %v", res, err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := reader.Open(db, "t", &reader.Options{LiveDir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := compactButLast(t, db, live)
 	var sc reader.Scan
 	half := m.ts[len(m.ts)/2]
 	for _, order := range []reader.ScanOrder{reader.OrderSeq, reader.OrderAny} {
@@ -568,6 +553,20 @@ func TestPartialCompactedMeanwhile(t *testing.T) {
 	db, live := testutil.DB(t)
 	rng := rand.New(rand.NewPCG(1, 9))
 	clTable(t, db, live, rng, 256, rawLayout)
+	r := compactButLast(t, db, live)
+	if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("segment 0's raw file after compaction: %v", err)
+	}
+	z, err := r.MapPartialForTest(0)
+	if err != nil || !z {
+		t.Fatalf("segment 0 as a partial view after it was compacted: compressed %v, %v", z, err)
+	}
+}
+
+// compactButLast compresses every segment of table t but the last (a
+// writer's Compact) and returns a reader of it, closed at the test's end.
+func compactButLast(t *testing.T, db, live string) *reader.Reader {
+	t.Helper()
 	w, err := writer.Open(db, "t", &writer.Options{LiveDir: live, CompactAge: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -582,12 +581,6 @@ func TestPartialCompactedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), 0)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("segment 0's raw file after compaction: %v", err)
-	}
-	z, err := r.MapPartialForTest(0)
-	if err != nil || !z {
-		t.Fatalf("segment 0 as a partial view after it was compacted: compressed %v, %v", z, err)
-	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

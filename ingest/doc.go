@@ -37,9 +37,11 @@
 // goroutine. Inside a Server, a fixed number of event-loop goroutines
 // (each blocking in epoll_wait) parse lines and hand encoded records to
 // the writer goroutine through bounded single-producer rings (ring.go, the
-// package's only file with atomics); an HTTP write's goroutine parses its
-// body as it arrives into staged rows (http_write.go, http_stage.go) and
-// hands them to the writer through a channel, which applies a large
+// package's only file with atomics besides http_chunks.go's one flag); an
+// HTTP write's goroutine parses its body as it arrives into staged rows, a
+// large body in chunks on a few goroutines (http_write.go, http_stage.go,
+// http_chunks.go), and hands them to the writer through a channel, which
+// applies a large
 // request a slice at a time between other work (sink_txn.go). Only the
 // writer goroutine touches tables. Every table's background work
 // (flushing, preparing, checkpointing) runs on one writer.Group the

@@ -76,6 +76,7 @@ type httpAPI struct {
 	errSeq    counter
 	parsers   sync.Pool // *writeParser
 	gzips     sync.Pool // *gzipBody
+	textBufs  sync.Pool // *[]byte: chunk buffers (http_chunks.go)
 	mem       *writeMemory
 }
 

@@ -86,16 +86,20 @@ func (m *writeMemory) release(n int64) {
 }
 
 // reqMemory is one request's share of writeMemory: what it uses and what
-// it has taken (at least that, in grains). One goroutine at a time.
+// it has taken (at least that, in grains). The request's goroutine and
+// the goroutines staging its chunks charge it (http_chunks.go).
 type reqMemory struct {
+	mu        sync.Mutex
 	m         *writeMemory
 	used      int64
 	held      int64
-	afterWait func() // called after a wait for memory (the read deadline restarts)
+	afterWait func() // called after a wait for memory (the read deadline moves)
 }
 
 // charge accounts n more bytes, taking memory when what is held runs out.
 func (r *reqMemory) charge(n int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.used += n
 	if r.used <= r.held {
 		return nil
@@ -117,6 +121,8 @@ func (r *reqMemory) charge(n int64) error {
 
 // release gives back everything the request holds.
 func (r *reqMemory) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.m.release(r.held)
 	r.held, r.used = 0, 0
 }

@@ -154,7 +154,8 @@ type stagedTable struct {
 	seed   maphash.Seed
 	blocks [][]byte   // len of each is what it holds
 	mapped [][]byte   // the blocks that are anonymous mappings
-	marks  []lineMark //
+	marks  []lineMark // line numbers counted from base
+	base   uint64     // the lines before the stage's chunk (setBase)
 	rows   uint64     //
 	line   uint64     // the line of the last row
 	// The last line's keys and their slots: lines from one client repeat
@@ -175,6 +176,10 @@ type stage struct {
 	// at that line or before (the checks name which).
 	truncLine uint64
 	slots     []int16 // the current line's slot per key
+	// firstBlock, when not 0, is the size of the first table's first
+	// block: a chunk's stage (http_chunks.go) knows about how much it
+	// will hold, and starts there rather than doubling up to it.
+	firstBlock int
 	// mem is what the stage holds, in bytes (estimated for the maps);
 	// charge is called before it grows (nil: no bound).
 	mem    int64
@@ -475,6 +480,10 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	size := stageBlockMin
 	if k := len(t.blocks); k > 0 {
 		size = min(2*cap(t.blocks[k-1]), stageBlockMax)
+	} else if s.firstBlock > 0 && t == s.tables[0] {
+		if size = max(s.firstBlock, stageBlockMin); size > stageBlockMax/2 {
+			size = stageBlockMax // mapped, as a large request's blocks are
+		}
 	}
 	size = max(size, n)
 	if err := s.grow(int64(size)); err != nil {
@@ -495,6 +504,17 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	}
 	t.blocks = append(t.blocks, b)
 	return b, nil
+}
+
+// setBase says that the stage's lines come after base lines of the
+// request: the line numbers it has counted from its first are offset.
+func (s *stage) setBase(base uint64) {
+	for _, t := range s.tables {
+		t.base = base
+	}
+	if s.truncLine != 0 {
+		s.truncLine += base
+	}
 }
 
 // free gives the stage's mapped blocks back to the system. Nothing may
@@ -554,7 +574,7 @@ func (it *stageIter) next() bool {
 		it.mark++
 	}
 	m := t.marks[it.mark]
-	it.line = m.line + (it.row - m.row)
+	it.line = t.base + m.line + (it.row - m.row)
 	it.inRun++
 	it.row++
 	return true

@@ -2,11 +2,13 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -14,10 +16,11 @@ import (
 	"github.com/tickdb/tickdb/lineproto"
 )
 
-// POST /write and /api/v2/write. The body is read as it arrives, in
-// chunks (decompressed as it arrives, for gzip), and each line is parsed
-// and staged at once (http_stage.go): a request never holds its text,
-// only its rows in their compact staged form, and all write requests
+// POST /write and /api/v2/write. The body is read as it arrives
+// (decompressed as it arrives, for gzip), and its lines are parsed and
+// staged (http_stage.go) as it comes, a large body in chunks on several
+// goroutines (http_chunks.go): a request holds at most a few chunks of its
+// text, and its rows in their compact staged form, and all write requests
 // together hold at most Options.MaxWriteMemory (http_memory.go). Once the
 // body has ended, the writer goroutine checks every staged row and stores
 // all of them or none (sink.apply); 204 comes once they are durable.
@@ -76,6 +79,10 @@ type writeFail struct {
 	code, msg  string
 	line       int
 	retryAfter bool
+	// A bad line, answered 400: its table and error, counted, logged and
+	// told once its line number is known (the chunks', http_chunks.go).
+	meas []byte
+	le   *lineproto.LineError
 }
 
 // progressReader is a write body read under the read timeout and the
@@ -87,12 +94,28 @@ type progressReader struct {
 	got     int64 // bytes since the deadline last moved
 	text    int64 // decompressed bytes since then
 	err     error
+	// The deadline is moved by the reading goroutine and, after a wait
+	// for memory, by a goroutine staging a chunk (extend); not once the
+	// body has ended.
+	mu    sync.Mutex
+	ended bool
 }
 
 // restart moves the read deadline ReadTimeout ahead.
 func (p *progressReader) restart() {
 	p.got, p.text = 0, 0
-	_ = p.rc.SetReadDeadline(time.Now().Add(p.timeout))
+	p.extend()
+}
+
+// extend moves the read deadline ReadTimeout ahead unless the body has
+// ended, from any goroutine (the progress counts are the reading
+// goroutine's).
+func (p *progressReader) extend() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ended {
+		_ = p.rc.SetReadDeadline(time.Now().Add(p.timeout))
+	}
 }
 
 // decompressed counts n bytes of decompressed text as progress.
@@ -112,7 +135,10 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		if err == io.EOF {
 			// Nothing more to read: what remains is the server's work, and
 			// the connection's background read must not time out under it.
+			p.mu.Lock()
+			p.ended = true
 			_ = p.rc.SetReadDeadline(time.Time{})
+			p.mu.Unlock()
 		}
 	}
 	return n, err
@@ -142,12 +168,15 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	o := h.s.opts
 	pr := &progressReader{r: http.MaxBytesReader(w, r.Body, o.MaxBody), rc: http.NewResponseController(w), timeout: o.ReadTimeout}
 	pr.restart()
-	mem := &reqMemory{m: h.mem, afterWait: pr.restart}
+	mem := &reqMemory{m: h.mem, afterWait: pr.extend}
 	defer mem.release()
-	st := newStage(mem.charge)
-	defer st.free() // after the writer is done with it: submit waits for that
-	if fail := h.readBody(r, pr, gz, prec, st, mem); fail != nil {
-		st.free()
+	stages, fail := h.readBody(r, pr, gz, prec, mem)
+	defer func() { // after the writer is done with them: submit waits for that
+		for _, st := range stages {
+			st.free()
+		}
+	}()
+	if fail != nil {
 		mem.release()
 		if fail.status != http.StatusRequestTimeout {
 			// The rest of the body, up to drainMax, read and dropped
@@ -157,15 +186,18 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 			// is closed after the answer, as before.
 			_, _ = io.CopyN(io.Discard, pr, drainMax)
 		}
-		h.fail(w, fail)
+		h.fail(w, r, fail)
 		return
 	}
-	if st.rows == 0 {
+	t := newTxn(stages, prec)
+	if t.total == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	res := h.s.sink.submit(&txn{stage: st, prec: prec, res: make(chan txnResult, 1)})
-	st.free() // the writer is done with the rows
+	res := h.s.sink.submit(t)
+	for _, st := range stages {
+		st.free() // the writer is done with the rows
+	}
 	mem.release()
 	if res.err != nil {
 		res.release()
@@ -186,23 +218,29 @@ func (h *httpAPI) write(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *httpAPI) fail(w http.ResponseWriter, f *writeFail) {
+func (h *httpAPI) fail(w http.ResponseWriter, r *http.Request, f *writeFail) {
+	if f.le != nil {
+		h.s.m.rejected(h.s.sink.knownLabel(f.meas), f.le.Reason.String())
+		h.s.m.logBad(h.s.log, "ingest: request rejected", "remote", r.RemoteAddr, "table", string(f.meas), "err", f.le)
+		f.status, f.code, f.msg, f.line = http.StatusBadRequest, "invalid", "failed to parse line protocol: "+f.le.Error(), f.le.Line
+	}
 	if f.retryAfter {
 		w.Header().Set("Retry-After", "1")
 	}
 	h.writeError(w, f.status, f.code, f.msg, f.line)
 }
 
-// readBody reads, decompresses, splits, parses and stages the body.
-func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec int64, st *stage, mem *reqMemory) *writeFail {
+// readBody reads, decompresses and splits the body, and stages its lines
+// (http_chunks.go): the stages, in line order.
+func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec int64, mem *reqMemory) ([]*stage, *writeFail) {
 	o := h.s.opts
 	if err := mem.charge(readBufStart); err != nil {
-		return h.memoryFail(err)
+		return nil, h.memoryFail(err)
 	}
 	var src io.Reader = pr
 	if gz {
 		if err := mem.charge(gzipCost); err != nil {
-			return h.memoryFail(err)
+			return nil, h.memoryFail(err)
 		}
 		g, _ := h.gzips.Get().(*gzipBody)
 		if g == nil {
@@ -211,29 +249,29 @@ func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec in
 		defer h.gzips.Put(g)
 		g.br.Reset(pr)
 		if err := g.zr.Reset(g.br); err != nil {
-			return h.readFail(r, pr, err, true)
+			return nil, h.readFail(r, pr, err, true)
 		}
 		defer g.br.Reset(nil) // the pool keeps no request's body
 		src = g.zr
 	}
-	wp, _ := h.parsers.Get().(*writeParser)
-	if wp == nil {
-		wp = &writeParser{}
+	// A buffer holds a chunk and the read that completed it, or the
+	// longest line and a read.
+	limit := o.LineLimit
+	bufCap := max(chunkText, limit) + o.ReadBuffer
+	bs := newBodyStager(h, prec, mem.charge, bufCap)
+	if bs.serial {
+		bufCap = limit + o.ReadBuffer
 	}
-	defer h.parsers.Put(wp)
-	wp.p.Precision = prec
-
-	limit, maxBuf := o.LineLimit, o.LineLimit+o.ReadBuffer
+	chunk := bs.chunkMin()
+	defer bs.stopWorkers() // on a panic; finish has stopped them
 	buf := make([]byte, 0, readBufStart)
 	var total int64
-	var lineNo uint64
-	scan := 0 // bytes at the start of buf known to hold no line end
 	full := false
 	for {
-		if cap(buf) < maxBuf && (full || cap(buf)-len(buf) < cap(buf)/2) {
-			n := min(2*cap(buf), maxBuf)
+		if cap(buf) < bufCap && (full || cap(buf)-len(buf) < cap(buf)/2) {
+			n := min(2*cap(buf), bufCap)
 			if err := mem.charge(int64(n)); err != nil {
-				return h.memoryFail(err)
+				return bs.finish(h.memoryFail(err))
 			}
 			buf = append(make([]byte, 0, n), buf...)
 		}
@@ -244,41 +282,58 @@ func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec in
 			pr.decompressed(n)
 		}
 		if total += int64(n); total > o.MaxDecompressed {
-			return &writeFail{status: http.StatusRequestEntityTooLarge, code: "request too large",
-				msg: fmt.Sprintf("body is over the %d-byte limit decompressed (--max-body-decompressed)", o.MaxDecompressed)}
-		}
-		start := 0
-		for {
-			i := lineEndAt(buf[start:], scan)
-			if i < 0 {
-				break
-			}
-			lineNo++
-			stop, fail := h.stageLine(r, &wp.p, &wp.l, buf[start:start+i], lineNo, st)
-			if fail != nil || stop {
-				return fail
-			}
-			start += i + 1
-			scan = 0
-		}
-		buf = buf[:copy(buf, buf[start:])]
-		scan = len(buf)
-		if len(buf) > limit {
-			return h.lineFail(r, nil, tooLong(lineNo+1, limit))
+			return bs.finish(&writeFail{status: http.StatusRequestEntityTooLarge, code: "request too large",
+				msg: fmt.Sprintf("body is over the %d-byte limit decompressed (--max-body-decompressed)", o.MaxDecompressed)})
 		}
 		if rerr == io.EOF {
-			if len(buf) > 0 {
-				lineNo++
-				if _, fail := h.stageLine(r, &wp.p, &wp.l, buf, lineNo, st); fail != nil {
-					return fail
+			if len(bs.chunks) == 0 {
+				bs.inline(buf) // the whole body in one chunk
+			} else if len(buf) > 0 {
+				if _, err := bs.dispatch(buf, buf); err != nil {
+					return bs.finish(h.memoryFail(err))
 				}
 			}
-			return nil
+			return bs.finish(nil)
 		}
 		if rerr != nil {
-			return h.readFail(r, pr, rerr, gz)
+			return bs.finish(h.readFail(r, pr, rerr, gz))
+		}
+		if len(buf) < chunk {
+			continue
+		}
+		// Cut at the last line end: the lines before it are a chunk, the
+		// line after it goes on in the next buffer.
+		if cut := lastLineEnd(buf) + 1; cut > 0 {
+			next, err := bs.dispatch(buf, buf[:cut])
+			if err != nil {
+				return bs.finish(h.memoryFail(err))
+			}
+			buf = append(next, buf[cut:]...)
+			if bs.failed.Load() {
+				return bs.finish(nil) // a chunk failed: the rest is not read
+			}
+		}
+		if len(buf) > limit { // and holds no line end
+			return bs.finish(h.lineFail(nil, tooLong(0, limit)))
 		}
 	}
+}
+
+// lastLineEnd is the index of the last line end in b, or -1.
+func lastLineEnd(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if i = bytes.LastIndexByte(b[:i+1], '\n'); i < 0 {
+			return -1
+		}
+		k := i
+		for k > 0 && b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func tooLong(lineNo uint64, limit int) *lineproto.LineError {
@@ -287,9 +342,9 @@ func tooLong(lineNo uint64, limit int) *lineproto.LineError {
 }
 
 // stageLine parses and stages one line.
-func (h *httpAPI) stageLine(r *http.Request, p *lineproto.Parser, l *lineproto.Line, line []byte, lineNo uint64, st *stage) (stop bool, fail *writeFail) {
+func (h *httpAPI) stageLine(p *lineproto.Parser, l *lineproto.Line, line []byte, lineNo uint64, st *stage) (stop bool, fail *writeFail) {
 	if len(line) > h.s.opts.LineLimit {
-		return false, h.lineFail(r, nil, tooLong(lineNo, h.s.opts.LineLimit))
+		return false, h.lineFail(nil, tooLong(lineNo, h.s.opts.LineLimit))
 	}
 	ok, err := p.Parse(line, l)
 	if err != nil {
@@ -298,7 +353,7 @@ func (h *httpAPI) stageLine(r *http.Request, p *lineproto.Parser, l *lineproto.L
 			le = &lineproto.LineError{Reason: lineproto.ReasonSyntax, Msg: err.Error()}
 		}
 		le.Line = int(lineNo)
-		return false, h.lineFail(r, l.Measurement, le)
+		return false, h.lineFail(l.Measurement, le)
 	}
 	if !ok {
 		return false, nil
@@ -307,18 +362,17 @@ func (h *httpAPI) stageLine(r *http.Request, p *lineproto.Parser, l *lineproto.L
 	if err != nil {
 		if le, ok := asLineErr(err); ok {
 			le.Line = int(lineNo)
-			return false, h.lineFail(r, l.Measurement, le)
+			return false, h.lineFail(l.Measurement, le)
 		}
 		return false, h.memoryFail(err)
 	}
 	return stop, nil
 }
 
-// lineFail is the 400 for a bad line, counted and logged.
-func (h *httpAPI) lineFail(r *http.Request, meas []byte, le *lineproto.LineError) *writeFail {
-	h.s.m.rejected(h.s.sink.knownLabel(meas), le.Reason.String())
-	h.s.m.logBad(h.s.log, "ingest: request rejected", "remote", r.RemoteAddr, "table", string(meas), "err", le)
-	return &writeFail{status: http.StatusBadRequest, code: "invalid", msg: "failed to parse line protocol: " + le.Error(), line: le.Line}
+// lineFail is the 400 for a bad line of table meas (counted and logged
+// by fail, once the request is answered with it).
+func (h *httpAPI) lineFail(meas []byte, le *lineproto.LineError) *writeFail {
+	return &writeFail{meas: bytes.Clone(meas), le: le}
 }
 
 // memoryFail is the answer when the memory bound refuses a request.

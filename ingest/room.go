@@ -73,7 +73,7 @@ func (e *partialError) Unwrap() error { return e.Err }
 // checked. Its error, when a table has no room, matches writer.ErrNoSpace
 // or writer.ErrIO (or the creating error's ENOSPC).
 func (s *sink) reserveRun(r *txnRun) error {
-	for _, st := range r.t.stage.tables {
+	for _, st := range r.t.tables {
 		tb, ok := s.tables[string(st.name)]
 		if !ok {
 			var it stageIter
@@ -88,7 +88,9 @@ func (s *sink) reserveRun(r *txnRun) error {
 				return err
 			}
 		}
-		if err := tb.w.Reserve(int(min(st.rows, math.MaxInt32))); err != nil {
+		// The table's rows in every stage (a table staged in several
+		// chunks asks for the same room again: a compare).
+		if err := tb.w.Reserve(int(min(r.t.rows[string(st.name)], math.MaxInt32))); err != nil {
 			return err
 		}
 	}

@@ -74,11 +74,34 @@ type failedOpen struct {
 }
 
 // txn is an HTTP request's staged rows (http_stage.go), applied all or
-// nothing.
+// nothing. A large body is staged in chunks on several goroutines
+// (http_chunks.go), a stage per chunk; the writer goroutine reads the
+// stages in line order.
 type txn struct {
-	stage *stage
-	prec  int64 // the request's precision: ns per unit of its timestamps
-	res   chan txnResult
+	stages []*stage
+	// tables is every stage's tables, stage by stage, so that each table's
+	// rows come in line order; rows is each table's rows in all stages.
+	tables    []*stagedTable
+	rows      map[string]uint64
+	total     uint64 // rows in all
+	truncLine uint64 // the stages' truncLine (only the last may have one)
+	prec      int64  // the request's precision: ns per unit of its timestamps
+	res       chan txnResult
+}
+
+func newTxn(stages []*stage, prec int64) *txn {
+	t := &txn{stages: stages, rows: map[string]uint64{}, prec: prec, res: make(chan txnResult, 1)}
+	for _, st := range stages {
+		t.tables = append(t.tables, st.tables...)
+		for _, tb := range st.tables {
+			t.rows[string(tb.name)] += tb.rows
+		}
+		t.total += st.rows
+		if st.truncLine != 0 {
+			t.truncLine = st.truncLine
+		}
+	}
+	return t
 }
 
 // txnResult says how a txn ended: err is a *LineError naming the request's

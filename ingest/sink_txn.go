@@ -232,8 +232,8 @@ type txnRun struct {
 func (s *sink) startRun(t *txn) *txnRun {
 	r := &txnRun{t: t, now: time.Now().UnixNano(), c: newChecker(s), badLine: math.MaxUint64, touched: map[*table]bool{}}
 	r.c.fix = unitFix{unit: time.Duration(max(t.prec, 1)), http: true} // hints name precision=
-	if len(t.stage.tables) > 0 {
-		r.check.init(t.stage.tables[0], r.badLine)
+	if len(t.tables) > 0 {
+		r.check.init(t.tables[0], r.badLine)
 	}
 	return r
 }
@@ -248,7 +248,7 @@ func (s *sink) step(r *txnRun, n int) (ended bool) {
 		}
 	}()
 	s.now = r.now
-	tables := r.t.stage.tables
+	tables := r.t.tables
 	for !r.storing {
 		if r.ti == len(tables) {
 			if err := s.checked(r); err != nil {
@@ -309,7 +309,7 @@ func (s *sink) checked(r *txnRun) error {
 		}
 		return r.badErr
 	}
-	if n := r.t.stage.truncLine; n != 0 {
+	if n := r.t.truncLine; n != 0 {
 		return withLine(&lineproto.LineError{Reason: lineproto.ReasonTableFull, Msg: errStageTruncated.Error()}, n)
 	}
 	return nil
@@ -337,19 +337,19 @@ func (s *sink) finish(r *txnRun, err error) {
 
 // locks reports whether r's request writes table name.
 func (r *txnRun) locks(name []byte) bool {
-	_, ok := r.t.stage.byName[string(name)]
+	_, ok := r.t.rows[string(name)]
 	return ok
 }
 
 func (r *txnRun) locksName(name string) bool {
-	_, ok := r.t.stage.byName[name]
+	_, ok := r.t.rows[name]
 	return ok
 }
 
 // disjoint reports whether request t writes none of the tables r does.
 func (r *txnRun) disjoint(t *txn) bool {
-	for _, st := range t.stage.tables {
-		if r.locks(st.name) {
+	for name := range t.rows {
+		if r.locksName(name) {
 			return false
 		}
 	}
@@ -373,7 +373,7 @@ func (s *sink) touchesLocked(b *batch) bool {
 // none of the current request's tables, begun as the current request when
 // there is none, queued otherwise.
 func (s *sink) take(t *txn) {
-	small := t.stage.rows <= txnSlice
+	small := t.total <= txnSlice
 	switch {
 	case s.cur == nil && len(s.waiting) == 0:
 		r := s.startRun(t)
@@ -400,7 +400,7 @@ func (s *sink) advance() {
 		s.waiting[0] = nil
 		s.waiting = s.waiting[1:]
 		r := s.startRun(t)
-		if t.stage.rows <= txnSlice {
+		if t.total <= txnSlice {
 			s.step(r, math.MaxInt)
 		} else {
 			s.cur = r

@@ -49,6 +49,38 @@ func BenchmarkStageLoop(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/line")
 }
 
+// BenchmarkStageHTTP is a write request's work per line on the goroutine
+// staging it: split, parse and stage (http_chunks.go), a chunk of 1 MiB
+// of ticks at a time, with and without timestamps.
+func BenchmarkStageHTTP(b *testing.B) {
+	for _, ts := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ts=%v", ts), func(b *testing.B) {
+			data, err := loadgen.Ticks("ticks", 30_000, 500, 1, ts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data = data[:bytes.LastIndexByte(data[:min(len(data), chunkText)], '\n')+1]
+			lines := bytes.Count(data, []byte("\n"))
+			h := &httpAPI{s: &Server{opts: (&Options{}).withDefaults()}}
+			bs := newBodyStager(h, 1, nil, 0)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				c := bs.newChunk(nil, data)
+				bs.stageChunk(c)
+				if c.fail != nil || c.st.rows != uint64(lines) {
+					b.Fatalf("%d rows staged of %d: %+v", c.st.rows, lines, c.fail)
+				}
+				c.st.free()
+				bs.chunks = bs.chunks[:0]
+				n += lines
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/line")
+		})
+	}
+}
+
 // BenchmarkStageSink is the writer goroutine's work per line: decode a
 // record, resolve its columns, intern its symbol, append; publish per batch.
 func BenchmarkStageSink(b *testing.B) {

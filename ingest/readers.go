@@ -1,9 +1,13 @@
 package ingest
 
 import (
+	"os"
+	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -25,6 +29,7 @@ type readerPool struct {
 	mu     sync.Mutex
 	idle   map[string][]*pooledReader
 	closed bool
+	sweepT *time.Timer // closes the warmed readers no query took (warm)
 }
 
 // pooledReader is a reader and when it was opened.
@@ -87,11 +92,77 @@ func (p *readerPool) put(table string, pr *pooledReader, ok bool) {
 	}
 }
 
+// warm opens and warms (Reader.Warm) a reader of each of tables, the most
+// recently written first, and keeps it idle for the first query: at most
+// warmTables of them, for at most warmTime in all. The ones no query took
+// are closed once readerMaxAge old (sweep).
+func (p *readerPool) warm(tables []string) {
+	type recent struct {
+		name string
+		mod  time.Time
+	}
+	var rs []recent
+	for _, name := range tables {
+		fi, err := os.Stat(filepath.Join(p.db, name, format.TimeIdxName))
+		if err == nil {
+			rs = append(rs, recent{name, fi.ModTime()})
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].mod.After(rs[j].mod) })
+	t0 := time.Now()
+	for i, t := range rs {
+		if i == warmTables || time.Since(t0) > warmTime {
+			break
+		}
+		r, err := reader.Open(p.db, t.name, nil)
+		if err != nil {
+			continue // its first query says why
+		}
+		r.Warm()
+		p.put(t.name, &pooledReader{r: r, born: time.Now()}, true)
+	}
+	p.mu.Lock()
+	if !p.closed {
+		p.sweepT = time.AfterFunc(p.maxAge, p.sweep)
+	}
+	p.mu.Unlock()
+}
+
+const (
+	warmTables = 64
+	warmTime   = time.Second
+)
+
+// sweep closes the idle readers older than maxAge.
+func (p *readerPool) sweep() {
+	now := time.Now()
+	var stale []*pooledReader
+	p.mu.Lock()
+	for table, rs := range p.idle {
+		keep := rs[:0]
+		for _, pr := range rs {
+			if now.Sub(pr.born) < p.maxAge {
+				keep = append(keep, pr)
+			} else {
+				stale = append(stale, pr)
+			}
+		}
+		p.idle[table] = keep
+	}
+	p.mu.Unlock()
+	for _, pr := range stale {
+		pr.r.Close()
+	}
+}
+
 // close closes every idle reader; readers given out are closed when they
 // come back.
 func (p *readerPool) close() {
 	p.mu.Lock()
 	p.closed = true
+	if p.sweepT != nil {
+		p.sweepT.Stop()
+	}
 	idle := p.idle
 	p.idle = map[string][]*pooledReader{}
 	p.mu.Unlock()

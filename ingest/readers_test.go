@@ -96,3 +96,59 @@ func TestReaderPool(t *testing.T) {
 		t.Fatalf("get of a missing table: %v", err)
 	}
 }
+
+// A server warms a reader of each table as it starts: the first query
+// of each takes it (no open of its own), and the ones no query took are
+// closed once readerMaxAge old.
+func TestReaderPoolWarm(t *testing.T) {
+	db, live := testutil.DB(t)
+	for _, name := range []string{"t1", "t2"} {
+		w, err := writer.Open(db, name, &writer.Options{Schema: store.TickSchema(), LiveDir: live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sym, _ := w.SymbolString("A")
+		row := store.TickSchema().NewRow()
+		for i := range 100 {
+			row.SetTs(int64(i))
+			row.SetSym(store.TickSchema().ColAt(1), sym)
+			if _, err := w.Append(row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newReaderPool(db)
+	defer p.close()
+	p.warm([]string{"t1", "nope", "t2"}) // a table that is not there is skipped
+	warmed := map[string]*pooledReader{}
+	for _, name := range []string{"t1", "t2"} {
+		if n := len(p.idle[name]); n != 1 {
+			t.Fatalf("table %s: %d idle readers after warm, want 1", name, n)
+		}
+		warmed[name] = p.idle[name][0]
+	}
+	if len(p.idle["nope"]) != 0 {
+		t.Fatal("a reader of a table that is not there")
+	}
+	a, err := p.get("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != warmed["t1"] || a.r.Len() != 100 {
+		t.Fatalf("first get: the warmed reader %v, Len %d; want it, 100", a == warmed["t1"], a.r.Len())
+	}
+	p.put("t1", a, true)
+	p.maxAge = time.Nanosecond
+	p.sweep() // both idle readers are now too old
+	for name, pr := range warmed {
+		if _, err := pr.r.Get(0); !errors.Is(err, reader.ErrClosed) {
+			t.Fatalf("table %s: warmed reader after sweep: Get %v, want closed", name, err)
+		}
+		if n := len(p.idle[name]); n != 0 {
+			t.Fatalf("table %s: %d idle readers after sweep", name, n)
+		}
+	}
+}

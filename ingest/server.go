@@ -13,6 +13,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -284,6 +285,10 @@ func Start(opts *Options) (*Server, error) {
 		s.http.RegisterOnShutdown(func() { close(s.closing) })
 	}
 	s.sink.openExisting()
+	if s.http != nil {
+		names, _ := reader.Tables(o.DB)
+		s.readers.warm(names) // for the first queries
+	}
 	if s.lis != nil {
 		s.loopsWG.Add(len(s.lis.loops)) // before the writer starts waiting on it
 	}

@@ -48,6 +48,15 @@ func (t *TimeIndex) WillNeedTail(n int64) {
 	t.m.willNeed(max(0, end-n), n)
 }
 
+// ReadTail reads the index's last n bytes into the page cache and maps
+// them, and returns once they are in (MADV_POPULATE_READ).
+func (t *TimeIndex) ReadTail(n int64) {
+	end := min(t.m.size.Load(), int64(len(t.m.b)))
+	if off := max(0, end-n) &^ (format.BlockSize - 1); off < end {
+		_ = mmap.PopulateRead(t.m.b[off:end])
+	}
+}
+
 // Close unmaps the file.
 func (t *TimeIndex) Close() error { return t.m.Close() }
 

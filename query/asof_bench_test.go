@@ -64,7 +64,11 @@ func buildGenTable(b *testing.B, db, name string, n int, gap time.Duration, seed
 	if quotes {
 		s = benchQuotesSchema()
 	}
-	w, err := writer.Open(db, name, &writer.Options{Schema: s, LiveDir: filepath.Join(testutil.LiveDir(b), name)})
+	o := &writer.Options{Schema: s, LiveDir: filepath.Join(testutil.LiveDir(b), name)}
+	if !compact {
+		o.CompactAge = -1 // raw: no background compaction either
+	}
+	w, err := writer.Open(db, name, o)
 	if err != nil {
 		b.Fatal(err)
 	}

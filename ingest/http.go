@@ -37,7 +37,7 @@ import (
 //	GET  /ping                   204 (InfluxDB clients' liveness check)
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	h := &httpAPI{s: s, errPrefix: newErrorPrefix(), mem: s.wmem}
+	h := &httpAPI{s: s, errPrefix: newErrorPrefix(), mem: s.wmem, stageSem: make(chan struct{}, chunkWorkers())}
 	mux.HandleFunc("/write", h.auth("/write", h.write))
 	mux.HandleFunc("/api/v2/write", h.auth("/api/v2/write", h.write))
 	mux.HandleFunc("/query", h.auth("/query", h.query))
@@ -77,6 +77,7 @@ type httpAPI struct {
 	parsers   sync.Pool // *writeParser
 	gzips     sync.Pool // *gzipBody
 	textBufs  sync.Pool // *[]byte: chunk buffers (http_chunks.go)
+	stageSem  chan struct{}
 	mem       *writeMemory
 }
 

@@ -24,6 +24,11 @@ import (
 // and the chunks after it are dropped (or never parsed: the workers skip
 // the chunks they take once one has failed).
 //
+// Chunks are staged at most chunkWorkers at a time in the whole server
+// (httpAPI.stageSem): several large requests at once take no more of the
+// machine than one, and leave small requests, staged on their own
+// goroutines, their share of it.
+//
 // A body that ends within its first chunk is staged on the request's
 // goroutine, with no other goroutine. Text buffers are reused: a request
 // holds at most chunkWorkers+1 of them, charged to the memory bound like
@@ -146,7 +151,10 @@ func (b *bodyStager) work() {
 	defer b.wg.Done()
 	for c := range b.jobs {
 		if !b.failed.Load() {
+			b.h.stageSem <- struct{}{}
 			b.stageChunk(c)
+			<-b.h.stageSem
+			c.st.trim()
 		}
 		b.free <- c.buf[:0]
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -179,4 +180,44 @@ func TestLastLineEnd(t *testing.T) {
 			t.Errorf("lastLineEnd(%q) = %d, want %d", tc.s, got, tc.want)
 		}
 	}
+}
+
+// A chunk's stage gives back the unused end of its 1 MiB block once
+// staged (trim): whole pages, the rows unchanged, the memory charged
+// back.
+func TestStageTrim(t *testing.T) {
+	var charged int64
+	h := &httpAPI{s: &Server{opts: (&Options{}).withDefaults()}}
+	bs := newBodyStager(h, 1, func(n int64) error { charged += n; return nil }, 0)
+	text := []byte("t,sym=A v=1.5 10\nt,sym=B v=2.5 20\nt,sym=A v=3.5 30\n")
+	c := bs.newChunk(nil, text)
+	c.st.firstBlock = chunkText
+	bs.stageChunk(c)
+	if c.fail != nil || c.st.rows != 3 {
+		t.Fatalf("staged %d rows: %+v", c.st.rows, c.fail)
+	}
+	tb := c.st.tables[0]
+	if len(tb.mapped) != 1 || cap(tb.blocks[0]) != stageBlockMax {
+		t.Fatalf("%d mapped blocks, the first of %d bytes; want one of %d", len(tb.mapped), cap(tb.blocks[0]), stageBlockMax)
+	}
+	before, mem := charged, c.st.mem
+	c.st.trim()
+	if got := cap(tb.blocks[0]); got != pageSize {
+		t.Errorf("block of %d bytes after trim, want %d", got, pageSize)
+	}
+	if freed := int64(stageBlockMax - pageSize); before-charged != freed || mem-c.st.mem != freed {
+		t.Errorf("charged back %d, stage memory down %d; want %d", before-charged, mem-c.st.mem, freed)
+	}
+	var it stageIter
+	it.init(tb)
+	var l lineproto.Line
+	var got []string
+	for it.next() {
+		it.asLine(&l)
+		got = append(got, fmt.Sprintf("%s %s %v %d", l.Tags[0].Value, l.Fields[0].Key, l.Fields[0].F, l.Ts))
+	}
+	if want := "A v 1.5 10|B v 2.5 20|A v 3.5 30"; strings.Join(got, "|") != want {
+		t.Errorf("rows after trim %q, want %q", strings.Join(got, "|"), want)
+	}
+	c.st.free()
 }

@@ -506,6 +506,33 @@ func (s *stage) alloc(t *stagedTable, n int) ([]byte, error) {
 	return b, nil
 }
 
+// trim gives back the unused end of each table's last block, whole pages
+// of it, when the block is a mapping: a chunk's stage (http_chunks.go)
+// starts with a 1 MiB block, which its rows may fill in part. No row may
+// be added after.
+func (s *stage) trim() {
+	for _, t := range s.tables {
+		if len(t.blocks) == 0 || len(t.mapped) == 0 {
+			continue
+		}
+		b, m := t.blocks[len(t.blocks)-1], t.mapped[len(t.mapped)-1]
+		if &b[:1][0] != &m[0] {
+			continue // the last block is on the heap
+		}
+		keep := (len(b) + pageSize - 1) &^ (pageSize - 1)
+		if keep >= len(m) || mmap.Release(m[keep:]) != nil {
+			continue
+		}
+		t.blocks[len(t.blocks)-1] = b[:len(b):keep]
+		s.mem -= int64(len(m) - keep)
+		if s.charge != nil {
+			_ = s.charge(-int64(len(m) - keep)) // never refused
+		}
+	}
+}
+
+const pageSize = 4 << 10
+
 // setBase says that the stage's lines come after base lines of the
 // request: the line numbers it has counted from its first are offset.
 func (s *stage) setBase(base uint64) {

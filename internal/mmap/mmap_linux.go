@@ -124,6 +124,16 @@ func DropMapping(b []byte) error {
 	return unix.Madvise(b, unix.MADV_DONTNEED)
 }
 
+// Release gives the pages of b, anonymous memory whose contents are no
+// longer needed, back to the system (MADV_DONTNEED): b stays mapped and
+// reads as zeros, and costs memory again only where it is written.
+func Release(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_DONTNEED)
+}
+
 // MsyncSync writes the dirty pages of b back and waits (MS_SYNC).
 func MsyncSync(b []byte) error {
 	if len(b) == 0 {

@@ -77,6 +77,9 @@ func WillNeed(b []byte) error { return nil }
 // AdviseRandom is a no-op off Linux.
 func AdviseRandom(b []byte) error { return nil }
 
+// Release is a no-op off Linux.
+func Release(b []byte) error { return nil }
+
 // DropMapping is a no-op off Linux.
 func DropMapping(b []byte) error { return nil }
 

@@ -31,8 +31,8 @@ import (
 // /proc/<pid>/status while a well-behaved writer writes.
 //
 // TICKDB_HOSTILE_HEAVY=1 runs the full sizes: three 4 M-row gzip
-// bodies at once, 10 M identical lines, 5,000 stalled connections (more
-// than the connection limit).
+// bodies at once, 10 M identical lines, 5,000 stalled connections (the
+// connection limit raised above them).
 
 const hostileRole = "ingest-serve-hostile"
 
@@ -314,7 +314,11 @@ func TestHostileHTTP(t *testing.T) {
 		bigBodies, bigRows, sameRows, stalls = 3, 4_190_000, 10_000_000, 5000
 		maxDecompressed = 160 << 20
 	}
-	c := startHostileChild(t, fmt.Sprintf("TICKDB_MAX_DECOMPRESSED=%d", maxDecompressed))
+	// Room for every stalled connection and the writers besides (the
+	// connection limit itself is TestHTTPConnLimit's): 5,000 stalled
+	// connections would otherwise fill the default 4,096 and the bodies
+	// be refused.
+	c := startHostileChild(t, fmt.Sprintf("TICKDB_MAX_DECOMPRESSED=%d", maxDecompressed), fmt.Sprintf("TICKDB_MAX_HTTP_CONNS=%d", max(stalls+64, 4096)))
 	url := "http://" + c.http + "/write"
 	client := &http.Client{Timeout: 5 * time.Minute}
 	// The tables first: their first segments are in the baseline.

@@ -108,9 +108,9 @@ func (b *bodyStager) inline(text []byte) {
 // dispatch hands text (whole lines at the start of buf) to the workers,
 // starting them the first time, and returns a buffer to read on into:
 // a new one while fewer than workers+1 exist, else one a worker is done
-// with. A new buffer is charged first; nil when the charge is refused
-// (its error).
-func (b *bodyStager) dispatch(buf, text []byte) ([]byte, error) {
+// with (none when last: the body has ended). A new buffer is charged
+// first; nil when the charge is refused (its error).
+func (b *bodyStager) dispatch(buf, text []byte, last bool) ([]byte, error) {
 	if b.serial {
 		// Staged here, into the one stage, its lines numbered on.
 		if len(b.chunks) == 0 {
@@ -132,6 +132,9 @@ func (b *bodyStager) dispatch(buf, text []byte) ([]byte, error) {
 	}
 	b.jobs <- b.newChunk(buf, text)
 	b.bufs++ // buf is the workers' now
+	if last {
+		return nil, nil
+	}
 	if b.bufs <= cap(b.free) {
 		if err := b.charge(int64(b.bufCap)); err != nil {
 			return nil, err

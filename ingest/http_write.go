@@ -289,7 +289,7 @@ func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec in
 			if len(bs.chunks) == 0 {
 				bs.inline(buf) // the whole body in one chunk
 			} else if len(buf) > 0 {
-				if _, err := bs.dispatch(buf, buf); err != nil {
+				if _, err := bs.dispatch(buf, buf, true); err != nil {
 					return bs.finish(h.memoryFail(err))
 				}
 			}
@@ -304,7 +304,7 @@ func (h *httpAPI) readBody(r *http.Request, pr *progressReader, gz bool, prec in
 		// Cut at the last line end: the lines before it are a chunk, the
 		// line after it goes on in the next buffer.
 		if cut := lastLineEnd(buf) + 1; cut > 0 {
-			next, err := bs.dispatch(buf, buf[:cut])
+			next, err := bs.dispatch(buf, buf[:cut], false)
 			if err != nil {
 				return bs.finish(h.memoryFail(err))
 			}

@@ -123,8 +123,11 @@ func (b *bodyStager) dispatch(buf, text []byte, last bool) ([]byte, error) {
 	}
 	if b.jobs == nil {
 		n := chunkWorkers()
-		b.jobs = make(chan *textChunk, n+1)
-		b.free = make(chan []byte, n+1)
+		// Buffers: the first and n+1 more (dispatch), all of which may
+		// come back once the last chunk is handed over: free never
+		// blocks a worker.
+		b.jobs = make(chan *textChunk, n+2)
+		b.free = make(chan []byte, n+2)
 		for range n {
 			b.wg.Add(1)
 			go b.work()
@@ -135,7 +138,7 @@ func (b *bodyStager) dispatch(buf, text []byte, last bool) ([]byte, error) {
 	if last {
 		return nil, nil
 	}
-	if b.bufs <= cap(b.free) {
+	if b.bufs <= cap(b.free)-1 {
 		if err := b.charge(int64(b.bufCap)); err != nil {
 			return nil, err
 		}

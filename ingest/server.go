@@ -285,10 +285,6 @@ func Start(opts *Options) (*Server, error) {
 		s.http.RegisterOnShutdown(func() { close(s.closing) })
 	}
 	s.sink.openExisting()
-	if s.http != nil {
-		names, _ := reader.Tables(o.DB)
-		s.readers.warm(names) // for the first queries
-	}
 	if s.lis != nil {
 		s.loopsWG.Add(len(s.lis.loops)) // before the writer starts waiting on it
 	}
@@ -300,6 +296,10 @@ func Start(opts *Options) (*Server, error) {
 		s.log.Info("ingest: line protocol listening", "addr", s.lis.addr.String(), "loops", len(s.lis.loops))
 	}
 	if s.http != nil {
+		// The first queries find their readers open and their time
+		// indexes read (the line-protocol listener takes lines meanwhile).
+		names, _ := reader.Tables(o.DB)
+		s.readers.warm(names)
 		s.httpDone = make(chan error, 1)
 		go func() { s.httpDone <- s.http.Serve(s.httpLis) }()
 		s.log.Info("ingest: http listening", "addr", s.httpLis.Addr().String())

@@ -89,10 +89,15 @@ func (b *bodyStager) chunkMin() int {
 	return chunkText
 }
 
-// newChunk is a chunk of text with its stage.
+// newChunk is a chunk of text with its stage. A chunk handed to the
+// workers (in buf) has its stage's first block sized by its text; one
+// staged on the request's goroutine (buf nil: a small body, or a serial
+// one) grows its blocks from the smallest.
 func (b *bodyStager) newChunk(buf, text []byte) *textChunk {
 	st := newStage(b.charge)
-	st.firstBlock = len(text)
+	if buf != nil {
+		st.firstBlock = len(text)
+	}
 	c := &textChunk{buf: buf, text: text, st: st}
 	b.chunks = append(b.chunks, c)
 	return c
@@ -100,9 +105,7 @@ func (b *bodyStager) newChunk(buf, text []byte) *textChunk {
 
 // inline stages text, the whole body, on the caller's goroutine.
 func (b *bodyStager) inline(text []byte) {
-	c := b.newChunk(nil, text)
-	c.st.firstBlock = 0 // a small body: blocks grow as today's did
-	b.stageChunk(c)
+	b.stageChunk(b.newChunk(nil, text))
 }
 
 // dispatch hands text (whole lines at the start of buf) to the workers,
@@ -114,7 +117,7 @@ func (b *bodyStager) dispatch(buf, text []byte, last bool) ([]byte, error) {
 	if b.serial {
 		// Staged here, into the one stage, its lines numbered on.
 		if len(b.chunks) == 0 {
-			b.newChunk(nil, nil).st.firstBlock = 0
+			b.newChunk(nil, nil)
 		}
 		c := b.chunks[0]
 		c.text = text

@@ -78,7 +78,6 @@ type failedOpen struct {
 // (http_chunks.go), a stage per chunk; the writer goroutine reads the
 // stages in line order.
 type txn struct {
-	stages []*stage
 	// tables is every stage's tables, stage by stage, so that each table's
 	// rows come in line order; rows is each table's rows in all stages.
 	tables    []*stagedTable
@@ -90,7 +89,7 @@ type txn struct {
 }
 
 func newTxn(stages []*stage, prec int64) *txn {
-	t := &txn{stages: stages, rows: map[string]uint64{}, prec: prec, res: make(chan txnResult, 1)}
+	t := &txn{rows: map[string]uint64{}, prec: prec, res: make(chan txnResult, 1)}
 	for _, st := range stages {
 		t.tables = append(t.tables, st.tables...)
 		for _, tb := range st.tables {

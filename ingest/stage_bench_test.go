@@ -68,6 +68,7 @@ func BenchmarkStageHTTP(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				c := bs.newChunk(nil, data)
+				c.st.firstBlock = len(data) // as a chunk handed to a worker
 				bs.stageChunk(c)
 				if c.fail != nil || c.st.rows != uint64(lines) {
 					b.Fatalf("%d rows staged of %d: %+v", c.st.rows, lines, c.fail)

@@ -43,18 +43,16 @@ func (t *TimeIndex) Path() string { return t.m.Path }
 
 // WillNeedTail starts reading the index's last n bytes into the page
 // cache in the background: its newest rows' entries.
-func (t *TimeIndex) WillNeedTail(n int64) {
-	end := min(t.m.size.Load(), int64(len(t.m.b)))
-	t.m.willNeed(max(0, end-n), n)
-}
+func (t *TimeIndex) WillNeedTail(n int64) { _ = mmap.WillNeed(t.tail(n)) }
 
 // ReadTail reads the index's last n bytes into the page cache and maps
 // them, and returns once they are in (MADV_POPULATE_READ).
-func (t *TimeIndex) ReadTail(n int64) {
+func (t *TimeIndex) ReadTail(n int64) { _ = mmap.PopulateRead(t.tail(n)) }
+
+// tail is the mapping of the index's last n bytes, from a page boundary.
+func (t *TimeIndex) tail(n int64) []byte {
 	end := min(t.m.size.Load(), int64(len(t.m.b)))
-	if off := max(0, end-n) &^ (format.BlockSize - 1); off < end {
-		_ = mmap.PopulateRead(t.m.b[off:end])
-	}
+	return t.m.b[max(0, end-n)&^(format.BlockSize-1) : end]
 }
 
 // Close unmaps the file.

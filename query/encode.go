@@ -287,20 +287,8 @@ func (e *Encoder) encode(r store.Row, null []bool) error {
 	if !e.started {
 		e.header()
 	}
-	mark := len(e.buf)
 	var err error
-	switch e.f {
-	case FormatCSV:
-		e.buf, err = e.csvRow(e.buf, r, null)
-	case FormatJSON:
-		e.buf, err = e.jsonRow(e.buf, r, null)
-	case FormatILP:
-		e.buf, err = e.ilpRow(e.buf, r, null)
-	default:
-		e.buf, err = e.tableRow(e.buf, r, null)
-	}
-	if err != nil {
-		e.buf = e.buf[:mark]
+	if e.buf, err = e.appendRow(e.buf, r, null); err != nil {
 		return err
 	}
 	e.rows++
@@ -308,6 +296,27 @@ func (e *Encoder) encode(r store.Row, null []bool) error {
 		return e.flushFull()
 	}
 	return nil
+}
+
+// appendRow appends one row in the encoder's format to b; on an error it
+// returns b as it was.
+func (e *Encoder) appendRow(b []byte, r store.Row, null []bool) ([]byte, error) {
+	mark := len(b)
+	var err error
+	switch e.f {
+	case FormatCSV:
+		b, err = e.csvRow(b, r, null)
+	case FormatJSON:
+		b, err = e.jsonRow(b, r, null)
+	case FormatILP:
+		b, err = e.ilpRow(b, r, null)
+	default:
+		b, err = e.tableRow(b, r, null)
+	}
+	if err != nil {
+		return b[:mark], err
+	}
+	return b, nil
 }
 
 // flushFull is flush for a buffer past its flush point: after it, the

@@ -43,6 +43,13 @@ const ctxEvery = 4096
 // view of a live slot that the writer recycled while Run encoded it is
 // read again through reader.ReadRow, so a slow consumer never gets a torn
 // or wrong row.
+//
+// On a machine of more than one core, rows past the first pipeAfter are
+// encoded by workers on the other cores while Run reads on (see pipe):
+// the same text, in the same order, written to enc's writer from those
+// goroutines (one at a time, all before Run returns). Their symbol names
+// come from r's dictionary (reader.SymbolNamer), not from the lookup enc
+// was made with: an encoder for Run must name r's symbols.
 func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, error) {
 	if enc.schema == nil {
 		return 0, fmt.Errorf("query: the encoder is for computed rows, not table %s's", q.Table)
@@ -50,13 +57,19 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 	if enc.schema != r.Schema() && !enc.schema.Equal(r.Schema()) {
 		return 0, fmt.Errorf("query: the encoder's schema %s is not the table's %s", enc.schema, r.Schema())
 	}
-	return RunFunc(ctx, r, q, enc.Row)
+	return run(ctx, r, q, enc.Row, enc)
 }
 
 // RunFunc is Run with each row passed to emit instead of an encoder (a
 // Parquet stream, say): the same rows, in the same order, each a checked
 // copy that emit must not keep.
 func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row) error) (int64, error) {
+	return run(ctx, r, q, emit, nil)
+}
+
+// run is Run (enc set: emit is enc.Row, and a long answer is encoded on
+// several cores) and RunFunc.
+func run(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row) error, enc *Encoder) (int64, error) {
 	if q.Limit < 0 {
 		return 0, fmt.Errorf("%w: limit %d is negative (0 means no limit)", ErrBadQuery, q.Limit)
 	}
@@ -74,7 +87,7 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 	if q.HasTo {
 		to = q.To
 	}
-	x := &runner{ctx: ctx, r: r, emit: emit, row: s.NewRow(), limit: q.Limit}
+	x := &runner{ctx: ctx, r: r, emit: emit, enc: enc, row: s.NewRow(), limit: q.Limit}
 	var id uint32
 	if q.Sym != "" {
 		if s.SymCol < 0 {
@@ -99,6 +112,7 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 		}
 		if !sc.Late() && sc.Compressed() {
 			err := x.drainScan(&sc)
+			err = x.finish(err)
 			sc.Close()
 			return x.n, q.wrap(err)
 		}
@@ -115,7 +129,7 @@ func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 		return 0, q.wrap(err)
 	}
 	_, err = x.drain(&it)
-	return x.n, q.wrap(err)
+	return x.n, q.wrap(x.finish(err))
 }
 
 // wrap names the query's table in an error from below.
@@ -135,9 +149,45 @@ type runner struct {
 	r       *reader.Reader
 	emit    func(store.Row) error
 	row     store.Row // the checked copy handed to emit
+	enc     *Encoder  // Run's: past pipeAfter rows, encoding moves to a pipe
+	pipe    *pipe
 	limit   int64
 	n       int64 // rows passed to enc
 	scanned int64 // rows read
+}
+
+// put passes one row on: to emit, or once Run has encoded pipeAfter rows
+// itself (on a machine of more than one core), to a pipe.
+func (x *runner) put(row store.Row) error {
+	if x.pipe != nil {
+		return x.pipe.put(row)
+	}
+	if x.enc != nil && x.n == pipeAfter && pipeWorth() {
+		// Every row in reach was published before the iterator was
+		// positioned, its symbols before it: the names known now are
+		// all the rows need.
+		names, err := x.r.SymbolNamer()
+		if err != nil {
+			return err
+		}
+		x.pipe = startPipe(x.enc, len(row), names)
+		return x.pipe.put(row)
+	}
+	return x.emit(row)
+}
+
+// finish waits for the pipe, if one started, to write every row handed to
+// it, and returns err or else the pipe's error.
+func (x *runner) finish(err error) error {
+	if x.pipe == nil {
+		return err
+	}
+	perr := x.pipe.finish()
+	x.pipe = nil
+	if err != nil {
+		return err
+	}
+	return perr
 }
 
 // drainScan passes the scan's rows to the encoder, each rebuilt whole
@@ -152,7 +202,7 @@ func (x *runner) drainScan(sc *reader.Scan) error {
 				return err
 			}
 			x.scanned++
-			if err := x.emit(x.row); err != nil {
+			if err := x.put(x.row); err != nil {
 				return err
 			}
 			x.n++
@@ -174,7 +224,7 @@ func (x *runner) drain(it *reader.Iter) (done bool, err error) {
 				return false, err
 			}
 		}
-		if err := x.emit(x.row); err != nil {
+		if err := x.put(x.row); err != nil {
 			return false, err
 		}
 		x.n++

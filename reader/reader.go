@@ -952,6 +952,27 @@ func (r *Reader) SymbolName(id uint32) (string, error) {
 	return r.syms.Name(id), nil
 }
 
+// SymbolNamer returns a lookup of the names of the symbols published so
+// far that other goroutines may call while the reader goes on being used
+// by its own (Reader is not safe for concurrent use; the lookup reads a
+// snapshot of the names, never the reader): for encoders on other cores.
+// An id published after the call is ErrUnknownSymbol; store.NoSym is "".
+func (r *Reader) SymbolNamer() (func(id uint32) (string, error), error) {
+	if err := r.refreshSymbols(); err != nil {
+		return nil, err
+	}
+	names := r.syms.Names()
+	return func(id uint32) (string, error) {
+		if id == store.NoSym {
+			return "", nil
+		}
+		if int(id) >= len(names) {
+			return "", fmt.Errorf("%w: id %d (dictionary had %d)", ErrUnknownSymbol, id, len(names))
+		}
+		return names[id], nil
+	}, nil
+}
+
 // SymbolID returns the id of a symbol name, without allocating when known.
 func (r *Reader) SymbolID(name []byte) (uint32, bool) {
 	if r.closed {

@@ -77,6 +77,13 @@ func (s *Symbols) Name(id uint32) string {
 	return ""
 }
 
+// Names returns the names decoded so far, by id. The slice is the
+// Symbols' own: do not modify it. Later decoding only appends (to this
+// array or a new one), so a goroutine may go on reading the slice while
+// the owner decodes more (Truncate, the writer's recovery, is the
+// exception).
+func (s *Symbols) Names() []string { return s.names }
+
 // Dir returns symbol id's first postings directory chunk.
 func (s *Symbols) Dir(id uint32) uint64 { return s.dirs[id] }
 

@@ -1,0 +1,4 @@
+package query
+
+// PipeAfter is the rows Run encodes itself before it starts a pipe.
+const PipeAfter = pipeAfter

@@ -46,9 +46,9 @@ type AsOfQuery struct {
 // memory is one row per right symbol. The right rows read are those with
 // From - Tolerance <= ts < To (no To: to the end of the table). Without a
 // tolerance, a match may be any amount older than From: each right
-// symbol's last row before From is found first through its postings, by
-// windows doubling back from From (a few seeks per symbol, not a read of
-// everything before From). With Sym set both sides walk that symbol's
+// symbol's last row before From is found first, as a latest-row query
+// finds it (reader.Latest: a search of its postings, or of a compressed
+// segment's directory, not a read of everything before From). With Sym set both sides walk that symbol's
 // postings, at a cost proportional to its rows. It checks ctx every few
 // thousand rows.
 //
@@ -402,17 +402,11 @@ func (x *asofRun) newRow() store.Row {
 	return r
 }
 
-// seedWindow is the first window seed looks back through; it doubles
-// until it holds a row. Small, so that a busy symbol's window holds few
-// rows (each read), at the price of more seeks (a few µs each) for a
-// quiet one: at most 63.
-const seedWindow = int64(time.Microsecond)
-
 // seed puts into last the last right row with ts < from of every right
-// symbol (only symbol id with sym), each found by windows [from-w, from)
-// of its postings, w doubling from seedWindow: O(log) seeks and the rows
-// of the last window per symbol, rather than every right row before
-// from. A symbol without rows before from costs one seek.
+// symbol (only symbol id with sym): the rows a latest-row query at
+// from-1 returns (reader.Latest: per symbol a search of its postings, or
+// of a compressed segment's directory and the one data block that holds
+// it), rather than every right row before from.
 func (x *asofRun) seed(ctx context.Context, from int64, sym bool, id uint32) error {
 	ids := []uint32{id}
 	if !sym {
@@ -427,42 +421,27 @@ func (x *asofRun) seed(ctx context.Context, from int64, sym bool, id uint32) err
 	} else if int(id) >= len(x.last) {
 		x.last = append(x.last, make([]store.Row, int(id)+1-len(x.last))...)
 	}
-	var sc scan
-	for _, rid := range ids {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// Any row before from at all? (The first one, if so: cheap.)
-		if err := sc.start(x.right, math.MinInt64, from, true, true, rid); err != nil {
-			return err
-		}
-		if !sc.next() {
-			if sc.err != nil {
-				return sc.err
-			}
-			continue
-		}
-		for w := seedWindow; ; w = satAdd(w, w) {
-			lo := satSub(from, w)
-			if err := sc.start(x.right, lo, from, true, true, rid); err != nil {
+	if from == math.MinInt64 {
+		return nil // no row is before it
+	}
+	var l reader.Latest
+	if err := x.right.Latest(from-1, &l); err != nil {
+		return err
+	}
+	row := make(store.Row, x.right.Schema().RowSize)
+	for k, rid := range ids {
+		if k%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
-			found := false
-			for sc.next() {
-				found = true
+		}
+		if _, ok, err := l.Sym(rid, row); err != nil {
+			return err
+		} else if ok {
+			if x.last[rid] == nil {
+				x.last[rid] = x.newRow()
 			}
-			if sc.err != nil {
-				return sc.err
-			}
-			if found || lo == math.MinInt64 {
-				if found {
-					if x.last[rid] == nil {
-						x.last[rid] = x.newRow()
-					}
-					copy(x.last[rid], sc.row)
-				}
-				break
-			}
+			copy(x.last[rid], row)
 		}
 	}
 	return nil

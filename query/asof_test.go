@@ -393,7 +393,7 @@ func TestAsOfAllocs(t *testing.T) {
 }
 
 // With From and no tolerance, AsOf finds each symbol's last quote before
-// From through its postings, in windows doubling back from From: quotes
+// From as a latest-row query at From - 1 does (reader.Latest): quotes
 // hours and days before From, symbols quoted only long before, a quote
 // exactly at From - 1 and at From.
 func TestAsOfSeed(t *testing.T) {

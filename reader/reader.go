@@ -101,6 +101,10 @@ type Reader struct {
 	// scanMem is the buffers of column scans that ended, for the next
 	// ones (scan.go).
 	scanMem []*scanMem
+	// pipes are the scans' pipelines whose decoding goroutines are
+	// started (running a scan's tasks, or parked for the next scan):
+	// Close stops them.
+	pipes []*pipeline
 }
 
 type viewKind uint8
@@ -282,6 +286,9 @@ func (r *Reader) Close() error {
 	}
 	for len(r.scans) > 0 {
 		r.scans[len(r.scans)-1].Close()
+	}
+	for len(r.pipes) > 0 {
+		r.pipes[len(r.pipes)-1].quit()
 	}
 	r.closed = true
 	r.waitScratch()

@@ -587,7 +587,8 @@ func (sc *Scan) RowInto(i int, dst store.Row) error {
 func (sc *Scan) Err() error { return sc.err }
 
 // Close ends the scan early: it waits for the blocks its goroutines are
-// decoding and stops them; Next then returns false. Closing a scan that
+// decoding, and lends them, parked, with its buffers, to the Reader's
+// next scan (the Reader's Close stops them); Next then returns false. Closing a scan that
 // ended is a no-op, and the Reader's Close closes its scans.
 func (sc *Scan) Close() error {
 	sc.done, sc.cur = true, nil
@@ -613,6 +614,8 @@ func (sc *Scan) giveBack() {
 	if m := sc.scanMem; m != nil {
 		if r := sc.r; r != nil && !r.closed && len(r.scanMem) < 4 {
 			r.scanMem = append(r.scanMem, m)
+		} else {
+			m.pipe.quit()
 		}
 		sc.scanMem = nil
 	}

@@ -335,7 +335,8 @@ type pipeline struct {
 	ahead   int // items queued at most
 	jobs    chan *task
 	wg      sync.WaitGroup
-	running int // goroutines started
+	running int  // goroutines started: they outlive a scan, parked on jobs, until quit
+	active  bool // a scan handed them tasks (listed in its Reader's scans)
 	tasks   []*task
 	free    []*task
 	queue   []item // a ring of n items from head
@@ -347,6 +348,9 @@ type pipeline struct {
 // reset prepares the pipeline for a scan with the given number of
 // decoding goroutines (started at the first task).
 func (pl *pipeline) reset(sc *Scan, workers int) {
+	if pl.running > 0 && (pl.running != workers || pl.sc.r != sc.r) {
+		pl.quit()
+	}
 	pl.sc, pl.workers = sc, workers
 	pl.ahead = 1
 	if workers > 1 {
@@ -400,6 +404,9 @@ func (pl *pipeline) submit(t *task) {
 		return
 	}
 	if pl.running == 0 {
+		// Started once and kept, parked, for the next scans of the
+		// Reader that reuse these buffers: a goroutine started per
+		// scan would cost an allocation a query.
 		if pl.jobs == nil {
 			pl.jobs = make(chan *task, 64)
 		}
@@ -408,6 +415,11 @@ func (pl *pipeline) submit(t *task) {
 			go runWorker(pl.jobs, &pl.ws[i], &pl.wg)
 		}
 		pl.running = pl.workers
+		r := pl.sc.r
+		r.pipes = append(r.pipes, pl)
+	}
+	if !pl.active {
+		pl.active = true
 		pl.sc.r.scans = append(pl.sc.r.scans, pl.sc)
 	}
 	t.busy = true
@@ -490,7 +502,8 @@ func (pl *pipeline) pop() (item, bool) {
 	return it, true
 }
 
-// stop waits for every task in flight and stops the goroutines.
+// stop waits for every task in flight; the goroutines stay, parked
+// (quit stops them).
 func (pl *pipeline) stop() {
 	for _, t := range pl.tasks {
 		if t.busy {
@@ -498,12 +511,8 @@ func (pl *pipeline) stop() {
 			t.busy = false
 		}
 	}
-	if pl.running > 0 {
-		for range pl.running {
-			pl.jobs <- nil
-		}
-		pl.wg.Wait()
-		pl.running = 0
+	if pl.active {
+		pl.active = false
 		r := pl.sc.r
 		if i := slices.Index(r.scans, pl.sc); i >= 0 {
 			r.scans = slices.Delete(r.scans, i, i+1)
@@ -514,6 +523,24 @@ func (pl *pipeline) stop() {
 	pl.free = pl.free[:0]
 	if pl.sc != nil {
 		pl.free = append(pl.free, pl.tasks[:min(len(pl.tasks), pl.ahead+2)]...)
+	}
+}
+
+// quit stops the goroutines (after stop: none is running a task). Their
+// Reader's Close quits every pipeline's, and so does a scan that drops
+// its buffers rather than lend them to the Reader's next scan.
+func (pl *pipeline) quit() {
+	if pl.running == 0 {
+		return
+	}
+	for range pl.running {
+		pl.jobs <- nil
+	}
+	pl.wg.Wait()
+	pl.running = 0
+	r := pl.sc.r
+	if i := slices.Index(r.pipes, pl); i >= 0 {
+		r.pipes = slices.Delete(r.pipes, i, i+1)
 	}
 }
 

@@ -278,14 +278,8 @@ func (e *Encoder) Values(v []uint64, null []bool) error {
 
 // encode appends one row, with column i+1 missing where null[i+1].
 func (e *Encoder) encode(r store.Row, null []bool) error {
-	if e.err != nil {
-		return e.err
-	}
-	if e.closed {
-		return errEncoderClosed
-	}
-	if !e.started {
-		e.header()
+	if err := e.begin(); err != nil {
+		return err
 	}
 	var err error
 	if e.buf, err = e.appendRow(e.buf, r, null); err != nil {
@@ -294,6 +288,21 @@ func (e *Encoder) encode(r store.Row, null []bool) error {
 	e.rows++
 	if len(e.buf) >= e.flushAt {
 		return e.flushFull()
+	}
+	return nil
+}
+
+// begin readies e for a row: its sticky error or closed state, else the
+// header if it is not out yet.
+func (e *Encoder) begin() error {
+	if e.err != nil {
+		return e.err
+	}
+	if e.closed {
+		return errEncoderClosed
+	}
+	if !e.started {
+		e.header()
 	}
 	return nil
 }

@@ -193,14 +193,8 @@ func (e *Encoder) appendRows(dst, rows []byte, rs, n int) ([]byte, int, error) {
 // what e holds (the header, rows it encoded itself), as if e had encoded
 // them.
 func (e *Encoder) writeEncoded(text []byte, rows int) error {
-	if e.err != nil {
-		return e.err
-	}
-	if e.closed {
-		return errEncoderClosed
-	}
-	if !e.started {
-		e.header()
+	if err := e.begin(); err != nil {
+		return err
 	}
 	if err := e.flush(); err != nil {
 		return err

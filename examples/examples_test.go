@@ -484,7 +484,9 @@ func TestPythonReader(t *testing.T) {
 	// the reader fails and names the file and the row's offset. The last
 	// row's segment is raw whatever background compaction did before
 	// Close: it compresses neither the segment being written nor the
-	// newest sealed one, and Close compresses none.
+	// newest sealed one, and Close compresses a last segment only when
+	// it holds a compressed block's rows (4,096; this one has 64 at
+	// most).
 	last := n - 1
 	seg := filepath.Join(db, table, format.SegName(uint64(last/64)))
 	rowOff := int64(4096 + last%64*pySchema.RowSize)

@@ -253,14 +253,25 @@ func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
 // one default segment's worth or two, about 40 ms each on two cores.
 const closeCompactRows = 1 << 20
 
-// compactTail compresses, at Close, the sealed segments the background
-// compaction had not finished: with the raw backlog bounded
-// (Options.RawBacklog), the one or two before the last, which qualify
-// once Close has made every row durable and checkpointed them. It leaves
-// a longer backlog (a bound turned off, larger segments) to the next
-// writer, so that Close stays short, and a failure too (logged): the
-// segment stays raw, as it was. Close only, after its checkpoint; the
-// compactor is stopped.
+// closeCompactLast is the fewest rows of the last segment that Close
+// compresses: one compressed block's.
+const closeCompactLast = cseg.BlockRows
+
+// compactTail compresses, at Close, what the background compaction had
+// not: with the raw backlog bounded (Options.RawBacklog), the one or two
+// sealed segments before the last, which qualify once Close has made
+// every row durable and checkpointed them, and the last segment, partly
+// filled, which closing seals (as CloseCompacted does): a reader of the
+// closed table then finds every symbol's rows clustered, the last
+// segment's too, where a raw last segment holds one symbol's rows on
+// every page of it. The next writer decompresses the last segment back
+// into a raw file to append to it (restoreTail; its postings are kept,
+// so that is a copy, not a re-indexing). It leaves more than
+// closeCompactRows rows (a bound turned off, larger segments) to the
+// next writer, so that Close stays short, and a failure too (logged):
+// the segment stays raw, as it was. Close only, once the table is
+// recorded closed; the compactor is stopped.
+
 func (w *Writer) compactTail() {
 	if w.cmp == nil || w.opts.CompactAge != 0 || w.opts.RawBacklog < 0 || w.compactOff.Load() {
 		return
@@ -268,16 +279,25 @@ func (w *Writer) compactTail() {
 	w.dropMu.Lock()
 	defer w.dropMu.Unlock()
 	n := max(w.ctl.CmpSegs(), w.ctl.FirstSeq()>>w.shift)
-	limit := w.compactLimit(w.seq)
-	if n >= limit || (limit-n)*w.rps > closeCompactRows {
+	end := w.seq // past the last row: the last segment too
+	if w.reopening || w.seq-w.seq>>w.shift<<w.shift < closeCompactLast {
+		// AddColumns reopens at once, and rewrites the last segment
+		// in the new layout; a last segment of a few rows is read
+		// whole at little cost, and compressed takes more room than
+		// raw: the sealed ones alone.
+		end = w.seq >> w.shift << w.shift
+	}
+	if n<<w.shift >= end || end-n<<w.shift > closeCompactRows {
 		return
 	}
-	for ; n < limit; n++ {
-		if _, _, err := w.compactSegment(n, w.rps, nil, nil); err != nil {
+	for ; n<<w.shift < end; n++ {
+		if _, _, err := w.compactSegment(n, min(w.rps, w.seq-n<<w.shift), nil, nil); err != nil {
 			w.log.Warn("writer: compaction at close failed; the segment stays raw", "table", w.name, "segment", n, "err", err)
 			return
 		}
 	}
+	// (Not the last segment's postings: restoreTail would need them made
+	// again.)
 	if err := w.dropPostings(w.ctl.CmpSegs(), false); err != nil {
 		w.log.Warn("writer: dropping compacted postings at close failed", "table", w.name, "err", err)
 	}

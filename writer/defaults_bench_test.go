@@ -27,7 +27,8 @@ import (
 // waited for it (Options.RawBacklog) and the share of the ingest's time
 // they took, the raw backlog at its largest and after the last append
 // (sealed segments not compressed, the newest sealed one included until
-// the next one's first rows are durable), the Close time and the
+// the next one's first rows are durable), the Close time, the next
+// writer's open (reopen-ms: the last segment decompressed again), and the
 // table's allocated bytes a row after Close: all its files, the raw
 // segment files among them, and the index files (postings, time index,
 // late rows), and the same table's after a reopen and CloseCompacted(0)
@@ -51,7 +52,7 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			db, live := testutil.DB(b)
 			s, _, _, _ := benchutil.TickSchema()
 			hist := benchutil.NewHist()
-			var ingest, closing, cmpTime, stallTime time.Duration
+			var ingest, closing, reopen, cmpTime, stallTime time.Duration
 			var cmpRows, stalls uint64
 			var maxBacklog, closeBacklog, compacted uint64
 			var disk, index, raw, full int64
@@ -111,10 +112,15 @@ func BenchmarkIngestDefaults(b *testing.B) {
 				for _, f := range segs {
 					raw += allocated(b, f)
 				}
-				// The same table fully compacted, for comparison.
+				// The same table fully compacted, for comparison; the
+				// open is what the next writer waits for (the last
+				// segment decompressed back into a raw file, when Close
+				// compressed it).
+				o0 := time.Now()
 				if w, err = writer.Open(db, dir, &writer.Options{LiveDir: filepath.Join(live, dir)}); err != nil {
 					b.Fatal(err)
 				}
+				reopen += time.Since(o0)
 				if _, err := w.CloseCompacted(0); err != nil {
 					b.Fatal(err)
 				}
@@ -128,6 +134,7 @@ func BenchmarkIngestDefaults(b *testing.B) {
 			b.ReportMetric(rows/ingest.Seconds(), "rows/s")
 			b.ReportMetric(rows/(ingest+closing).Seconds(), "rows+close/s")
 			b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms")
+			b.ReportMetric(float64(reopen.Microseconds())/1e3/float64(b.N), "reopen-ms")
 			b.ReportMetric(float64(compacted)/ingest.Seconds(), "compacted-segs/s")
 			if cmpTime > 0 {
 				// The compaction's own throughput, beside the ingest.

@@ -312,12 +312,14 @@ func (w *Writer) open() error {
 		return fmt.Errorf("writer: table %s: settle an interrupted compaction: %w", w.name, err)
 	}
 	// After cleanCompaction, which removes what a crash left of its
-	// temporary files and of ours (seg-N.dat.tmp).
-	if err := w.upgradeTail(); err != nil {
-		return fmt.Errorf("writer: table %s: rewrite the last segment for added columns: %w", w.name, err)
-	}
+	// temporary files and of ours (seg-N.dat.tmp); the last segment
+	// decompressed first (a plain Close compresses it), in the layout it
+	// was written in, then rewritten for added columns.
 	if err := w.restoreTail(); err != nil {
 		return fmt.Errorf("writer: table %s: %w", w.name, err)
+	}
+	if err := w.upgradeTail(); err != nil {
+		return fmt.Errorf("writer: table %s: rewrite the last segment for added columns: %w", w.name, err)
 	}
 	if err := w.recover(); err != nil {
 		return fmt.Errorf("writer: recover table %s: %w", w.name, err)
@@ -1039,9 +1041,6 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}
-	if err == nil && w.closeHook == nil {
-		w.compactTail()
-	}
 	if err == nil {
 		_, _, err = w.dropSegments() // what automatic retention left to the checkpointer
 	}
@@ -1054,6 +1053,9 @@ func (w *Writer) Close() error {
 	if err == nil {
 		w.ctl.SetWriter(0, index.StateClosed)
 		err = w.ctl.Sync()
+	}
+	if err == nil && w.closeHook == nil {
+		w.compactTail()
 	}
 	if err == nil && w.closeHook != nil {
 		w.closeRes, err = w.closeHook()

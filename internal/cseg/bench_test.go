@@ -2,6 +2,7 @@ package cseg
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -313,6 +314,34 @@ func BenchmarkColdGet(b *testing.B) {
 				i++
 			}
 			reportHist(b, hist)
+		})
+	}
+}
+
+// BenchmarkRandomRow is a random Get of a clustered segment's rows
+// (RowInto): over a few blocks, whose rank frames RowInto keeps, and over
+// many, where most rows decode a rank frame.
+func BenchmarkRandomRow(b *testing.B) {
+	s := store.TickSchema()
+	for _, rows := range []int{5 * BlockRows, 128 * BlockRows} {
+		b.Run(fmt.Sprintf("blocks=%d", rows/BlockRows), func(b *testing.B) {
+			h := Header{TableID: testTableID, SegNo: 0, RowSize: s.RowSize, RowsPerSeg: 128 * BlockRows, Rows: uint64(rows)}
+			path, _ := encodeFileVersion(b, b.TempDir(), s, h, genRows(s, rows, 0, h.RowsPerSeg, 1), VersionClustered)
+			g, err := Open(path, s, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			one := make([]byte, s.RowSize)
+			x := uint64(1)
+			b.ReportAllocs()
+			for b.Loop() {
+				x = x*6364136223846793005 + 1442695040888963407
+				if err := g.RowInto(x>>33%uint64(rows), one); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRows(b, float64(b.N))
 		})
 	}
 }

@@ -217,6 +217,7 @@ func TestClusteredRoundTrip(t *testing.T) {
 		late bool               // every 7th row goes back in ts (FlagLate)
 	}{
 		{"tick/sealed", tick, 1 << 16, 1 << 16, nil, false},
+		{"tick/more_blocks_than_rank_ways", tick, 2 * rankWays * BlockRows, 2*rankWays*BlockRows - 9, nil, false},
 		{"tick/short_last_block", tick, 1 << 16, 3*BlockRows + 1234, nil, false},
 		{"tick/one_row", tick, 1 << 16, 1, nil, false},
 		{"tick/one_block_exact", tick, 1 << 12, BlockRows, nil, false},
@@ -501,8 +502,8 @@ func TestClusteredTruncated(t *testing.T) {
 	}
 }
 
-// TestClusteredAllocs holds Block and SymBlock on a version 2 file to zero
-// allocations once warm.
+// TestClusteredAllocs holds Block, SymBlock and RowInto on a version 2
+// file to zero allocations once warm.
 func TestClusteredAllocs(t *testing.T) {
 	if testutil.Race {
 		t.Skip("allocation counts are not meaningful under -race")
@@ -555,6 +556,23 @@ func TestClusteredAllocs(t *testing.T) {
 				b++
 			}); n != 0 {
 				t.Errorf("SymBlockIn allocates %v times", n)
+			}
+			// Random rows, once every block's rank frame and every
+			// symbol's data block has been decoded for them.
+			one := make([]byte, s.RowSize)
+			for i := range h.Rows {
+				if err := g.RowInto(i, one); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x := uint64(1)
+			if n := testing.AllocsPerRun(200, func() {
+				x = x*6364136223846793005 + 1442695040888963407
+				if err := g.RowInto(x>>33%h.Rows, one); err != nil {
+					t.Fatal(err)
+				}
+			}); n != 0 {
+				t.Errorf("RowInto allocates %v times", n)
 			}
 		})
 	}

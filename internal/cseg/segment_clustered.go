@@ -31,8 +31,12 @@ type clustered struct {
 	rankCur int      // 1 + the rank block in rslots and rowRank (0: none)
 	rowRank []uint64 // each row's rank among its symbol's rows
 	one     []byte   // RowInto's block in a version 1 file
-	cache   []cachedBlock
-	free    []cachedBlock // buffers handed over by DropCache
+	// RowInto's rank frames, decoded (a lone row's symbol slot and rank
+	// among its symbol's rows), for up to rankWays blocks: random rows
+	// over a few blocks would otherwise decode a rank frame a row.
+	ranks [rankWays]rankFrame
+	cache []cachedBlock
+	free  []cachedBlock // buffers handed over by DropCache
 }
 
 // cachedBlock is a decoded data block: its rows without check words, and
@@ -41,6 +45,18 @@ type cachedBlock struct {
 	blk  int // -1: none
 	rows []byte
 	seqs []uint64
+}
+
+// rankWays is how many rank frames RowInto keeps decoded (rankFrame),
+// blocks b mapped to b%rankWays: 32 KiB each.
+const rankWays = 16
+
+// rankFrame is rank block blk-1's symbol slots and ranks, for RowInto
+// (blk 0: none).
+type rankFrame struct {
+	blk   int
+	slots []uint32
+	ranks []uint32
 }
 
 // wantBlock returns the rows data block i must hold and the directory slot
@@ -304,9 +320,9 @@ func (g *Segment) symBlock(k int, w window, dst []byte, seqs []uint64) (_ []byte
 }
 
 // DropCache forgets the data blocks Block keeps decoded (one per symbol
-// of a version 2 file, at most the segment's raw size), and hands their
-// buffers to Segment to (nil: to the garbage collector), whose Block
-// reuses them: for a reader moving from one segment to another, so that
+// of a version 2 file, at most the segment's raw size) and the rank
+// frames RowInto keeps, and hands their buffers to Segment to (nil: to
+// the garbage collector), whose Block and RowInto reuse them: for a reader moving from one segment to another, so that
 // only one segment's blocks are held and alternating costs no allocation.
 // Block decodes the blocks again as needed. Both segments must be used by
 // the caller's goroutine.
@@ -317,6 +333,17 @@ func (g *Segment) DropCache(to *Segment) {
 			to.free = append(to.free, cachedBlock{rows: c.rows[:0], seqs: c.seqs[:0]})
 		}
 		g.cache[i] = cachedBlock{blk: -1}
+	}
+	for i := range g.ranks {
+		f := &g.ranks[i]
+		switch {
+		case to == nil:
+			*f = rankFrame{}
+		case to != g && f.slots != nil && to.ranks[i].slots == nil:
+			to.ranks[i] = rankFrame{slots: f.slots[:0], ranks: f.ranks[:0]}
+			*f = rankFrame{}
+		}
+		f.blk = 0
 	}
 }
 
@@ -376,10 +403,23 @@ func (g *Segment) RowInto(i uint64, dst []byte) error {
 		copy(dst, rows[r*g.rs:(r+1)*g.rs])
 		return nil
 	}
-	if err := g.decodeRank(b); err != nil {
-		return err
+	f := &g.ranks[b%rankWays]
+	if f.blk != b+1 {
+		if err := g.decodeRank(b); err != nil {
+			return err
+		}
+		n := len(g.rslots)
+		if cap(f.slots) < n {
+			f.slots, f.ranks = make([]uint32, BlockRows), make([]uint32, BlockRows)
+		}
+		f.slots, f.ranks = f.slots[:n], f.ranks[:n]
+		copy(f.slots, g.rslots)
+		for j, k := range g.rowRank {
+			f.ranks[j] = uint32(k) // below the segment's rows, under 2^32
+		}
+		f.blk = b + 1
 	}
-	src, err := g.rankRow(b, r)
+	src, err := g.dataRow(b, r, f.slots[r], uint64(f.ranks[r]))
 	if err != nil {
 		return err
 	}
@@ -460,7 +500,12 @@ func (g *Segment) decodeRank(b int) error {
 // block unless it is the symbol's cached one. The row is valid until the
 // symbol's next block is decoded.
 func (g *Segment) rankRow(b, i int) ([]byte, error) {
-	sl, k := g.rslots[i], g.rowRank[i]
+	return g.dataRow(b, i, g.rslots[i], g.rowRank[i])
+}
+
+// dataRow returns row i of rank block b, the rank k row of the symbol in
+// slot sl, as rankRow does.
+func (g *Segment) dataRow(b, i int, sl uint32, k uint64) ([]byte, error) {
 	blk := g.dir[sl].first + int(k/BlockRows)
 	c := &g.cache[sl]
 	if c.blk != blk {

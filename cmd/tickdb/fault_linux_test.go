@@ -245,10 +245,12 @@ func (ld *faultLoad) httpWriter() {
 		case http.StatusNoContent:
 			ld.ok.Add(1)
 		case http.StatusServiceUnavailable:
-			ld.refused.Add(1)
+			// What the refusal said first: a waiter that sees the count
+			// go up reads them without the lock.
 			ra, s := resp.Header.Get("Retry-After"), string(body)
 			ld.retryAfter.Store(&ra)
 			ld.lastRefusal.Store(&s)
+			ld.refused.Add(1)
 		default:
 			ld.failed = append(ld.failed, fmt.Sprintf("request %d: %d %s", req, resp.StatusCode, body))
 		}

@@ -77,9 +77,10 @@ type Options struct {
 	// is checked against the stored schema if set.
 	Schema *store.Schema
 	// SegmentSize is the target bytes of rows per segment (default 16
-	// MiB: the raw tail a plain Close leaves, the segment being written
-	// and at most RawBacklog sealed ones, stays small beside the
-	// compressed rest); the rows per segment are the largest power of two
+	// MiB: the raw tail while writing, the segment being written and at
+	// most RawBacklog sealed ones, stays small beside the compressed
+	// rest, and Close compresses it in a few tens of milliseconds); the
+	// rows per segment are the largest power of two
 	// that fit, at least 16.
 	SegmentSize int64
 	// TimeStride is how many rows one time-index entry covers (default 64,
@@ -169,9 +170,11 @@ type Options struct {
 	// slowed to its pace instead of leaving raw segments behind, which
 	// would take 32 bytes a row on disk and whole-segment reads for one
 	// symbol after a restart. A feed the compaction keeps up with never
-	// waits. Close compresses the sealed segments the bound leaves
-	// raw when they hold at most 1 M rows, so that a closed table's
-	// only raw segment is its last. Only with CompactAge 0; the writer
+	// waits. Close compresses the segments the bound leaves raw, the
+	// one being written included (from 4,096 rows), when they hold at
+	// most 1 M rows, so that a closed table has no raw segment; the
+	// next writer decompresses the last one to append to it. Only with
+	// CompactAge 0; the writer
 	// never waits for a compaction that stopped on damage or fails (a
 	// full disk).
 	RawBacklog int

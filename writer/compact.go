@@ -200,8 +200,8 @@ func (w *Writer) compactStep(n uint64, step int) {
 // msyncs take tens of milliseconds), which only the mark's move waits
 // for. A crash before the mark moves leaves the raw file the segment,
 // as in any compaction.
-func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
-	if !semAcquire(stop) {
+func (w *Writer) compactNext(upTo uint64, stop, halt <-chan struct{}) (int, error) {
+	if !semAcquire(halt) {
 		return 0, cseg.ErrStopped
 	}
 	held := true
@@ -226,7 +226,7 @@ func (w *Writer) compactNext(upTo uint64, stop <-chan struct{}) (int, error) {
 			w.dropMu.Unlock()
 			<-compactSem
 			held = false
-			err := w.waitQualify(n, stop)
+			err := w.waitQualify(n, halt)
 			if err == nil {
 				if held = semAcquire(stop); !held {
 					err = cseg.ErrStopped
@@ -308,10 +308,10 @@ func (w *Writer) compactTail() {
 var errSegDropped = errors.New("writer: segment deleted or compacted during its compaction")
 
 // waitQualify waits until segment n qualifies for compaction
-// (compactLimit), or stop closes (cseg.ErrStopped), or what it waits for
-// cannot come in this run (the flusher or the checkpointer failing:
-// their error).
-func (w *Writer) waitQualify(n uint64, stop <-chan struct{}) error {
+// (compactLimit), or halt closes (cseg.ErrStopped, unless it qualifies
+// by then), or what it waits for cannot come in this run (the flusher or
+// the checkpointer failing: their error).
+func (w *Writer) waitQualify(n uint64, halt <-chan struct{}) error {
 	for n >= w.compactLimit(w.ctl.Visible()) {
 		if err := w.fail.get(); err != nil {
 			return err
@@ -323,7 +323,10 @@ func (w *Writer) waitQualify(n uint64, stop <-chan struct{}) error {
 			return err
 		}
 		select {
-		case <-stop:
+		case <-halt:
+			if n < w.compactLimit(w.ctl.Visible()) {
+				return nil // qualified meanwhile (Close's checkpoint)
+			}
 			return cseg.ErrStopped
 		case <-time.After(200 * time.Microsecond):
 		}

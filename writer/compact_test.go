@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -772,5 +773,103 @@ func TestCompactBackgroundDamage(t *testing.T) {
 	}
 	if _, err := reader.Verify(db, "t", nil); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("verify: %v, want the damage named", err)
+	}
+}
+
+// TestCloseFinishesCompaction: a segment the background compaction is
+// encoding when Close begins is finished by it once Close's checkpoint
+// makes it qualify, not given up and encoded again by Close; one that
+// cannot qualify (no row after it) is given up without holding Close.
+func TestCloseFinishesCompaction(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after int // rows past segment 0
+		runs  int // encodings of segment 0 that reached step 1
+	}{
+		{"rows_after", 100, 1},
+		{"none_after", 0, 2}, // given up, then compressed by Close (compactTail)
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, live := testutil.DB(t)
+			s := store.TickSchema()
+			reached, release := make(chan struct{}), make(chan struct{})
+			var mu sync.Mutex
+			runs := 0
+			// Rows become durable at Sync, and a sealed segment at once:
+			// segment 0 is encoded while the rows after it are not
+			// durable, so it cannot qualify before Close.
+			o := &writer.Options{Schema: s, SegmentSize: compactSegRows * 32, LiveDir: live, Flush: writer.FlushOnSync}
+			writer.SetCompactHook(o, func(seg uint64, step int) {
+				if seg != 0 || step != 1 {
+					return
+				}
+				mu.Lock()
+				runs++
+				first := runs == 1
+				mu.Unlock()
+				if first {
+					close(reached)
+					<-release
+				}
+			})
+			w, err := writer.Open(db, "t", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				if _, err := w.SymbolString("S" + strconv.Itoa(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			symc, _ := s.Col("sym")
+			row := w.NewRow()
+			for i := range compactSegRows + c.after {
+				row.SetTs(int64(1_000_000 + i))
+				row.SetSym(symc, uint32(i%20))
+				if _, err := w.Append(row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Publish()
+			select {
+			case <-reached:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the background compaction never reached segment 0's step 1")
+			}
+			done := make(chan error, 1)
+			go func() { done <- w.Close() }()
+			time.Sleep(100 * time.Millisecond) // Close on its way
+			close(release)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Close did not return")
+			}
+			mu.Lock()
+			got := runs
+			mu.Unlock()
+			if got != c.runs {
+				t.Fatalf("segment 0 encoded %d times, want %d", got, c.runs)
+			}
+			dir := filepath.Join(db, "t")
+			if _, err := os.Stat(format.ZSegPath(dir, 0)); err != nil {
+				t.Fatalf("segment 0 not compressed: %v", err)
+			}
+			if _, err := os.Stat(format.SegPath(dir, 0)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("segment 0's raw file left: %v", err)
+			}
+			rows := allRows(t, db, live)
+			if n := len(rows) / s.RowSize; n != compactSegRows+c.after {
+				t.Fatalf("%d rows read back, want %d", n, compactSegRows+c.after)
+			}
+			for i := range compactSegRows + c.after {
+				if ts := store.Row(rows[i*s.RowSize:]).Ts(); ts != int64(1_000_000+i) {
+					t.Fatalf("row %d: ts %d", i, ts)
+				}
+			}
+		})
 	}
 }

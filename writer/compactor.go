@@ -2,6 +2,7 @@ package writer
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,12 @@ type compactor struct {
 	w     *Writer
 	upTo  atomic.Uint64 // segments below it qualify (the checkpointer's)
 	kickc chan struct{}
-	stopc chan struct{}
-	donec chan struct{}
+	stopc chan struct{} // stop: the encoding in progress gives up
+	// haltc closes with stopc or with finish: no wait (to qualify, for
+	// compactSem) goes on, and no next segment is taken.
+	haltc   chan struct{}
+	haltOne sync.Once
+	donec   chan struct{}
 }
 
 // compactSem lets one segment's compaction run at a time in a process
@@ -47,7 +52,7 @@ func semAcquire(stop <-chan struct{}) bool {
 }
 
 func newCompactor(w *Writer) *compactor {
-	return &compactor{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	return &compactor{w: w, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), haltc: make(chan struct{}), donec: make(chan struct{})}
 }
 
 // kick has the compactor look for work; it never blocks.
@@ -62,8 +67,22 @@ func (c *compactor) kick() {
 // block (cseg.ErrStopped), its segment stays raw.
 func (c *compactor) stop() {
 	close(c.stopc)
+	c.halt()
 	<-c.donec
 }
+
+// finish ends the compactor once the segment in progress, if any, is
+// compressed, provided it qualifies now: Close, after its final
+// checkpoint, when nothing more can make a segment qualify. (Stopping
+// instead threw away an encoding that was most of the way through, which
+// Close then did again whole: a segment's tens of milliseconds.) A
+// segment that does not qualify stays raw, as with stop.
+func (c *compactor) finish() {
+	c.halt()
+	<-c.donec
+}
+
+func (c *compactor) halt() { c.haltOne.Do(func() { close(c.haltc) }) }
 
 func (c *compactor) stopping() bool {
 	select {
@@ -78,12 +97,17 @@ func (c *compactor) run() {
 	defer close(c.donec)
 	for {
 		select {
-		case <-c.stopc:
+		case <-c.haltc:
 			return
 		case <-c.kickc:
 		}
 		for c.next() {
 			c.w.ck.wake() // copies to trim, postings to drop
+			select {
+			case <-c.haltc:
+				return
+			default:
+			}
 		}
 	}
 }
@@ -93,7 +117,7 @@ func (c *compactor) run() {
 func (c *compactor) next() bool {
 	w := c.w
 	t0 := time.Now()
-	n, err := w.compactNext(c.upTo.Load(), c.stopc)
+	n, err := w.compactNext(c.upTo.Load(), c.stopc, c.haltc)
 	if errors.Is(err, errSegDropped) {
 		return true // nothing compressed, nothing failed: the next one
 	}

@@ -1023,24 +1023,27 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.publish()
-	// The background compaction first (an encoding in progress gives
-	// up: its segment stays raw, for the next writer), and no more hot
-	// copies: the flusher's disk writes are all Close waits for.
+	// No more hot copies: the flusher's disk writes are what Close
+	// waits for, while the background compaction goes on with the
+	// segment it is encoding, if any.
 	w.sh.closing.Store(true)
-	if w.cmp != nil {
-		w.cmp.stop()
-	}
 	w.prep.stop()
 	err := w.fl.waitDurable(w.seq, time.Now().Add(closeGrace))
 	w.closed = true
 	w.fl.stop()
 	w.ck.stop() // a background checkpoint must not race the final one
 	if err == nil && w.sh.ckCond.get() != nil {
+		w.stopCompactor(false)
 		return w.closeUncheckpointed()
 	}
 	if err == nil {
 		err = w.checkpoint(w.seq)
 	}
+	// Then the compaction ends: with the segment it is encoding
+	// compressed, when the checkpoint made it qualify (it was sealed
+	// before Close; stopping would throw its encoding away, and
+	// compactTail do it again whole), or given up (a failed Close).
+	w.stopCompactor(err == nil)
 	if err == nil {
 		_, _, err = w.dropSegments() // what automatic retention left to the checkpointer
 	}
@@ -1073,6 +1076,18 @@ func (w *Writer) Close() error {
 	w.reap.start()
 	w.log.Info("writer: closed", "table", w.name, "rows", w.seq)
 	return err
+}
+
+// stopCompactor ends the background compaction, if any: finishing the
+// segment in progress (compactor.finish) or giving it up (stop).
+func (w *Writer) stopCompactor(finish bool) {
+	switch {
+	case w.cmp == nil:
+	case finish:
+		w.cmp.finish()
+	default:
+		w.cmp.stop()
+	}
 }
 
 // trimIndexes frees the index files' room grown ahead of the published

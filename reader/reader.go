@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,9 +138,12 @@ type segView struct {
 	z            *cseg.Segment
 	bfirst, bend uint64
 	// Clustered (cseg version 2) only: rows is block zpart-1, decoded
-	// one row at a time: the nfill rows marked in filled.
+	// one row at a time: the rows marked in filled; run is how many rows
+	// asked for last came one after the other, the last of them row
+	// last of the block.
 	zpart  uint64
-	nfill  int
+	run    int
+	last   uint64
 	filled [cseg.BlockRows / 64]uint64
 	// asked: not opened yet, its header and tables asked for
 	// (prefetchTables).
@@ -147,9 +151,12 @@ type segView struct {
 }
 
 // partialRows is how many rows of a block of a clustered compressed
-// segment Get decodes one at a time before it decodes the whole block.
-// A seek's probes in one block are fewer (the binary search of one time
-// index stride and two checks); a scan takes the whole block after them.
+// segment, one after the other, Get decodes one at a time before it
+// decodes the whole block: a scan in seq order takes the whole block
+// after them; a seek's probes (a binary search) and random rows never
+// do, and each costs a row (its block's rank frame and its symbol's data
+// block, which the segment keeps decoded), where the whole block is a
+// data block for every symbol in it.
 const partialRows = 16
 
 // release unmaps what the view holds.
@@ -863,21 +870,28 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 		}
 		if v.z.Version() == cseg.VersionClustered {
 			// Decoding a whole block of a clustered segment decodes a
-			// data block for every symbol in it: the first rows asked
-			// for in a block (a seek's probes, a random Get) are decoded
-			// one by one, each from its symbol's data block; past
-			// partialRows of them, the whole block.
+			// data block for every symbol in it: rows asked for here
+			// and there in a block (a seek's probes, random rows) are
+			// decoded one by one, each from its symbol's data block;
+			// past partialRows of them one after the other, the whole
+			// block.
 			if v.zpart != uint64(b)+1 {
 				n := min(v.z.Rows()-uint64(b)*cseg.BlockRows, cseg.BlockRows)
 				if uint64(cap(v.rows)) < n*v.rs {
 					v.rows = make([]byte, cseg.BlockRows*v.rs)
 				}
 				v.rows = v.rows[:n*v.rs]
-				v.zpart, v.nfill, v.bfirst, v.bend = uint64(b)+1, 0, 0, 0
+				v.zpart, v.run, v.last, v.bfirst, v.bend = uint64(b)+1, 0, math.MaxUint64, 0, 0
 				clear(v.filled[:])
 			}
-			if v.nfill < partialRows {
-				j := i - uint64(b)*cseg.BlockRows
+			j := i - uint64(b)*cseg.BlockRows
+			if j == v.last+1 {
+				v.run++
+			} else {
+				v.run = 0
+			}
+			v.last = j
+			if v.run < partialRows {
 				row := v.rows[j*v.rs : (j+1)*v.rs]
 				if v.filled[j>>6]&(1<<(j&63)) == 0 {
 					if err := v.z.RowInto(i, row); err != nil {
@@ -885,7 +899,6 @@ func (r *Reader) getCompressed(v *segView, seq uint64) (store.Row, error) {
 						return nil, err
 					}
 					v.filled[j>>6] |= 1 << (j & 63)
-					v.nfill++
 				}
 				return row, nil
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -272,9 +273,11 @@ func TestRunSmall(t *testing.T) {
 	// The hot paths allocate nothing per operation: the counts are the
 	// process's, so the flusher's and preparer's few allocations over the
 	// whole loop show up as a small fraction; one per operation would be
-	// at least 1.
+	// at least 1. (Not under -race, whose sync.Pool drops what it holds
+	// at random: the decoders' pooled buffers of compressed segments are
+	// made again.)
 	for _, m := range []string{MAppend, MAppendF, MObserve, MGet, MSeek, MWindow, MSymScan, MScan} {
-		if a := r.Find(m, TickDB).Allocs; a < 0 || a >= 0.5 {
+		if a := r.Find(m, TickDB).Allocs; !testutil.Race && (a < 0 || a >= 0.5) {
 			t.Errorf("%s: %v allocations per operation", m, a)
 		}
 	}

@@ -270,8 +270,7 @@ const closeCompactLast = cseg.BlockRows
 // closeCompactRows rows (a bound turned off, larger segments) to the
 // next writer, so that Close stays short, and a failure too (logged):
 // the segment stays raw, as it was. Close only, once the table is
-// recorded closed; the compactor is stopped.
-
+// recorded closed; the compactor has ended.
 func (w *Writer) compactTail() {
 	if w.cmp == nil || w.opts.CompactAge != 0 || w.opts.RawBacklog < 0 || w.compactOff.Load() {
 		return

@@ -84,6 +84,15 @@ func (c *compactor) finish() {
 
 func (c *compactor) halt() { c.haltOne.Do(func() { close(c.haltc) }) }
 
+func (c *compactor) halted() bool {
+	select {
+	case <-c.haltc:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *compactor) stopping() bool {
 	select {
 	case <-c.stopc:
@@ -103,10 +112,8 @@ func (c *compactor) run() {
 		}
 		for c.next() {
 			c.w.ck.wake() // copies to trim, postings to drop
-			select {
-			case <-c.haltc:
+			if c.halted() {
 				return
-			default:
 			}
 		}
 	}

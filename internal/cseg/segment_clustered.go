@@ -322,8 +322,9 @@ func (g *Segment) symBlock(k int, w window, dst []byte, seqs []uint64) (_ []byte
 // DropCache forgets the data blocks Block keeps decoded (one per symbol
 // of a version 2 file, at most the segment's raw size) and the rank
 // frames RowInto keeps, and hands their buffers to Segment to (nil: to
-// the garbage collector), whose Block and RowInto reuse them: for a reader moving from one segment to another, so that
-// only one segment's blocks are held and alternating costs no allocation.
+// the garbage collector), whose Block and RowInto reuse them: for a
+// reader moving from one segment to another, so that only one segment's
+// blocks are held and alternating costs no allocation.
 // Block decodes the blocks again as needed. Both segments must be used by
 // the caller's goroutine.
 func (g *Segment) DropCache(to *Segment) {

@@ -413,6 +413,7 @@ func (st *scanState) next() (bool, error) {
 				st.blk, st.off = st.sc.Block(), 0
 				return true, nil
 			}
+			st.blk = nil
 			if err := st.sc.Err(); err != nil {
 				return false, fmt.Errorf("%s(%q): %w", src.fn, src.table, err)
 			}
@@ -532,6 +533,7 @@ func (st *scanState) release() {
 	st.mu.Lock() // the thread's end, or the collected source's cleanup
 	defer st.mu.Unlock()
 	st.done = true
+	st.blk = nil // the scan's: its buffers go back to the reader
 	if st.r == nil {
 		return
 	}

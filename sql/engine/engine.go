@@ -304,8 +304,53 @@ func (s *Session) prune() {
 	s.cancels = append(s.cancels[:0], s.cancels[len(s.cancels)-16:]...)
 }
 
+// writeVerbs are the first words of statements that are never read-only:
+// refused before DuckDB binds them (binding INSERT INTO a view fails with
+// DuckDB's own, less helpful, error).
+var writeVerbs = map[string]string{
+	"INSERT": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE", "CREATE": "CREATE", "DROP": "DROP",
+	"ALTER": "ALTER", "COPY": "COPY", "ATTACH": "ATTACH", "DETACH": "DETACH", "INSTALL": "LOAD/INSTALL",
+	"LOAD": "LOAD/INSTALL", "FORCE": "LOAD/INSTALL", "EXPORT": "EXPORT", "IMPORT": "IMPORT", "CALL": "CALL",
+	"VACUUM": "VACUUM", "CHECKPOINT": "CHECKPOINT", "TRUNCATE": "TRUNCATE", "MERGE": "MERGE", "ANALYZE": "ANALYZE",
+	"PREPARE": "PREPARE/EXECUTE", "EXECUTE": "PREPARE/EXECUTE", "DEALLOCATE": "PREPARE/EXECUTE",
+}
+
+// firstWord is the statement's first keyword, upper case, past white space
+// and comments.
+func firstWord(q string) string {
+	for {
+		q = strings.TrimLeft(q, " \t\r\n(")
+		switch {
+		case strings.HasPrefix(q, "--"):
+			if i := strings.IndexByte(q, '\n'); i >= 0 {
+				q = q[i+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(q, "/*"):
+			if i := strings.Index(q, "*/"); i >= 0 {
+				q = q[i+2:]
+				continue
+			}
+			return ""
+		}
+		end := strings.IndexFunc(q, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') })
+		if end < 0 {
+			end = len(q)
+		}
+		return strings.ToUpper(q[:end])
+	}
+}
+
+func readOnlyError(kind string) error {
+	return fmt.Errorf("%w: %s statements are not allowed (tables are written through the line protocol, the writer or load; SQL reads them)", ErrReadOnly, kind)
+}
+
 // check refuses a statement that is not read-only, naming its kind.
 func (s *Session) check(ctx context.Context, query string) error {
+	if kind, ok := writeVerbs[firstWord(query)]; ok {
+		return readOnlyError(kind)
+	}
 	return s.conn.Raw(func(dc any) error {
 		c, ok := dc.(*duckdb.Conn)
 		if !ok {
@@ -329,7 +374,7 @@ func (s *Session) check(ctx context.Context, query string) error {
 			duckdb.STATEMENT_TYPE_SET, duckdb.STATEMENT_TYPE_VARIABLE_SET, duckdb.STATEMENT_TYPE_TRANSACTION:
 			return nil
 		}
-		return fmt.Errorf("%w: %s statements are not allowed (tables are written through the line protocol, the writer or load; SQL reads them)", ErrReadOnly, stmtName(t))
+		return readOnlyError(stmtName(t))
 	})
 }
 

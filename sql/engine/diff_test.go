@@ -236,27 +236,36 @@ func TestDifferentialLatest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// LATEST ON ts PARTITION BY sym, in DuckDB: the newest row per symbol.
-		rows, err := e.DB().Query(fmt.Sprintf(`SELECT epoch_ns(ts), sym, price, size FROM trades
-			WHERE ts <= make_timestamp_ns(%d) QUALIFY row_number() OVER (PARTITION BY sym ORDER BY ts DESC) = 1 ORDER BY sym`, at))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for rows.Next() {
-			var ts, sz int64
-			var name string
-			var p sql.NullFloat64
-			if err := rows.Scan(&ts, &name, &p, &sz); err != nil {
+		sort.Strings(want) // compared as sets: one row per symbol
+		// LATEST ON ts PARTITION BY sym: in plain SQL (a scan), and through
+		// the index (tickdb_latest).
+		for _, q := range []string{
+			fmt.Sprintf(`SELECT epoch_ns(ts), sym, price, size FROM trades
+				WHERE ts <= make_timestamp_ns(%d) QUALIFY row_number() OVER (PARTITION BY sym ORDER BY ts DESC) = 1 ORDER BY sym`, at),
+			fmt.Sprintf(`SELECT epoch_ns(ts), sym, price, size FROM tickdb_latest('trades', %d)`, at),
+		} {
+			rows, err := e.DB().Query(q)
+			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, fmt.Sprint(ts, name, f64(p), sz))
-		}
-		rows.Close()
-		sort.Strings(want) // tickdb: name order; SQL: ORDER BY sym (same bytes order for these names)
-		sort.Strings(got)
-		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
-			t.Fatalf("round %d at %d:\nSQL    %v\ntickdb %v", round, at, got, want)
+			var got []string
+			for rows.Next() {
+				var ts, sz int64
+				var name string
+				var p sql.NullFloat64
+				if err := rows.Scan(&ts, &name, &p, &sz); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprint(ts, name, f64(p), sz))
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+			sort.Strings(got)
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
+				t.Fatalf("round %d at %d: %s\nSQL    %v\ntickdb %v", round, at, q, got, want)
+			}
 		}
 	}
 }

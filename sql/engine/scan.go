@@ -63,6 +63,12 @@ func (e *Engine) scanFunctions() (map[string]duckdb.ParallelChunkTableFunction, 
 			},
 		}
 	}
+	fns[LatestFunction] = duckdb.ParallelChunkTableFunction{
+		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{varchar, tsns}},
+		BindArgumentsContext: func(ctx context.Context, _ map[string]any, args ...any) (duckdb.ParallelChunkTableSource, error) {
+			return e.bindLatest(ctx, args)
+		},
+	}
 	return fns, nil
 }
 
@@ -270,9 +276,12 @@ func (src *scanPlan) split(r *reader.Reader, snap reader.Snapshot) error {
 	return nil
 }
 
-func (src *scanSource) ColumnInfos() []duckdb.ColumnInfo {
-	infos := make([]duckdb.ColumnInfo, len(src.cols))
-	for i, c := range src.cols {
+func (src *scanSource) ColumnInfos() []duckdb.ColumnInfo { return columnInfos(src.cols) }
+
+// columnInfos are the DuckDB columns of a table's columns.
+func columnInfos(cols []column) []duckdb.ColumnInfo {
+	infos := make([]duckdb.ColumnInfo, len(cols))
+	for i, c := range cols {
 		t, err := duckdb.NewTypeInfo(sqlType(c.typ))
 		if err != nil {
 			panic(err) // the five types are all DuckDB primitives

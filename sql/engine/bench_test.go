@@ -74,11 +74,18 @@ func benchTable(b *testing.B) string {
 	return benchDir
 }
 
+// benchCleanup is what the benchmarks made once per process, to remove at
+// its end.
+var benchCleanup []func()
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
+	}
+	for i := len(benchCleanup) - 1; i >= 0; i-- {
+		benchCleanup[i]()
 	}
 	os.Exit(code)
 }

@@ -96,6 +96,12 @@ func bound(v any, name string) (int64, error) {
 		}
 		ns, err := query.ParseTime(v)
 		if err != nil {
+			// DuckDB's and psql's shorter forms: minutes, no zone (UTC).
+			for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05.999999999"} {
+				if t, perr := time.Parse(layout, v); perr == nil {
+					return t.UnixNano(), nil
+				}
+			}
 			return 0, fmt.Errorf("tickdb: %s: %w", name, err)
 		}
 		return ns, nil

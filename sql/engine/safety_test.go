@@ -184,7 +184,7 @@ func TestLiveAndGrown(t *testing.T) {
 	if n := count("SELECT count(*) FROM trades WHERE fee IS NULL AND venue IS NULL"); n != 2 {
 		t.Fatalf("%d older rows read the new columns as NULL, want 2", n)
 	}
-	if n := count("SELECT count(*) FROM trades WHERE fee = 0.25 AND venue = 'XNAS' AND price IS NULL"); n != 1 {
+	if n := count("SELECT count(*) FROM trades WHERE fee = 0.25 AND venue = 'XNAS' AND sym = 'AAPL'"); n != 1 {
 		t.Fatalf("%d new rows with the new columns, want 1", n)
 	}
 }

@@ -272,14 +272,20 @@ func (e *Engine) Session(ctx context.Context) (*Session, error) {
 // ErrReadOnly is the error of a statement that would change something.
 var ErrReadOnly = errors.New("SQL over tickdb is read-only")
 
-// Query runs one statement and returns its rows as DuckDB streams them.
-// The statement runs within the engine's Timeout, and stops when ctx is
-// cancelled or the rows are closed.
-func (s *Session) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// Query runs one statement and returns its rows. A statement without
+// parameters whose columns are all numbers, strings, blobs, booleans, dates
+// or timestamps streams: its rows come as DuckDB makes them, and closing
+// the rows early stops it (stream.go); any other is read through
+// duckdb-go, which holds the whole result first. The statement runs within
+// the engine's Timeout, and stops when ctx is cancelled or the rows are
+// closed. A streamed result is read before the session's next statement
+// (which would end it).
+func (s *Session) Query(ctx context.Context, query string, args ...any) (Rows, error) {
 	if err := s.e.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.check(ctx, query); err != nil {
+	streams, err := s.check(ctx, query)
+	if err != nil {
 		return nil, err
 	}
 	s.prune()
@@ -288,7 +294,25 @@ func (s *Session) Query(ctx context.Context, query string, args ...any) (*sql.Ro
 		ctx, cancel = context.WithTimeout(ctx, s.e.opts.Timeout)
 		s.cancels = append(s.cancels, cancel)
 	}
-	return s.conn.QueryContext(ctx, query, args...)
+	if streams && len(args) == 0 {
+		var rows *streamRows
+		err := s.conn.Raw(func(dc any) error {
+			// The session's *sql.Conn holds this driver connection for
+			// the session's life: the streaming result may go on using it.
+			var err error
+			rows, err = stream(ctx, rawConn(dc.(*duckdb.Conn)), query)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return rows, nil
+	}
+	rows, err := s.conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
 }
 
 // prune drops the cancel functions of timed-out statements.
@@ -346,12 +370,13 @@ func readOnlyError(kind string) error {
 	return fmt.Errorf("%w: %s statements are not allowed (tables are written through the line protocol, the writer or load; SQL reads them)", ErrReadOnly, kind)
 }
 
-// check refuses a statement that is not read-only, naming its kind.
-func (s *Session) check(ctx context.Context, query string) error {
+// check refuses a statement that is not read-only, naming its kind, and
+// reports whether it can stream (a SELECT whose columns stream.go decodes).
+func (s *Session) check(ctx context.Context, query string) (streams bool, err error) {
 	if kind, ok := writeVerbs[firstWord(query)]; ok {
-		return readOnlyError(kind)
+		return false, readOnlyError(kind)
 	}
-	return s.conn.Raw(func(dc any) error {
+	err = s.conn.Raw(func(dc any) error {
 		c, ok := dc.(*duckdb.Conn)
 		if !ok {
 			return fmt.Errorf("sql: unexpected driver connection %T", dc)
@@ -370,12 +395,23 @@ func (s *Session) check(ctx context.Context, query string) error {
 			return err
 		}
 		switch t {
-		case duckdb.STATEMENT_TYPE_SELECT, duckdb.STATEMENT_TYPE_EXPLAIN, duckdb.STATEMENT_TYPE_PRAGMA,
+		case duckdb.STATEMENT_TYPE_SELECT:
+			streams = true
+			n, err := ds.ColumnCount()
+			for i := 0; i < n && err == nil && streams; i++ {
+				var ct duckdb.Type
+				ct, err = ds.ColumnType(i)
+				_, streams = streamTypes[ct]
+			}
+			streams = streams && err == nil
+			return nil
+		case duckdb.STATEMENT_TYPE_EXPLAIN, duckdb.STATEMENT_TYPE_PRAGMA,
 			duckdb.STATEMENT_TYPE_SET, duckdb.STATEMENT_TYPE_VARIABLE_SET, duckdb.STATEMENT_TYPE_TRANSACTION:
 			return nil
 		}
 		return readOnlyError(stmtName(t))
 	})
+	return streams, err
 }
 
 func stmtName(t duckdb.StmtType) string {

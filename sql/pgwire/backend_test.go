@@ -86,12 +86,16 @@ type testSession struct {
 	ctxs    []context.Context
 }
 
-func (s *testSession) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (s *testSession) Query(ctx context.Context, query string, args ...any) (Rows, error) {
 	s.mu.Lock()
 	s.queries = append(s.queries, query)
 	s.ctxs = append(s.ctxs, ctx)
 	s.mu.Unlock()
-	return s.conn.QueryContext(ctx, query, args...)
+	rows, err := s.conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return SQLRows(rows), nil
 }
 
 func (s *testSession) Close() error {

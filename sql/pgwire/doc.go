@@ -75,9 +75,12 @@
 //
 // # Caveats
 //
-//   - duckdb-go (v2.10506.0) materializes a result before database/sql
-//     sees its first row; the server streams what it is given, in pieces
-//     of 256 KiB, and never holds a whole result, but DuckDB does.
+//   - The server streams what its Session gives it, in pieces of 256 KiB,
+//     and never holds a whole result. duckdb-go (v2.10506.0) through
+//     database/sql materializes a result before its first row (SQLRows);
+//     tickdb's engine runs what it can as DuckDB streaming results
+//     (sql/engine, stream.go), so those start at once and hold a few
+//     chunks.
 //   - A statement is described (Describe of a statement, before Bind) by
 //     planning it inside SELECT * FROM (...) LIMIT 0 with stand-in
 //     parameters; other row-returning statements (INSERT ... RETURNING,

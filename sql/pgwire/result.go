@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"unicode/utf8"
 
@@ -18,15 +17,18 @@ type column struct {
 }
 
 // columnsOf describes rows' columns.
-func columnsOf(rows *sql.Rows) ([]column, error) {
-	cts, err := rows.ColumnTypes()
+func columnsOf(rows Rows) ([]column, error) {
+	names, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
-	cols := make([]column, len(cts))
-	for i, ct := range cts {
-		duck := ct.DatabaseTypeName()
-		cols[i] = column{name: ct.Name(), typ: typeFor(duck), shape: parseShape(duck)}
+	types, err := rows.ColumnTypeNames()
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]column, len(names))
+	for i, duck := range types {
+		cols[i] = column{name: names[i], typ: typeFor(duck), shape: parseShape(duck)}
 	}
 	return cols, nil
 }
@@ -55,7 +57,7 @@ type portal struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	rows   *sql.Rows
+	rows   Rows
 	cols   []column
 	vals   []any // scan destinations
 	ptrs   []any

@@ -24,18 +24,49 @@ type Backend interface {
 
 // Session is one client connection's view of DuckDB. The server calls it
 // from that connection's goroutine only, one call at a time, but it may
-// keep several *sql.Rows open at once (suspended portals).
+// keep several Rows open at once (suspended portals).
 //
 // A Session should run every Query on one DuckDB connection: the server
 // describes some statements by running them between BEGIN TRANSACTION and
 // ROLLBACK, and a client's SET must reach the connection its next
 // statement runs on.
 type Session interface {
-	// Query runs one statement and returns its rows, streaming as far as the driver does (duckdb-go
-	// v2.10506.0 materializes each result before its first row: see Caveats in the package doc).
+	// Query runs one statement and returns its rows, streaming as far as the backend does (duckdb-go
+	// v2.10506.0 through database/sql materializes each result before its first row; tickdb's
+	// engine streams: see Caveats in the package doc).
 	// ctx is cancelled when the client sends a CancelRequest for this session or disconnects.
-	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
 	Close() error
+}
+
+// Rows is a statement's result as the server reads it: *sql.Rows' methods
+// it uses, and the columns' DuckDB type names (what
+// sql.ColumnType.DatabaseTypeName gives). SQLRows adapts a *sql.Rows.
+// Scan is given *any destinations only.
+type Rows interface {
+	Columns() ([]string, error)
+	ColumnTypeNames() ([]string, error)
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// SQLRows is rows as Rows.
+func SQLRows(rows *sql.Rows) Rows { return sqlRows{rows} }
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) ColumnTypeNames() ([]string, error) {
+	cts, err := r.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cts))
+	for i, ct := range cts {
+		names[i] = ct.DatabaseTypeName()
+	}
+	return names, nil
 }
 
 // Options configures a Server. The zero value listens on 127.0.0.1:8812

@@ -76,8 +76,12 @@ func (b genBackend) Session(context.Context) (Session, error) { return genSessio
 
 type genSession struct{ db *sql.DB }
 
-func (s genSession) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, q, args...)
+func (s genSession) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return SQLRows(rows), nil
 }
 func (genSession) Close() error { return nil }
 

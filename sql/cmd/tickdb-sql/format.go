@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tickdb/tickdb/sql/engine"
 )
 
 // rowWriter prints a result's rows as it reads them, in one of the tickdb
@@ -36,7 +37,7 @@ func newWriter(format string, w io.Writer) (*rowWriter, error) {
 // of any size streams, its columns aligned within each group.
 const tableFlush = 1000
 
-func (wr *rowWriter) write(rows *sql.Rows) error {
+func (wr *rowWriter) write(rows engine.Rows) error {
 	cols, err := rows.Columns()
 	if err != nil {
 		return err

@@ -128,7 +128,25 @@ func newQueryCmd() *cobra.Command {
 // backend serves the engine's sessions to the wire protocol.
 type backend struct{ e *engine.Engine }
 
-func (b backend) Session(ctx context.Context) (pgwire.Session, error) { return b.e.Session(ctx) }
+func (b backend) Session(ctx context.Context) (pgwire.Session, error) {
+	s, err := b.e.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return session{s}, nil
+}
+
+// session is an engine session as the wire protocol takes it (engine.Rows
+// and pgwire.Rows have the same methods).
+type session struct{ *engine.Session }
+
+func (s session) Query(ctx context.Context, query string, args ...any) (pgwire.Rows, error) {
+	rows, err := s.Session.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
 
 func newServeCmd() *cobra.Command {
 	var ef engineFlags

@@ -148,6 +148,15 @@ type segView struct {
 	// asked: not opened yet, its header and tables asked for
 	// (prefetchTables).
 	asked bool
+	// fileGen: durable (partial) and compressed: the ctl's live
+	// generation counter (index.Ctl.LiveGen) loaded before the file was
+	// opened. The file of a segment not sealed yet is not for good: a
+	// writer's open replaces it (docs/FORMAT.md §15: rewritten in the
+	// layout of added columns; §10: a last segment compressed at close,
+	// decompressed to append to, and compressed again at the next close)
+	// and then hands out a live generation before it publishes any row
+	// the old file lacks. view maps such a file again once it changed.
+	fileGen uint64
 }
 
 // partialRows is how many rows of a block of a clustered compressed
@@ -595,12 +604,17 @@ func (r *Reader) view(n uint64) (*segView, error) {
 		return v, nil
 	}
 	if v.kind == viewCompressed {
-		if n < r.ctl.CmpSegs() {
+		// A file of a whole segment holds its final rows; one of fewer
+		// (a last segment compressed when its writer closed) holds them
+		// only until a writer appends to the segment again.
+		if n < r.ctl.CmpSegs() && (v.z.Rows() > r.mask || !r.replaced(v)) {
 			return v, nil
 		}
 		// Decompressed since: a writer reopened the table and appends to
-		// its last segment again (compacted when its writer closed). The
-		// file stays open until Close, for an iterator still on it.
+		// its last segment again (compacted when its writer closed); or
+		// compressed again since, by the next writer's close, with the
+		// rows that writer appended. The file stays open until Close,
+		// for an iterator still on it.
 		r.retiredZ = append(r.retiredZ, v.z)
 		*v = segView{}
 	}
@@ -629,10 +643,21 @@ func (r *Reader) view(n uint64) (*segView, error) {
 	if n < r.ctl.DurableSegs() {
 		return v, r.mapDurable(v, n, viewDurable)
 	}
-	if v.kind == viewPartial {
+	if v.kind == viewPartial && !r.replaced(v) {
 		return v, nil
 	}
+	// (A partial view mapped before a writer's open replaced the file is
+	// mapped again: the rows appended since are only in the new file,
+	// which may hold every row in a newer layout. mapDurable keeps the
+	// old mapping while a scan may read it.)
 	return v, r.mapDurable(v, n, viewPartial)
+}
+
+// replaced reports whether v, a view of the durable or compressed file
+// of a segment not sealed when it was mapped, may be of a file a writer
+// has replaced since (segView.fileGen).
+func (r *Reader) replaced(v *segView) bool {
+	return v.fileGen != r.ctl.LiveGen()
 }
 
 // mapRows maps the published rows of live view v (segment n) into this
@@ -753,6 +778,7 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	if kind == viewDurable && n < r.ctl.CmpSegs() {
 		return r.mapCompressed(v, n)
 	}
+	gen := r.ctl.LiveGen() // before the file is opened (segView.fileGen)
 	// A sealed segment's hot copy, where the writer keeps one, is its
 	// durable file byte for byte, in shared memory.
 	want := format.SegHeader{TableID: r.ctl.TableID, RowSize: int(r.rowSize), SegNo: n, RowsPerSeg: r.mask + 1}
@@ -781,7 +807,7 @@ func (r *Reader) mapDurable(v *segView, n uint64, kind viewKind) error {
 	r.retirePartial(v)
 	v.release()
 	blocks := (uint64(len(b)) - format.BlockSize) / format.BlockSize
-	*v = segView{kind: kind, rs: uint64(rs), rows: b[format.BlockSize:], path: path, file: b, hot: hot}
+	*v = segView{kind: kind, rs: uint64(rs), rows: b[format.BlockSize:], path: path, file: b, hot: hot, fileGen: gen}
 	v.valid = make([]uint64, (blocks+63)/64)
 	return nil
 }
@@ -815,6 +841,7 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	// since it was written; or since this reader loaded the schema: then
 	// it loads it again and retries).
 	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
+	gen := r.ctl.LiveGen() // before the file is opened (segView.fileGen)
 	r.waitScratch()
 	z, err := cseg.OpenShared(path, r.schema, want, &r.zscratch)
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
@@ -824,7 +851,7 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 		return r.segMissing(n, err)
 	}
 	v.release()
-	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z}
+	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z, fileGen: gen}
 	return nil
 }
 

@@ -436,6 +436,14 @@ func (c *Ctl) BootID() (id [16]byte) { copy(id[:], c.b[offBootID:offBootID+16]);
 // SetBootID records the boot id. Writer only, before any slot is published.
 func (c *Ctl) SetBootID(id [16]byte) { copy(c.b[offBootID:offBootID+16], id[:]) }
 
+// LiveGen is the last live generation handed out (NextLiveGen). A
+// writer's open that puts a new file in the place of a segment's (the
+// segment it appends to, rewritten for added columns or decompressed)
+// hands one out after the rename, for the slot it appends to, and before
+// it publishes a row the old file lacks: a reader that mapped a file of
+// a segment not yet sealed maps it again once this has changed.
+func (c *Ctl) LiveGen() uint64 { return mmap.LoadAcquire64(c.b, offLiveGen) }
+
 // NextLiveGen returns a new, never used live generation. Writer only.
 func (c *Ctl) NextLiveGen() uint64 {
 	g := mmap.LoadAcquire64(c.b, offLiveGen) + 1

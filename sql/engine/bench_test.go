@@ -7,54 +7,12 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/reader"
-	"github.com/tickdb/tickdb/store"
-	"github.com/tickdb/tickdb/writer"
 )
 
 var benchRows = flag.Int("sqlrows", 2_000_000, "rows of the benchmarks' table (the issue's figures: -sqlrows 20000000)")
-
-// genTable writes n generated ticks (100 symbols, ~1 µs apart) into table
-// name in db, with the writer's default options and a plain Close.
-func genTable(tb testing.TB, db, name string, n int) *gen.Gen {
-	tb.Helper()
-	schema := store.TickSchema()
-	w, err := writer.Open(db, name, &writer.Options{Schema: schema})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	g := gen.New(gen.Options{Symbols: 100, Seed: 1})
-	sym, _ := schema.Col("sym")
-	price, _ := schema.Col("price")
-	size, _ := schema.Col("size")
-	ids := make([]uint32, len(g.Symbols()))
-	for i, s := range g.Symbols() {
-		if ids[i], err = w.SymbolString(s); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	row := w.NewRow()
-	for i := 0; i < n; i++ {
-		k := g.Next()
-		row.SetTs(k.Ts)
-		row.SetSym(sym, ids[k.Sym])
-		row.SetF64(price, k.Price)
-		row.SetI64(size, k.Size)
-		if _, err := w.Append(row); err != nil {
-			tb.Fatal(err)
-		}
-		if i%65536 == 0 {
-			w.Publish()
-		}
-	}
-	w.Publish()
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return g
-}
 
 var (
 	benchOnce sync.Once
@@ -69,7 +27,7 @@ func benchTable(b *testing.B) string {
 			b.Fatal(err)
 		}
 		benchDir = dir
-		genTable(b, dir, "trades", *benchRows)
+		genTicks(b, dir, "trades", *benchRows, 1, false, time.Microsecond)
 	})
 	return benchDir
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/sql/pgwire"
 )
 
 // Options configures an Engine; the zero value is usable.
@@ -312,7 +313,7 @@ func (s *Session) Query(ctx context.Context, query string, args ...any) (Rows, e
 	if err != nil {
 		return nil, err
 	}
-	return sqlRows{rows}, nil
+	return pgwire.SQLRows(rows), nil // a materialized result through duckdb-go
 }
 
 // prune drops the cancel functions of timed-out statements.

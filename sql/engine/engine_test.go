@@ -49,6 +49,23 @@ func writeTicks(t testing.TB, db, name string, ticks []tick) {
 	}
 }
 
+// openSession opens an engine over db and a session of it, closed when
+// the test ends.
+func openSession(t *testing.T, db string, opts *Options) *Session {
+	t.Helper()
+	e, err := Open(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s, err := e.Session(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestSelectAll(t *testing.T) {
 	db := t.TempDir()
 	base := time.Date(2024, 1, 2, 14, 30, 0, 0, time.UTC).UnixNano()
@@ -58,16 +75,7 @@ func TestSelectAll(t *testing.T) {
 		{base + 3, "A_VERY_LONG_SYMBOL_NAME", math.NaN(), 3},
 	}
 	writeTicks(t, db, "trades", ticks)
-	e, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s, err := e.Session(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, db, nil)
 	rows, err := s.Query(context.Background(), "SELECT epoch_ns(ts), ts, sym, price, size FROM trades")
 	if err != nil {
 		t.Fatal(err)

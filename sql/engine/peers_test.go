@@ -94,8 +94,8 @@ func peerSetup(b *testing.B) *peers {
 		benchCleanup = append(benchCleanup, func() { os.RemoveAll(dir) })
 		db := filepath.Join(dir, "db")
 		n := *benchRows
-		genTicks(b, db, "trades", n, 1, false)
-		genTicks(b, db, "quotes", n, 2, true)
+		genTicks(b, db, "trades", n, 1, false, 100*time.Microsecond)
+		genTicks(b, db, "quotes", n, 2, true, 100*time.Microsecond)
 		p := &peers{b: b, rows: n, parquetDir: filepath.Join(dir, "parquet")}
 		if p.e, err = Open(db, nil); err != nil {
 			b.Fatal(err)
@@ -153,9 +153,10 @@ func peerSetup(b *testing.B) *peers {
 	return peersP
 }
 
-// genTicks writes n generated ticks (100 symbols, 100 µs apart on average)
-// as trades (price, size) or quotes (bid, ask).
-func genTicks(tb testing.TB, db, name string, n int, seed int64, quotes bool) {
+// genTicks writes n generated ticks (100 symbols, gap apart on average)
+// as trades (price, size) or quotes (bid, ask), with the writer's default
+// options and a plain Close.
+func genTicks(tb testing.TB, db, name string, n int, seed int64, quotes bool, gap time.Duration) {
 	schema := store.TickSchema()
 	if quotes {
 		schema = store.MustSchema(store.Column{Name: "ts", Type: store.TypeTs}, store.Column{Name: "sym", Type: store.TypeSym},
@@ -165,7 +166,7 @@ func genTicks(tb testing.TB, db, name string, n int, seed int64, quotes bool) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g := gen.New(gen.Options{Symbols: 100, Seed: seed, Gap: 100 * time.Microsecond})
+	g := gen.New(gen.Options{Symbols: 100, Seed: seed, Gap: gap})
 	sym := schema.ColAt(1)
 	a, c := schema.ColAt(2), schema.ColAt(3)
 	ids := make([]uint32, len(g.Symbols()))

@@ -53,16 +53,7 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeSum(t, db)
-	e, err := Open(db, &Options{MemoryLimit: "1GB", Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s, err := e.Session(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, db, &Options{MemoryLimit: "1GB", Timeout: time.Minute})
 	for _, c := range []struct{ q, want string }{
 		{"INSERT INTO trades VALUES (now(), 'X', 1, 1)", "INSERT statements are not allowed"},
 		{"UPDATE trades SET price = 0", "UPDATE statements are not allowed"},
@@ -117,16 +108,7 @@ func TestLiveAndGrown(t *testing.T) {
 	db := t.TempDir()
 	base := time.Date(2024, 1, 2, 14, 30, 0, 0, time.UTC).UnixNano()
 	writeTicks(t, db, "trades", []tick{{base, "AAPL", 1, 1}})
-	e, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s, err := e.Session(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, db, nil)
 	count := func(q string) int {
 		t.Helper()
 		rows, err := s.Query(context.Background(), q)

@@ -318,18 +318,3 @@ func (r *streamRows) Close() error {
 	r.stop()
 	return nil
 }
-
-// sqlRows is a result through duckdb-go, materialized.
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) ColumnTypeNames() ([]string, error) {
-	cts, err := r.ColumnTypes()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(cts))
-	for i, ct := range cts {
-		names[i] = ct.DatabaseTypeName()
-	}
-	return names, nil
-}

@@ -35,17 +35,8 @@ func rss(t *testing.T) int64 {
 func TestStreaming(t *testing.T) {
 	db := t.TempDir()
 	writeTicks(t, db, "trades", []tick{{time.Now().UnixNano(), "AAPL", 1, 1}})
-	e, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	s := openSession(t, db, nil)
 	ctx := context.Background()
-	s, err := e.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	before := rss(t)
 	rows, err := s.Query(ctx, "SELECT range AS i, range * 2 AS j FROM range(100000000)")
 	if err != nil {
@@ -93,16 +84,7 @@ func TestStreaming(t *testing.T) {
 func TestStreamingCancel(t *testing.T) {
 	db := t.TempDir()
 	writeTicks(t, db, "trades", []tick{{time.Now().UnixNano(), "AAPL", 1, 1}})
-	e, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s, err := e.Session(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, db, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rows, err := s.Query(ctx, "SELECT range FROM range(100000000)")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +233,94 @@ func BenchmarkLiveVisible(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+}
+
+// TestServeCommand runs tickdb-sql serve as a process of its own (this
+// test binary again, as main): it prints its address, answers a client
+// with the token as password, refuses one without, and exits 0 on SIGTERM.
+func TestServeCommand(t *testing.T) {
+	db := table(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TICKDB_SQL_MAIN=serve --db "+db+" --addr 127.0.0.1:0 --token tok --memory-limit 512MB")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := stderr.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.IndexByte(acc, '\n')
+				if i < 0 {
+					break
+				}
+				lines <- acc[:i]
+				acc = acc[i+1:]
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	var addr string
+	deadline := time.After(30 * time.Second)
+	for addr == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("serve exited before it printed its address")
+			}
+			// tickdb-sql: serving SQL over DIR on 127.0.0.1:PORT (...)
+			if i := strings.Index(l, "serving SQL over "); i >= 0 {
+				if j := strings.Index(l[i:], " on "); j >= 0 {
+					addr = strings.Fields(l[i+j+4:])[0]
+				}
+			}
+		case <-deadline:
+			t.Fatal("no address printed in 30 s")
+		}
+	}
+	go func() { // the rest of its log
+		for range lines {
+		}
+	}()
+	c := connect(t, addr, "tok")
+	var n int
+	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM trades").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("count %d, %v", n, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := pgx.Connect(ctx, "postgres://u:wrong@"+addr+"/tickdb?sslmode=disable"); err == nil || !strings.Contains(err.Error(), "28P01") {
+		t.Fatalf("a wrong password: %v, want SQLSTATE 28P01", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit within 30 s of SIGTERM")
+	}
+}
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv("TICKDB_SQL_MAIN"); args != "" {
+		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
 }

@@ -29,7 +29,8 @@ import (
 //	GET  /latest                 each symbol's last row at or before a time
 //	GET  /tail                   new rows as Server-Sent Events
 //	GET  /bars                   one symbol's OHLCV bars
-//	GET  /api/tables             each table's schema and state (the console)
+//	GET  /sql                    SQL passed to Options.SQLAddr's tickdb-sql, rows as json or csv
+//	GET  /api/tables             each table's schema and state, and whether /sql has a server (the console)
 //	GET  /                       the web console (no token needed: no data)
 //	GET  /metrics                Prometheus text format
 //	GET  /settings               what QuestDB's clients ask before writing
@@ -44,6 +45,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/latest", h.auth("/latest", h.latest))
 	mux.HandleFunc("/tail", h.authQuery("/tail", h.tail))
 	mux.HandleFunc("/bars", h.auth("/bars", h.bars))
+	mux.HandleFunc("GET /sql", h.auth("/sql", h.sql))
 	mux.HandleFunc("GET /api/tables", h.auth("/api/tables", h.tables))
 	page, assets := h.consoleHandler()
 	mux.HandleFunc("GET /{$}", h.count("/", page))

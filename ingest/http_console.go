@@ -65,8 +65,10 @@ type apiColumn struct {
 const apiSymbols = 1000
 
 // tables is GET /api/tables: what the console's Tables panel shows, from
-// reader.Stat for each table: {"tables":[...]} in name order. A table
-// that cannot be read is listed with its error.
+// reader.Stat for each table: {"tables":[...],"sql":bool} with the tables
+// in name order and sql true when GET /sql has a server (Options.SQLAddr;
+// the Query panel then offers SQL). A table that cannot be read is listed
+// with its error.
 func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
 	names, err := reader.Tables(h.s.opts.DB)
 	if err != nil {
@@ -75,7 +77,8 @@ func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
 	}
 	out := struct {
 		Tables []apiTable `json:"tables"`
-	}{Tables: []apiTable{}}
+		SQL    bool       `json:"sql"`
+	}{Tables: []apiTable{}, SQL: h.s.opts.SQLAddr != ""}
 	for _, name := range names {
 		t := apiTable{Name: name, Schema: []apiColumn{}, Symbols: []string{}}
 		if err := statAPI(h.s.opts.DB, &t); err != nil {

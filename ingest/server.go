@@ -35,6 +35,12 @@ type Options struct {
 	// Token, when set, is required on every HTTP endpoint but /health and
 	// /settings, as "Authorization: Bearer <t>" or "Token <t>".
 	Token string
+	// SQLAddr is the address (host:port) of a tickdb-sql server (Postgres
+	// wire protocol) that GET /sql, and so the console's Query panel,
+	// sends SQL to, with Token as its password. It is found only here:
+	// nothing looks for a SQL server; "" (the default) means none, and
+	// GET /sql answers 404.
+	SQLAddr string
 	// ILPInsecure lets the line-protocol TCP listener listen beyond
 	// loopback while Token is set. The TCP port takes no token (Token
 	// guards HTTP only), so by default Start refuses that combination

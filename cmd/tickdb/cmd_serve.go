@@ -18,6 +18,7 @@ type serveOpts struct {
 	ilp, http     string
 	cpu           int
 	token         string
+	sql           string
 	ilpInsecure   bool
 	flush         string
 	flushInterval time.Duration
@@ -60,7 +61,10 @@ loops, no goroutine per connection) and over HTTP (POST /write and
 A table is created from its first line. HTTP also serves GET /query,
 /latest, /bars (OHLCV), /tail (new rows as Server-Sent Events), /metrics
 (Prometheus), /settings (for QuestDB's clients), /health, and a web
-console at / (tables, queries, a live candlestick chart).
+console at / (tables, queries, a live candlestick chart). With --sql ADDR,
+GET /sql passes SQL to the tickdb-sql server at ADDR (Postgres wire
+protocol, --token as its password) and the console's Query panel takes
+SQL; serve finds no SQL server by itself.
 
 Both listeners bind 127.0.0.1 unless told otherwise. --token guards HTTP
 only: the line-protocol TCP port takes no token, so with a token set serve
@@ -102,6 +106,7 @@ closed.`,
 	f.StringVar(&o.http, "http", "127.0.0.1:9000", `HTTP address ("off" to disable)`)
 	f.IntVar(&o.cpu, "cpu", -1, "pin the writer thread to this CPU (-1: not pinned)")
 	f.StringVar(&o.token, "token", "", "require this token on HTTP (Authorization: Bearer or Token); the TCP port takes no token, so with one set serve refuses a --ilp address beyond loopback unless --ilp-insecure")
+	f.StringVar(&o.sql, "sql", "", "address of a tickdb-sql server (Postgres wire protocol) that the console's Query panel sends SQL to; its password is --token (only this flag names one: serve looks for none)")
 	f.BoolVar(&o.ilpInsecure, "ilp-insecure", false, "with --token, let the line-protocol TCP listener listen beyond loopback, open to anyone who reaches it")
 	f.StringVar(&o.flush, "flush", "interval", "flush policy: interval, sync or none")
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Millisecond, "flush interval with --flush interval")
@@ -187,7 +192,7 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	}
 	srv, err := ingest.Start(&ingest.Options{
 		DB: g.db, ILPAddr: o.ilp, HTTPAddr: o.http, Loops: o.loops,
-		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, ILPInsecure: o.ilpInsecure,
+		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, SQLAddr: o.sql, ILPInsecure: o.ilpInsecure,
 		MaxConns: o.maxConns, IdleTimeout: o.idle, LineLimit: int(o.lineLimit),
 		LiveRoot: o.liveDir, Logger: log, MaxStreams: o.maxStreams, StreamWriteTimeout: o.streamTimeout,
 		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),

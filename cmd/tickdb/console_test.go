@@ -224,6 +224,17 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("latest panel after a tick:\n%v\nwant (GET /latest):\n%v", got, want)
 	}
 
+	// Without --sql the Query panel is the form alone: no SQL toggle, no
+	// SQL form (GET /api/tables says "sql": false).
+	{
+		ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`['query-form', 'q-modes', 'sql-form'].map(id => document.getElementById(id).offsetParent !== null)`))
+		cancel()
+		if err != nil || fmt.Sprint(shown) != "[true false false]" {
+			t.Fatalf("query panel without --sql: form, SQL toggle, SQL form shown %v (%v), want [true false false]", shown, err)
+		}
+	}
+
 	// Query: a page of one symbol's rows, cell for cell as GET /query has them.
 	step("query", 30*time.Second, chromedp.SetValue(chromedp.ID("q-table"), "trades"), chromedp.SetValue(chromedp.ID("q-sym"), "MSFT"),
 		chromedp.SetValue(chromedp.ID("q-limit"), "7"), chromedp.Click(chromedp.CSS("#query-form button[type=submit]")),

@@ -1,6 +1,6 @@
 // tickdb console: Tables, Latest, Query and Chart panels over the server's HTTP API
-// (GET /api/tables, /latest, /query, /bars and the /tail event stream). No build
-// step, no dependency but the vendored uPlot.
+// (GET /api/tables, /latest, /query, /bars, the /tail event stream, and /sql when
+// serve has --sql). No build step, no dependency but the vendored uPlot.
 (() => {
   'use strict';
 
@@ -54,11 +54,15 @@
     }
     if (!resp.ok) {
       let msg = 'HTTP ' + resp.status;
+      let body = null;
       try {
-        const e = await resp.json();
-        if (e.message) msg = e.message;
+        body = await resp.json();
+        if (body.message) msg = body.message;
+        else if (body.error) msg = body.error; // GET /sql's errors
       } catch (_) { /* not JSON */ }
-      throw new Error(msg);
+      const err = new Error(msg);
+      err.body = body;
+      throw err;
     }
     return resp;
   }
@@ -100,6 +104,7 @@
       return;
     }
     tables = body.tables;
+    setSQL(body.sql === true);
     const tb = $('tables').tBodies[0];
     tb.replaceChildren();
     for (const t of tables) {
@@ -349,12 +354,12 @@
   $('query-form').addEventListener('input', downloadLinks);
   $('query-form').addEventListener('change', downloadLinks);
 
-  async function download(format) {
+  async function download(url, name) {
     try {
-      const blob = await (await api(downloadURL(format))).blob();
+      const blob = await (await api(url)).blob();
       const a = document.createElement('a');
       a.href = URL.createObjectURL(blob);
-      a.download = $('q-table').value + EXT[format];
+      a.download = name;
       document.body.appendChild(a);
       a.click();
       a.remove();
@@ -363,9 +368,78 @@
       fail('download', err);
     }
   }
-  $('q-csv').addEventListener('click', (ev) => { ev.preventDefault(); download('csv'); });
-  $('q-json').addEventListener('click', (ev) => { ev.preventDefault(); download('json'); });
-  $('q-parquet').addEventListener('click', (ev) => { ev.preventDefault(); download('parquet'); });
+  for (const f of Object.keys(EXT)) {
+    $('q-' + f).addEventListener('click', (ev) => { ev.preventDefault(); download(downloadURL(f), $('q-table').value + EXT[f]); });
+  }
+
+  // ---- Query: SQL mode ----
+
+  // With serve --sql, GET /api/tables says "sql": true and the panel also
+  // takes SQL (GET /sql, passed to tickdb-sql), shown in the same results
+  // table; the radio buttons switch between it and the form.
+  const SQL_LIMIT = 10000;
+  let sqlOn = false;
+
+  function setSQL(on) {
+    if (on === sqlOn) {
+      if (on && !$('q-sql').value && tables.length) prefillSQL();
+      return;
+    }
+    sqlOn = on;
+    $('q-modes').hidden = !on;
+    if (on && !$('q-sql').value) prefillSQL();
+    setMode(on ? 'sql' : 'form');
+  }
+
+  function prefillSQL() {
+    if (tables.length) $('q-sql').value = 'SELECT * FROM "' + tables[0].name + '" ORDER BY ts DESC LIMIT 100';
+  }
+
+  function setMode(mode) {
+    for (const r of document.getElementsByName('q-mode')) r.checked = r.value === mode;
+    $('query-form').hidden = mode === 'sql';
+    $('sql-form').hidden = mode !== 'sql';
+  }
+  for (const r of document.getElementsByName('q-mode')) r.addEventListener('change', () => setMode(r.value));
+
+  const sqlURL = (format, limit) => '/sql?' + new URLSearchParams({ q: $('q-sql').value, format, limit: String(limit) });
+
+  async function runSQL() {
+    const info = $('sql-info');
+    info.className = 'muted';
+    info.textContent = 'running';
+    let rows;
+    try {
+      rows = ndjson(await (await api(sqlURL('json', SQL_LIMIT), runSQL)).text());
+    } catch (err) {
+      info.textContent = '';
+      if (err instanceof AuthError) return;
+      const pos = err.body && err.body.position;
+      info.className = 'error';
+      info.textContent = err.message + (pos ? ' (at character ' + pos + ')' : '');
+      if (pos) {
+        const ta = $('q-sql');
+        ta.focus();
+        ta.setSelectionRange(pos - 1, pos);
+      }
+      return;
+    }
+    renderRows(rows);
+    info.textContent = rows.length ? rows.length + ' rows' + (rows.length === SQL_LIMIT ? ' (the limit: there may be more)' : '') : 'no rows';
+    status('');
+  }
+
+  $('sql-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    runSQL();
+  });
+  $('q-sql').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      runSQL();
+    }
+  });
+  $('sql-csv').addEventListener('click', (ev) => { ev.preventDefault(); download(sqlURL('csv', SQL_LIMIT), 'query.csv'); });
 
   // ---- Chart ----
 

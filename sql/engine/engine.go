@@ -259,6 +259,7 @@ type Session struct {
 	e       *Engine
 	conn    *sql.Conn
 	cancels []context.CancelFunc
+	streams []*streamRows // streaming results, closed before the connection
 }
 
 // Session opens a session.
@@ -307,6 +308,13 @@ func (s *Session) Query(ctx context.Context, query string, args ...any) (Rows, e
 		if err != nil {
 			return nil, err
 		}
+		live := s.streams[:0]
+		for _, r := range s.streams {
+			if !r.closed {
+				live = append(live, r)
+			}
+		}
+		s.streams = append(live, rows)
 		return rows, nil
 	}
 	rows, err := s.conn.QueryContext(ctx, query, args...)
@@ -455,6 +463,10 @@ func stmtName(t duckdb.StmtType) string {
 
 // Close ends the session's statements and its connection.
 func (s *Session) Close() error {
+	for _, r := range s.streams {
+		r.Close()
+	}
+	s.streams = nil
 	for _, c := range s.cancels {
 		c()
 	}

@@ -105,3 +105,33 @@ func TestStreamingCancel(t *testing.T) {
 		t.Fatal("the cancel did not stop the statement")
 	}
 }
+
+// TestSessionCloseWithStream: closing a session whose streaming result is
+// still open ends the result first (not a result on a closed connection).
+func TestSessionCloseWithStream(t *testing.T) {
+	db := t.TempDir()
+	writeTicks(t, db, "trades", []tick{{time.Now().UnixNano(), "AAPL", 1, 1}})
+	e, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.Session(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Query(context.Background(), "SELECT range FROM range(100000000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rows.Next() {
+		t.Fatal("a row after the session closed")
+	}
+	rows.Close() // again: a no-op
+}

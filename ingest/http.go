@@ -203,7 +203,8 @@ func (h *httpAPI) settings(w http.ResponseWriter, _ *http.Request) {
 
 // query is GET /query: table, sym, from, to, limit, format (json or csv,
 // default json; parquet: see queryParquet) and ts (rfc3339 or ns), as the
-// CLI's query command.
+// CLI's query command; and order: asc (the default, time order) or desc,
+// the newest limit rows newest first (query.Query.Desc).
 func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 	qs := r.URL.Query()
 	bad := func(msg string) { h.writeError(w, http.StatusBadRequest, "invalid", msg, 0) }
@@ -235,6 +236,14 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 			bad(fmt.Sprintf("limit %q is not a count of rows", v))
 			return
 		}
+	}
+	switch v := qs.Get("order"); v {
+	case "", "asc":
+	case "desc":
+		q.Desc = true // needs a limit: query.Run says so
+	default:
+		bad(fmt.Sprintf("order %q is not asc or desc", v))
+		return
 	}
 	if qs.Get("format") == "parquet" {
 		h.queryParquet(w, r, q)

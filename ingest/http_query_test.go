@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +137,58 @@ func TestHTTPQueryAllocs(t *testing.T) {
 			if all-few > 10 {
 				t.Errorf("%s: %v allocations for 1,000 rows, %v for 100,000", params, few, all)
 			}
+		}
+	}
+}
+
+// GET /query?order=desc: the newest limit rows, newest first, exactly the
+// ascending query's last rows reversed, in every format; a bad order or a
+// missing limit is a 400 that says why.
+func TestHTTPQueryOrderDesc(t *testing.T) {
+	srv, _ := testServer(t, &Options{ILPAddr: "off"})
+	writeLines(t, srv, tickLines("od", 0, 40))
+	rng := "&from=" + strconv.Itoa(tickT0+10e6) + "&to=" + strconv.Itoa(tickT0+30e6)
+	for _, tc := range []struct {
+		ascLast string
+		n       int
+	}{{"", 5}, {"&sym=B", 3}, {rng, 4}} {
+		tc := struct {
+			params, ascLast string
+			n               int
+		}{fmt.Sprintf("&limit=%d%s", tc.n, tc.ascLast), tc.ascLast, tc.n}
+		for _, f := range []string{"csv", "json"} {
+			code, asc, _ := httpDo(t, srv, "GET", "/query?table=od&format="+f+tc.ascLast, "")
+			if code != 200 {
+				t.Fatalf("asc: %d %s", code, asc)
+			}
+			code, desc, _ := httpDo(t, srv, "GET", "/query?table=od&order=desc&format="+f+tc.params, "")
+			if code != 200 {
+				t.Fatalf("%s: %d %s", tc.params, code, desc)
+			}
+			al := strings.Split(strings.TrimSuffix(asc, "\n"), "\n")
+			var head []string
+			if f == "csv" {
+				head, al = al[:1], al[1:]
+			}
+			want := append([]string(nil), al[len(al)-tc.n:]...)
+			slices.Reverse(want)
+			want = append(head, want...)
+			if got := strings.Split(strings.TrimSuffix(desc, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("order=desc%s (%s):\n%s\nwant\n%s", tc.params, f, desc, strings.Join(want, "\n"))
+			}
+		}
+	}
+	// The newest row first: tickLines' last (ts +39 ms, B, 139.5).
+	if _, body, _ := httpDo(t, srv, "GET", "/query?table=od&order=desc&limit=1&ts=ns", ""); !strings.Contains(body, `"ts":`+strconv.Itoa(tickT0+39e6)+`,"sym":"B","price":139.5`) {
+		t.Errorf("newest row: %s", body)
+	}
+	for _, tc := range []struct{ params, has string }{
+		{"&order=newest&limit=3", `order \"newest\" is not asc or desc`},
+		{"&order=desc", "needs a limit"},
+		{"&order=desc&limit=0", "needs a limit"},
+	} {
+		if code, body, _ := httpDo(t, srv, "GET", "/query?table=od"+tc.params, ""); code != http.StatusBadRequest || !strings.Contains(body, tc.has) {
+			t.Errorf("%s: %d %s, want 400 saying %s", tc.params, code, body, tc.has)
 		}
 	}
 }

@@ -15,12 +15,14 @@ import (
 // Run starts), Limit the most rows to return (0: no limit), Sym "" every
 // symbol, otherwise only the rows whose first sym column
 // (store.Schema.SymCol) names Sym. Table names the table for the caller
-// and for error messages; Run reads the reader it is given.
+// and for error messages; Run reads the reader it is given. Desc asks for
+// the newest Limit rows newest first (see runDesc; Limit 1 to MaxDescLimit).
 type Query struct {
 	Table, Sym     string
 	From, To       int64
 	HasFrom, HasTo bool
 	Limit          int64
+	Desc           bool
 }
 
 // ctxEvery is how many rows Run reads between checks of its context: a
@@ -57,6 +59,9 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 	if enc.schema != r.Schema() && !enc.schema.Equal(r.Schema()) {
 		return 0, fmt.Errorf("query: the encoder's schema %s is not the table's %s", enc.schema, r.Schema())
 	}
+	if q.Desc {
+		return runDesc(ctx, r, q, enc.Row)
+	}
 	return run(ctx, r, q, enc.Row, enc)
 }
 
@@ -64,6 +69,9 @@ func Run(ctx context.Context, r *reader.Reader, q Query, enc *Encoder) (int64, e
 // Parquet stream, say): the same rows, in the same order, each a checked
 // copy that emit must not keep.
 func RunFunc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row) error) (int64, error) {
+	if q.Desc {
+		return runDesc(ctx, r, q, emit)
+	}
 	return run(ctx, r, q, emit, nil)
 }
 

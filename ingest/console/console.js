@@ -1,6 +1,12 @@
 // tickdb console: Tables, Latest, Query and Chart panels over the server's HTTP API
 // (GET /api/tables, /latest, /query, /bars, the /tail event stream, and /sql when
 // serve has --sql). No build step, no dependency but the vendored uPlot.
+//
+// The view (table, chart symbols, interval, range, panel) is in the URL's
+// fragment, so a link opens the same view, and in localStorage, so the page
+// opens where it was left; a link wins. With neither, the page opens on the
+// most recently written table (the latest last_ts of GET /api/tables) and
+// charts its most active symbol (the most rows of the newest 1,000).
 (() => {
   'use strict';
 
@@ -8,6 +14,7 @@
   const TOKEN_KEY = 'tickdb.token';
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
   let tables = [];
+  let opened = false; // the first view was opened (after the first GET /api/tables)
   let afterToken = []; // what to run again once a token is given
 
   // Counters for the opt-in performance test (cmd/tickdb, TICKDB_CONSOLE_PERF):
@@ -78,6 +85,21 @@
   // which only the display rounds away) and RFC 3339.
   const fmtTime = (ns) => (ns === undefined || ns === null) ? '' : new Date(Math.floor(ns / 1e6)).toISOString();
   const fmtNum = (n) => (n === undefined || n === null) ? '' : Number(n).toLocaleString('en-US');
+  // tsNs is the exact ns of an RFC 3339 time as the server writes it
+  // (2024-01-02T14:30:00.123456789Z), as a BigInt.
+  function tsNs(s) {
+    const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/.exec(s);
+    if (!m) throw new Error('not an RFC 3339 time: ' + s);
+    return BigInt(Date.parse(m[1] + m[3])) * 1000000n + BigInt((m[2] || '').padEnd(9, '0'));
+  }
+  // parseTime is a time typed in a form (RFC 3339 or integer ns) as ns.
+  function parseTime(s) {
+    if (/^-?\d+$/.test(s)) return BigInt(s);
+    return tsNs(s);
+  }
+  // A difference of two prices without the float noise (0.1+0.2).
+  const clean = (x) => Number(x.toPrecision(12));
+  const signed = (x, digits) => (x > 0 ? '+' : '') + (digits === undefined ? String(clean(x)) : x.toFixed(digits));
   function fmtBytes(n) {
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     let i = 0;
@@ -111,7 +133,7 @@
       const tr = document.createElement('tr');
       tr.dataset.table = t.name;
       cell(tr, t.name);
-      cell(tr, t.schema.map((c) => c.name + ' ' + c.type).join(', '));
+      cell(tr, t.schema.map((c) => c.name + ' ' + c.type).join(', ')).className = 'schema';
       cell(tr, fmtNum(t.rows - t.first), true).className = 'num rows';
       cell(tr, fmtTime(t.first_ts));
       cell(tr, fmtTime(t.last_ts));
@@ -129,6 +151,10 @@
     fillSyms('q-table', 'q-syms');
     fillSyms('c-table', 'c-syms');
     downloadLinks();
+    if (!opened) {
+      opened = true;
+      openView(linkedView() || storedView() || await defaultView());
+    }
   }
 
   function fillTables(sel) {
@@ -153,8 +179,38 @@
 
   // latest holds the shown table's rows by symbol: each symbol's row (the
   // JSON object) and its <tr>; the live stream's rows wait in pending (the
-  // newest per symbol) until the next animation frame applies them.
-  const latest = { table: '', cols: [], key: 'sym', rows: new Map(), es: null, pending: new Map(), frame: 0 };
+  // newest per symbol) until the next animation frame applies them. After
+  // the table's columns come the change since a time (since, ns) and its
+  // %, from each symbol's price then (base: its last row at or before
+  // since, GET /latest?at=, or else its first row after, GET /query), and
+  // for a table with bid and ask the spread.
+  const latest = { table: '', cols: [], key: 'sym', rows: new Map(), es: null, pending: new Map(), frame: 0, pc: {}, since: '', base: new Map() };
+
+  // priceCols says what a table's change is computed on: its price column
+  // (price, last, close, px or mid), else the mid of bid and ask, else its
+  // first f64 column; and whether it has the spread (bid and ask).
+  function priceCols(t) {
+    const cols = t ? t.schema : [];
+    const has = (n) => cols.some((c) => c.name === n && (c.type === 'f64' || c.type === 'i64'));
+    const spread = has('bid') && has('ask');
+    const named = ['price', 'last', 'close', 'px', 'mid'].find(has);
+    const f64 = cols.find((c) => c.type === 'f64');
+    return { price: named || (spread || !f64 ? null : f64.name), mid: !named && spread, spread };
+  }
+
+  function priceOf(row, pc) {
+    if (pc.price) return typeof row[pc.price] === 'number' ? row[pc.price] : null;
+    if (pc.mid && typeof row.bid === 'number' && typeof row.ask === 'number') return (row.bid + row.ask) / 2;
+    return null;
+  }
+
+  // latestExtra is the headers of the columns after the table's.
+  const latestExtra = () => (latest.pc.price || latest.pc.mid ? ['chg', 'chg %'] : []).concat(latest.pc.spread ? ['spread'] : []);
+
+  function latestInfo(state) {
+    const n = latest.rows.size + ' symbols' + (state ? ', ' + state : '');
+    return latest.since && (latest.pc.price || latest.pc.mid) ? n + '; change since ' + fmtTime(Number(latest.since)) + ' (' + (latest.pc.price || 'mid') + ')' : n;
+  }
 
   function stopLatest() {
     if (latest.es) latest.es.close();
@@ -166,19 +222,52 @@
 
   function latestCells(tr, row) {
     const tds = tr.cells;
-    latest.cols.forEach((c, i) => {
-      const v = row[c] === undefined || row[c] === null ? '' : String(row[c]);
-      if (tds[i].textContent !== v) tds[i].textContent = v;
-    });
+    const set = (td, v, cls) => {
+      if (td.textContent !== v) td.textContent = v;
+      if (cls !== undefined && td.className !== cls) td.className = cls;
+    };
+    latest.cols.forEach((c, i) => set(tds[i], row[c] === undefined || row[c] === null ? '' : String(row[c])));
+    let i = latest.cols.length;
+    if (latest.pc.price || latest.pc.mid) {
+      const v = priceOf(row, latest.pc), b = latest.base.get(row[latest.key]);
+      const ok = v !== null && typeof b === 'number';
+      const cls = 'num chg' + (ok && v > b ? ' up' : ok && v < b ? ' down' : '');
+      set(tds[i++], ok ? signed(v - b) : '', cls);
+      set(tds[i++], ok && b !== 0 ? signed((v / b - 1) * 100, 2) + '%' : '', cls);
+    }
+    if (latest.pc.spread) set(tds[i++], typeof row.bid === 'number' && typeof row.ask === 'number' ? String(clean(row.ask - row.bid)) : '');
   }
 
   function latestRow(row) {
     const tr = document.createElement('tr');
     tr.dataset.sym = row[latest.key];
     for (const c of latest.cols) cell(tr, '', typeof row[c] === 'number');
+    for (const _ of latestExtra()) cell(tr, '', true);
     latestCells(tr, row);
     return tr;
   }
+
+  // latestBase is each symbol's price at since: its last row at or before
+  // since, or else its first row after (at most 200 symbols asked one by
+  // one, 8 at a time).
+  async function latestBase(table, since, syms, retry) {
+    const base = new Map();
+    if (!since || !(latest.pc.price || latest.pc.mid)) return base;
+    const asOf = ndjson(await (await api('/latest?' + new URLSearchParams({ table, at: since, format: 'json' }), retry)).text());
+    for (const row of asOf) base.set(row[latest.key], priceOf(row, latest.pc));
+    const missing = syms.filter((s) => !base.has(s)).slice(0, 200);
+    for (let i = 0; i < missing.length; i += 8) {
+      await Promise.all(missing.slice(i, i + 8).map(async (sym) => {
+        const r = ndjson(await (await api('/query?' + new URLSearchParams({ table, sym, from: since, limit: '1', format: 'json' }), retry)).text());
+        if (r.length) base.set(sym, priceOf(r[0], latest.pc));
+      }));
+    }
+    return base;
+  }
+
+  // sinceDefault is the start of the UTC day of the table's last row (ns):
+  // a symbol without a row before it changes since its first row.
+  const sinceDefault = (t) => (t && t.last_ts !== undefined && t.last_ts !== null) ? String(BigInt(Math.floor(t.last_ts / 86400e9)) * 86400000000000n) : '';
 
   // showLatest lists each symbol's last row (GET /latest), then follows the
   // table from the row count read before it: a row published meanwhile
@@ -190,22 +279,29 @@
     await refreshTables();
     const t = tables.find((x) => x.name === table);
     const next = t ? t.rows : 0;
+    const symCol = t && t.schema.find((c) => c.type === 'sym'); // the table's symbol: its first sym column
+    latest.key = symCol ? symCol.name : 'sym';
+    latest.pc = priceCols(t);
     let rows;
+    let since = $('l-since').value.trim();
     try {
       rows = ndjson(await (await api('/latest?' + new URLSearchParams({ table, format: 'json' }), showLatest)).text());
+      if (since) since = String(await parseTime(since));
+      else since = sinceDefault(t);
+      latest.base = await latestBase(table, since, rows.map((r) => r[latest.key]), showLatest);
     } catch (err) {
       fail('latest', err);
       return;
     }
+    latest.since = since;
     latest.table = table;
     latest.cols = t ? t.schema.map((c) => c.name) : (rows.length ? Object.keys(rows[0]) : []);
-    const symCol = t && t.schema.find((c) => c.type === 'sym'); // the table's symbol: its first sym column
-    latest.key = symCol ? symCol.name : 'sym';
     latest.rows = new Map();
     const hr = document.createElement('tr');
-    for (const c of latest.cols) {
+    for (const c of latest.cols.concat(latestExtra())) {
       const th = document.createElement('th');
       th.textContent = c;
+      if (c.startsWith('chg')) th.title = 'since ' + fmtTime(Number(since));
       hr.appendChild(th);
     }
     const tb = $('latest').tBodies[0];
@@ -215,14 +311,14 @@
       latest.rows.set(row[latest.key], { row, tr });
       return tr;
     }));
-    $('l-info').textContent = rows.length + ' symbols';
+    $('l-info').textContent = latestInfo('');
     status('');
     if (!symCol) return; // no symbols: GET /latest said so
     const p = new URLSearchParams({ table, from: String(next) });
     if (token) p.set('token', token);
     const es = new EventSource('/tail?' + p);
     latest.es = es;
-    es.onopen = () => { $('l-info').textContent = latest.rows.size + ' symbols, live'; };
+    es.onopen = () => { $('l-info').textContent = latestInfo('live'); };
     es.onmessage = (ev) => {
       const row = JSON.parse(ev.data);
       const sym = row[latest.key];
@@ -231,7 +327,7 @@
       if (!latest.frame) latest.frame = requestAnimationFrame(applyLatest);
     };
     es.onerror = () => {
-      $('l-info').textContent = latest.rows.size + ' symbols, ' + (es.readyState === EventSource.CLOSED ? 'live stream closed' : 'reconnecting');
+      $('l-info').textContent = latestInfo(es.readyState === EventSource.CLOSED ? 'live stream closed' : 'reconnecting');
     };
   }
 
@@ -251,12 +347,14 @@
         latestCells(cur.tr, row);
         continue;
       }
-      // A new symbol: in name order, as GET /latest lists them.
+      // A new symbol: in name order, as GET /latest lists them. It had
+      // no row before: its first is its price at since.
+      if (!latest.base.has(sym) && latest.since && tsNs(String(row.ts)) >= BigInt(latest.since)) latest.base.set(sym, priceOf(row, latest.pc));
       const tr = latestRow(row);
       latest.rows.set(sym, { row, tr });
       const after = [...tb.rows].find((r) => r.dataset.sym > sym);
       tb.insertBefore(tr, after || null);
-      $('l-info').textContent = latest.rows.size + ' symbols, live';
+      $('l-info').textContent = latestInfo('live');
     }
   }
 
@@ -268,10 +366,16 @@
 
   // ---- Query ----
 
-  // A page starts at from (a row's ts) after skip rows with that ts, so
-  // that paging is exact when many rows share a ts.
+  // Oldest first (order asc), a page starts at from (a row's ts) after
+  // skip rows with that ts, so that paging is exact when many rows share a
+  // ts; newest first (order desc, the default: GET /query?order=desc), a
+  // page ends before to (a row's ts + 1 ns) after skip rows of that ts.
   let pages = [];
   let page = 0;
+  // gridRun counts the runs that fill the results grid (form pages and
+  // SQL): one that ends after a later one started shows nothing.
+  let gridRun = 0;
+  let pageOrder = 'desc';
 
   function queryParams(extra) {
     const p = new URLSearchParams({ table: $('q-table').value });
@@ -279,19 +383,24 @@
       const v = $('q-' + k).value.trim();
       if (v) p.set(k, v);
     }
+    if ($('q-order').value === 'desc') p.set('order', 'desc');
     for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
     return p;
   }
 
   async function runPage() {
     const limit = Math.max(1, parseInt($('q-limit').value, 10) || 100);
-    const { from, skip } = pages[page];
-    const p = queryParams({ limit: String(limit + skip + 1), format: 'json' });
+    const { from, to, skip } = pages[page];
+    const p = queryParams({ limit: String(limit + skip + 1), format: 'json', order: pageOrder });
     if (from !== null) p.set('from', from);
+    if (to !== null) p.set('to', to);
+    const run = ++gridRun;
     let rows;
     try {
       rows = ndjson(await (await api('/query?' + p, runPage)).text());
+      if (run !== gridRun) return;
     } catch (err) {
+      if (run !== gridRun) return;
       fail('query', err);
       $('q-info').textContent = '';
       return;
@@ -306,8 +415,14 @@
     if (more && pages.length === page + 1) {
       const last = rows[rows.length - 1].ts;
       let same = rows.filter((r) => r.ts === last).length;
-      if (from === last) same += skip; // the whole page shares one ts
-      pages.push({ from: last, skip: same });
+      if (pageOrder === 'desc') {
+        const end = String(tsNs(last) + 1n);
+        if (to === end) same += skip; // the whole page shares one ts
+        pages.push({ from: null, to: end, skip: same });
+      } else {
+        if (from === last) same += skip;
+        pages.push({ from: last, to: null, skip: same });
+      }
     }
     status('');
   }
@@ -329,13 +444,19 @@
     }));
   }
 
+  function runQuery() {
+    pages = [{ from: null, to: null, skip: 0 }];
+    page = 0;
+    pageOrder = $('q-order').value;
+    downloadLinks();
+    return runPage();
+  }
   $('query-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    pages = [{ from: null, skip: 0 }];
-    page = 0;
-    downloadLinks();
-    runPage();
+    saveView('query');
+    runQuery();
   });
+  $('q-order').addEventListener('change', runQuery);
   $('q-next').addEventListener('click', () => { page++; runPage(); });
   $('q-prev').addEventListener('click', () => { page = Math.max(0, page - 1); runPage(); });
 
@@ -391,8 +512,9 @@
     setMode(on ? 'sql' : 'form');
   }
 
+  const sqlFor = (name) => 'SELECT * FROM "' + name + '" ORDER BY ts DESC LIMIT 100';
   function prefillSQL() {
-    if (tables.length) $('q-sql').value = 'SELECT * FROM "' + tables[0].name + '" ORDER BY ts DESC LIMIT 100';
+    if (tables.length) $('q-sql').value = sqlFor(tables[0].name);
   }
 
   function setMode(mode) {
@@ -408,10 +530,13 @@
     const info = $('sql-info');
     info.className = 'muted';
     info.textContent = 'running';
+    const run = ++gridRun;
     let rows;
     try {
       rows = ndjson(await (await api(sqlURL('json', SQL_LIMIT), runSQL)).text());
+      if (run !== gridRun) return;
     } catch (err) {
+      if (run !== gridRun) return;
       info.textContent = '';
       if (err instanceof AuthError) return;
       const pos = err.body && err.body.position;
@@ -455,7 +580,13 @@
   // MAX_LIVE_BARS): a new bucket past that drops the oldest, so that a
   // frame's work stays bounded however long the page follows the table.
   const MAX_LIVE_BARS = 500;
-  const chart = { plot: null, data: [[], [], [], [], [], []], max: MAX_LIVE_BARS, iv: 0n, field: 'price', volume: 'size', es: null, pending: [], frame: 0 };
+  // With several symbols (overlay), data is x and each symbol's close as
+  // the % change from its first bar's close in the window (base).
+  const chart = { plot: null, data: [[], [], [], [], [], []], max: MAX_LIVE_BARS, iv: 0n, field: 'price', volume: 'size', es: null, pending: [], frame: 0,
+    syms: [], overlay: false, base: [], symIdx: new Map(), symKey: 'sym' };
+  const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563', '#ca8a04'];
+  const chartSyms = () => [...new Set($('c-sym').value.split(/[\s,]+/).filter((x) => x !== ''))];
+  const pct = (v, base) => (v / base - 1) * 100;
 
   // candles draws the volume bars and the candles in the x range shown as
   // three filled paths (a bar, a wick and a body are rectangles; the
@@ -503,27 +634,54 @@
   function makePlot() {
     const el = $('chart');
     el.replaceChildren();
-    const hidden = (label) => ({ label, scale: 'y', paths: () => null, points: { show: false } });
-    const opts = {
-      width: Math.max(300, el.clientWidth),
-      height: 360,
-      // x: room for the last candle, drawn across its bucket.
-      scales: { x: { time: true, range: (u, min, max) => [min, max + Number(chart.iv) / 1e9] }, vol: { range: (u, min, max) => [0, Math.max(1, max) * 4] } },
-      series: [
-        {},
-        hidden('open'), hidden('high'), hidden('low'), hidden('close'),
-        { label: 'volume', scale: 'vol', paths: () => null, points: { show: false } }, // drawn by candles
-      ],
-      axes: [{}, { scale: 'y' }],
-      hooks: { draw: [candles, () => { perf.draws++; if (!perf.chartDrawn) perf.chartDrawn = performance.now(); }] },
-      legend: { show: true },
-    };
+    const drawn = () => { perf.draws++; if (!perf.chartDrawn) perf.chartDrawn = performance.now(); };
+    let opts;
+    if (chart.overlay) {
+      opts = {
+        width: Math.max(300, el.clientWidth),
+        height: 360,
+        scales: { x: { time: true } },
+        series: [{}, ...chart.syms.map((s, k) => ({
+          label: s, stroke: COLORS[k % COLORS.length], width: 1.5, spanGaps: true,
+          value: (u, v) => (v === null || v === undefined) ? '' : signed(v, 2) + '%',
+        }))],
+        axes: [{}, { values: (u, vals) => vals.map((v) => v + '%') }],
+        hooks: { draw: [drawn] },
+        legend: { show: true },
+      };
+    } else {
+      const hidden = (label) => ({ label, scale: 'y', paths: () => null, points: { show: false } });
+      opts = {
+        width: Math.max(300, el.clientWidth),
+        height: 360,
+        // x: room for the last candle, drawn across its bucket.
+        scales: { x: { time: true, range: (u, min, max) => [min, max + Number(chart.iv) / 1e9] }, vol: { range: (u, min, max) => [0, Math.max(1, max) * 4] } },
+        series: [
+          {},
+          hidden('open'), hidden('high'), hidden('low'), hidden('close'),
+          { label: 'volume', scale: 'vol', paths: () => null, points: { show: false } }, // drawn by candles
+        ],
+        axes: [{}, { scale: 'y' }],
+        hooks: { draw: [candles, drawn] },
+        legend: { show: true },
+      };
+    }
     chart.plot = new uPlot(opts, chart.data, el);
   }
 
   function showLast() {
     const d = chart.data;
     const n = d[0].length;
+    if (chart.overlay) {
+      // Each symbol's last % change in the window.
+      $('chart-last-what').textContent = 'change in the window';
+      $('chart-last').textContent = chart.syms.map((s, k) => {
+        const v = d[k + 1].findLast((x) => x !== null);
+        return s + ' ' + (v === undefined ? 'none' : signed(v, 2) + '%');
+      }).join(' ');
+      return;
+    }
+    $('chart-last-what').textContent = 'last candle';
     $('chart-last').textContent = n === 0 ? 'none' :
       new Date(d[0][n - 1] * 1000).toISOString() + ' O ' + d[1][n - 1] + ' H ' + d[2][n - 1] + ' L ' + d[3][n - 1] + ' C ' + d[4][n - 1] + ' V ' + d[5][n - 1];
   }
@@ -536,64 +694,109 @@
     chart.frame = 0;
   }
 
+  // chartCols picks the chart's field and volume for table t: the ones in
+  // the form if t has them, else its price column (priceCols; bid for a
+  // table of quotes) and its size (or volume, qty) column.
+  function chartCols(t) {
+    if (!t) return;
+    const num = t.schema.filter((c) => c.type === 'f64' || c.type === 'i64').map((c) => c.name);
+    if (!num.length) return;
+    if (!num.includes($('c-field').value.trim())) $('c-field').value = priceCols(t).price || (num.includes('bid') ? 'bid' : num[0]);
+    if (!num.includes($('c-volume').value.trim())) $('c-volume').value = ['size', 'volume', 'qty', 'bid_size'].find((c) => num.includes(c)) || $('c-field').value;
+  }
+
   async function showChart() {
     stopLive();
     perf.chartStart = performance.now();
     perf.chartDrawn = 0;
-    const table = $('c-table').value, sym = $('c-sym').value.trim(), ivs = $('c-interval').value;
-    if (!table || !sym) return;
+    const table = $('c-table').value, syms = chartSyms(), ivs = $('c-interval').value;
+    if (!table || !syms.length) return;
+    $('c-info').textContent = 'loading';
     chart.iv = intervalNs(ivs);
     chart.field = $('c-field').value.trim() || 'price';
     chart.volume = $('c-volume').value.trim() || 'size';
     await refreshTables(); // the last ts (where the bars start) and a row count
     const t = tables.find((x) => x.name === table);
-    const p = new URLSearchParams({ table, sym, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
+    const symCol = t && t.schema.find((c) => c.type === 'sym');
+    chart.symKey = symCol ? symCol.name : 'sym';
+    const p = new URLSearchParams({ table, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
     let from = $('c-from').value.trim();
-    if (!from && t && t.last_ts) from = String(BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n - 500n * chart.iv); // about the last 500 bars
-    if (from) p.set('from', from);
+    const to = $('c-to').value.trim();
     let next = t ? t.rows : 0; // the live stream starts here
     let bars;
     try {
-      const resp = await api('/bars?' + p, showChart);
-      // The seq the bars end before: the live stream continues them
-      // exactly (a row published while they load is in one, not both).
-      const end = resp.headers.get('Tickdb-Next-Seq');
-      if (end !== null && /^\d+$/.test(end)) next = end;
-      bars = ndjson(await resp.text());
+      if (!from && (to || (t && t.last_ts))) { // about the last 500 bars
+        const end = to ? parseTime(to) : BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n;
+        from = String(end - 500n * chart.iv);
+      }
+      if (from) p.set('from', from);
+      if (to) p.set('to', to);
+      bars = await Promise.all(syms.map(async (sym) => {
+        p.set('sym', sym);
+        const resp = await api('/bars?' + p, showChart);
+        // The seq the bars end before: the live stream continues them
+        // exactly (a row published while they load is in one, not both;
+        // with several symbols it starts at the least, and a row seen
+        // twice sets a close to what it was).
+        const end = resp.headers.get('Tickdb-Next-Seq');
+        if (end !== null && /^\d+$/.test(end) && BigInt(end) < BigInt(next)) next = end;
+        return ndjson(await resp.text());
+      }));
     } catch (err) {
+      $('c-info').textContent = '';
       fail('chart', err);
       return;
     }
-    chart.max = Math.max(MAX_LIVE_BARS, bars.length);
-    chart.data = [bars.map((b) => b.ts / 1e9), bars.map((b) => b.open), bars.map((b) => b.high), bars.map((b) => b.low), bars.map((b) => b.close), bars.map((b) => b.volume)];
+    chart.syms = syms;
+    chart.overlay = syms.length > 1;
+    if (chart.overlay) {
+      const xs = [...new Set(bars.flatMap((b) => b.map((x) => x.ts / 1e9)))].sort((a, b) => a - b);
+      const at = new Map(xs.map((x, i) => [x, i]));
+      chart.symIdx = new Map(syms.map((s, k) => [s, k]));
+      chart.base = bars.map((b) => { const f = b.find((x) => Number.isFinite(x.close)); return f ? f.close : undefined; });
+      chart.data = [xs, ...bars.map((b, k) => {
+        const ys = new Array(xs.length).fill(null);
+        for (const x of b) if (Number.isFinite(x.close)) ys[at.get(x.ts / 1e9)] = pct(x.close, chart.base[k]);
+        return ys;
+      })];
+      chart.max = Math.max(MAX_LIVE_BARS, xs.length);
+    } else {
+      const b = bars[0];
+      chart.max = Math.max(MAX_LIVE_BARS, b.length);
+      chart.data = [b.map((x) => x.ts / 1e9), b.map((x) => x.open), b.map((x) => x.high), b.map((x) => x.low), b.map((x) => x.close), b.map((x) => x.volume)];
+    }
     makePlot();
     showLast();
-    $('c-info').textContent = bars.length + ' bars';
+    const what = chart.overlay ? syms.length + ' symbols, % change from the first bar, ' + chart.data[0].length + ' bars' : chart.data[0].length + ' bars';
+    chart.what = what;
+    $('c-info').textContent = what;
     status('');
-    if ($('c-live').checked) startLive(table, sym, next);
+    if ($('c-live').checked && !to) startLive(table, chart.overlay ? '' : syms[0], next);
   }
 
   // startLive follows the table from seq next, the seq the bars end
-  // before (GET /bars's Tickdb-Next-Seq header).
+  // before (GET /bars's Tickdb-Next-Seq header): one symbol's rows, or
+  // with several (sym '') all of the table's, those of the others skipped.
   function startLive(table, sym, next) {
-    const p = new URLSearchParams({ table, sym, ts: 'ns', from: String(next) });
+    const p = new URLSearchParams({ table, ts: 'ns', from: String(next) });
+    if (sym) p.set('sym', sym);
     if (token) p.set('token', token); // EventSource cannot send headers
     const es = new EventSource('/tail?' + p);
     chart.es = es;
-    es.onopen = () => { $('c-info').textContent = chart.data[0].length + ' bars, live'; };
+    es.onopen = () => { $('c-info').textContent = chart.what + ', live'; };
     es.onmessage = (ev) => {
       chart.pending.push(ev.data);
       if (!chart.frame) chart.frame = requestAnimationFrame(applyLive);
     };
     es.onerror = () => {
-      if (es.readyState === EventSource.CLOSED) $('c-info').textContent = chart.data[0].length + ' bars, live stream closed';
-      else $('c-info').textContent = chart.data[0].length + ' bars, reconnecting';
+      if (es.readyState === EventSource.CLOSED) $('c-info').textContent = chart.what + ', live stream closed';
+      else $('c-info').textContent = chart.what + ', reconnecting';
     };
   }
 
   // applyLive folds the rows that arrived since the last frame (the raw
-  // event data strings the message handler queued) into the candles and
-  // draws once, if a candle changed.
+  // event data strings the message handler queued) into the candles (or
+  // the overlay's lines) and draws once, if a bar changed.
   function applyLive() {
     const t0 = performance.now();
     chart.frame = 0;
@@ -615,6 +818,21 @@
       const v = row[chart.field], vol = row[chart.volume] || 0;
       if (typeof v !== 'number') continue;
       const n = d[0].length;
+      if (chart.overlay) {
+        const k = chart.symIdx.get(row[chart.symKey]);
+        if (k === undefined) continue;
+        if (chart.base[k] === undefined) chart.base[k] = v;
+        let i = n - 1;
+        if (n === 0 || x > d[0][n - 1]) {
+          for (const a of d) a.push(null);
+          d[0][n] = x;
+          i = n;
+          if (n + 1 > chart.max) { for (const a of d) a.shift(); i--; }
+        } else if (d[0][n - 1] !== x) continue; // an older bucket's row
+        d[k + 1][i] = pct(v, chart.base[k]);
+        changed = true;
+        continue;
+      }
       if (n > 0 && d[0][n - 1] === x) {
         const i = n - 1;
         if (d[1][i] === null) { d[1][i] = v; d[2][i] = v; d[3][i] = v; }
@@ -640,11 +858,130 @@
 
   $('chart-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
+    saveView('chart');
     showChart();
   });
+  $('c-table').addEventListener('change', () => chartCols(tables.find((x) => x.name === $('c-table').value)));
   window.addEventListener('resize', () => {
     if (chart.plot) chart.plot.setSize({ width: Math.max(300, $('chart').clientWidth), height: 360 });
   });
+
+  // ---- The view: the URL's fragment, localStorage, or the default ----
+
+  const VIEW_KEY = 'tickdb.view';
+  const VIEW_KEYS = ['table', 'sym', 'interval', 'from', 'to', 'panel'];
+  const PANELS = { tables: '', latest: 'l-table', query: 'q-table', chart: 'c-table' };
+
+  function viewHash(v) {
+    const p = new URLSearchParams();
+    for (const k of VIEW_KEYS) if (v[k]) p.set(k, v[k]);
+    return '#' + String(p).replace(/%2C/g, ','); // sym=AAPL,MSFT reads better
+  }
+
+  // linkedView is the view the URL's fragment names
+  // (#table=T&sym=A,B&interval=5m&from=..&to=..&panel=chart), if any.
+  function linkedView() {
+    const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+    const v = {};
+    for (const k of VIEW_KEYS) if (p.get(k)) v[k] = p.get(k);
+    return v.table ? v : null;
+  }
+
+  function storedView() {
+    try {
+      const v = JSON.parse(localStorage.getItem(VIEW_KEY) || 'null');
+      return v && typeof v.table === 'string' && tables.some((t) => t.name === v.table) ? v : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // defaultView is the most recently written table (the latest last row)
+  // and its most active symbol: the most rows of its newest 1,000 (ties:
+  // the first in name order).
+  async function defaultView() {
+    const live = tables.filter((t) => !t.error && t.last_ts !== undefined && t.last_ts !== null && t.rows > t.first);
+    if (!live.length) return null;
+    const t = live.reduce((a, b) => (b.last_ts > a.last_ts ? b : a));
+    const v = { table: t.name };
+    const symCol = t.schema.find((c) => c.type === 'sym');
+    if (!symCol) return v;
+    try {
+      const rows = ndjson(await (await api('/query?' + new URLSearchParams({ table: t.name, order: 'desc', limit: '1000', format: 'json' }))).text());
+      const n = new Map();
+      for (const r of rows) n.set(r[symCol.name], (n.get(r[symCol.name]) || 0) + 1);
+      const best = [...n].filter(([s]) => typeof s === 'string').sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0];
+      if (best) v.sym = best[0];
+    } catch (err) {
+      fail('the most active symbol', err);
+    }
+    return v;
+  }
+
+  // saveView keeps the view of the panel just shown in the URL and in
+  // localStorage: its table, and the chart's symbols, interval and range
+  // when the chart shows that table.
+  function saveView(panel) {
+    const v = { table: PANELS[panel] ? $(PANELS[panel]).value : $('c-table').value, panel };
+    if (v.table === $('c-table').value) {
+      v.sym = chartSyms().join(',');
+      v.interval = $('c-interval').value;
+      v.from = $('c-from').value.trim();
+      v.to = $('c-to').value.trim();
+    }
+    storeView(v);
+  }
+
+  function storeView(v) {
+    const h = viewHash(v);
+    try {
+      localStorage.setItem(VIEW_KEY, JSON.stringify(v));
+    } catch (_) { /* storage off: the URL still has it */ }
+    if (location.hash !== h) history.replaceState(null, '', h);
+    $('c-link').href = h;
+  }
+
+  // openView shows v in every panel: Latest and Query of its table, the
+  // chart of its symbols, and scrolls to its panel.
+  async function openView(v) {
+    if (v && !tables.some((t) => t.name === v.table)) {
+      status('no table ' + v.table + ' (the link or the last view named it)', true);
+      v = await defaultView();
+    }
+    if (!v) return;
+    for (const id of ['l-table', 'q-table', 'c-table']) $(id).value = v.table;
+    fillSyms('q-table', 'q-syms');
+    fillSyms('c-table', 'c-syms');
+    chartCols(tables.find((x) => x.name === v.table));
+    $('c-sym').value = v.sym || '';
+    if (v.interval && /^\d+(ms|s|m|h|d)$/.test(v.interval)) {
+      const sel = $('c-interval');
+      if (![...sel.options].some((o) => o.value === v.interval)) sel.appendChild(new Option(v.interval, v.interval));
+      sel.value = v.interval;
+    }
+    $('c-from').value = v.from || '';
+    $('c-to').value = v.to || '';
+    storeView(v);
+    const el = v.panel && $(v.panel + '-panel');
+    if (el) el.scrollIntoView();
+    // The Query panel: the form's first page, or in SQL mode the newest
+    // rows of the table by SQL, unless SQL was typed meanwhile.
+    let query = runQuery;
+    if (sqlOn) {
+      query = null;
+      if (!$('q-sql').value || (tables.length && $('q-sql').value === sqlFor(tables[0].name))) {
+        $('q-sql').value = sqlFor(v.table);
+        query = runSQL;
+      }
+    }
+    await Promise.all([showLatest(), query ? query() : null, v.sym ? showChart() : null]);
+  }
+
+  window.addEventListener('hashchange', () => {
+    const v = linkedView();
+    if (v) openView(v);
+  });
+  $('latest-form').addEventListener('submit', () => saveView('latest'));
 
   refreshTables();
   setInterval(refreshTables, 3000);

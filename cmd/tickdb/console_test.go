@@ -601,6 +601,7 @@ func TestConsoleViews(t *testing.T) {
 	step("deep link", chromedp.Navigate("about:blank"), chromedp.Navigate("http://"+p.http+link),
 		chromedp.WaitVisible(chromedp.Search(`//span[@id="c-info"][contains(., "2 symbols")]`)))
 	var want []string
+	firstClose := map[string]float64{}
 	for _, sym := range []string{"AAPL", "MSFT"} {
 		var closes []float64
 		dec := json.NewDecoder(strings.NewReader(serveDo(t, p, "GET", fmt.Sprintf("/bars?table=trades&sym=%s&interval=5m&from=%d&to=%d", sym, from.UnixNano(), to.UnixNano()), "")))
@@ -614,6 +615,7 @@ func TestConsoleViews(t *testing.T) {
 		if len(closes) < 8 {
 			t.Fatalf("%s: %d bars, want 8 or 9", sym, len(closes))
 		}
+		firstClose[sym] = closes[0]
 		want = append(want, sym+" "+jsSigned((closes[len(closes)-1]/closes[0]-1)*100, 2)+"%")
 	}
 	if got := eval(`document.getElementById('chart-last').textContent`); got != strings.Join(want, " ") {
@@ -631,6 +633,14 @@ func TestConsoleViews(t *testing.T) {
 	if got := eval(`document.getElementById('chart-last').textContent`); got != strings.Join(want, " ") {
 		t.Errorf("overlay again: %q, want %q", got, strings.Join(want, " "))
 	}
+	// Without an end the overlay is live: a tick of AAPL now moves its
+	// line to its % change from the same first close.
+	step("overlay live", chromedp.Evaluate[chromedp.Void](`document.getElementById('c-to').value = ''`), chromedp.Click(chromedp.CSS("#chart-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="c-info"][contains(., "2 symbols")][contains(., "live")]`)))
+	tickPx := px["AAPL"] + 7.5
+	serveDo(t, p, "POST", "/write", fmt.Sprintf("trades,sym=AAPL price=%s,size=1i %d\n", strconv.FormatFloat(tickPx, 'f', -1, 64), time.Now().UnixNano()))
+	wantLive := "AAPL " + jsSigned((tickPx/firstClose["AAPL"]-1)*100, 2) + "% MSFT "
+	step("overlay tick", chromedp.WaitVisible(chromedp.Search(`//code[@id="chart-last"][starts-with(., "`+wantLive+`")]`)))
 	if s := eval(`document.getElementById('status').textContent`); s != "" {
 		t.Fatalf("the page shows an error: %s", s)
 	}

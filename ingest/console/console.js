@@ -127,8 +127,11 @@
     }
     tables = body.tables;
     setSQL(body.sql === true);
+    // Each table's row is built anew, then copied into the row shown for
+    // it, cell by cell where one changed: the rows' nodes stay.
     const tb = $('tables').tBodies[0];
-    tb.replaceChildren();
+    const shown = new Map([...tb.rows].map((r) => [r.dataset.table, r]));
+    const trs = [];
     for (const t of tables) {
       const tr = document.createElement('tr');
       tr.dataset.table = t.name;
@@ -143,8 +146,19 @@
       cell(tr, fmtNum(t.out_of_order), true);
       cell(tr, fmtNum(t.late), true);
       if (t.error) cell(tr, t.error).className = 'error';
-      tb.appendChild(tr);
+      const prev = shown.get(t.name);
+      if (prev && prev.cells.length === tr.cells.length) {
+        [...tr.cells].forEach((td, i) => {
+          const p = prev.cells[i];
+          if (p.textContent !== td.textContent) p.textContent = td.textContent;
+          if (p.className !== td.className) p.className = td.className;
+        });
+        trs.push(prev);
+      } else {
+        trs.push(tr);
+      }
     }
+    if (trs.length !== tb.rows.length || trs.some((r, i) => tb.rows[i] !== r)) tb.replaceChildren(...trs);
     $('tables-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
     if (!perf.tablesShown) perf.tablesShown = performance.now();
     for (const id of ['l-table', 'q-table', 'c-table']) fillTables($(id));
@@ -250,16 +264,16 @@
   // latestBase is each symbol's price at since: its last row at or before
   // since, or else its first row after (at most 200 symbols asked one by
   // one, 8 at a time).
-  async function latestBase(table, since, syms, retry) {
+  async function latestBase(table, since, syms, pc, key, retry) {
     const base = new Map();
-    if (!since || !(latest.pc.price || latest.pc.mid)) return base;
+    if (!since || !(pc.price || pc.mid)) return base;
     const asOf = ndjson(await (await api('/latest?' + new URLSearchParams({ table, at: since, format: 'json' }), retry)).text());
-    for (const row of asOf) base.set(row[latest.key], priceOf(row, latest.pc));
+    for (const row of asOf) base.set(row[key], priceOf(row, pc));
     const missing = syms.filter((s) => !base.has(s)).slice(0, 200);
     for (let i = 0; i < missing.length; i += 8) {
       await Promise.all(missing.slice(i, i + 8).map(async (sym) => {
         const r = ndjson(await (await api('/query?' + new URLSearchParams({ table, sym, from: since, limit: '1', format: 'json' }), retry)).text());
-        if (r.length) base.set(sym, priceOf(r[0], latest.pc));
+        if (r.length) base.set(sym, priceOf(r[0], pc));
       }));
     }
     return base;
@@ -272,27 +286,37 @@
   // showLatest lists each symbol's last row (GET /latest), then follows the
   // table from the row count read before it: a row published meanwhile
   // comes again from the stream and is applied again, which changes nothing.
+  // latestRun counts showLatest's runs: one that ends after a later one
+  // started shows nothing.
+  let latestRun = 0;
+
   async function showLatest() {
     stopLatest();
     const table = $('l-table').value;
     if (!table) return;
+    const run = ++latestRun;
     await refreshTables();
     const t = tables.find((x) => x.name === table);
     const next = t ? t.rows : 0;
     const symCol = t && t.schema.find((c) => c.type === 'sym'); // the table's symbol: its first sym column
-    latest.key = symCol ? symCol.name : 'sym';
-    latest.pc = priceCols(t);
-    let rows;
+    const key = symCol ? symCol.name : 'sym';
+    const pc = priceCols(t);
+    let rows, base;
     let since = $('l-since').value.trim();
     try {
       rows = ndjson(await (await api('/latest?' + new URLSearchParams({ table, format: 'json' }), showLatest)).text());
-      if (since) since = String(await parseTime(since));
+      if (since) since = String(parseTime(since));
       else since = sinceDefault(t);
-      latest.base = await latestBase(table, since, rows.map((r) => r[latest.key]), showLatest);
+      base = await latestBase(table, since, rows.map((r) => r[key]), pc, key, showLatest);
     } catch (err) {
-      fail('latest', err);
+      if (run === latestRun) fail('latest', err);
       return;
     }
+    if (run !== latestRun) return;
+    stopLatest(); // a run ended meanwhile may have started a stream
+    latest.key = key;
+    latest.pc = pc;
+    latest.base = base;
     latest.since = since;
     latest.table = table;
     latest.cols = t ? t.schema.map((c) => c.name) : (rows.length ? Object.keys(rows[0]) : []);
@@ -705,21 +729,25 @@
     if (!num.includes($('c-volume').value.trim())) $('c-volume').value = ['size', 'volume', 'qty', 'bid_size'].find((c) => num.includes(c)) || $('c-field').value;
   }
 
+  // chartRun counts showChart's runs: one that ends after a later one
+  // started shows nothing.
+  let chartRun = 0;
+
   async function showChart() {
     stopLive();
     perf.chartStart = performance.now();
     perf.chartDrawn = 0;
     const table = $('c-table').value, syms = chartSyms(), ivs = $('c-interval').value;
     if (!table || !syms.length) return;
+    const run = ++chartRun;
     $('c-info').textContent = 'loading';
-    chart.iv = intervalNs(ivs);
-    chart.field = $('c-field').value.trim() || 'price';
-    chart.volume = $('c-volume').value.trim() || 'size';
+    const iv = intervalNs(ivs);
+    const field = $('c-field').value.trim() || 'price';
+    const volume = $('c-volume').value.trim() || 'size';
     await refreshTables(); // the last ts (where the bars start) and a row count
     const t = tables.find((x) => x.name === table);
     const symCol = t && t.schema.find((c) => c.type === 'sym');
-    chart.symKey = symCol ? symCol.name : 'sym';
-    const p = new URLSearchParams({ table, interval: ivs, ts: 'ns', field: chart.field, volume: chart.volume });
+    const p = new URLSearchParams({ table, interval: ivs, ts: 'ns', field, volume });
     let from = $('c-from').value.trim();
     const to = $('c-to').value.trim();
     let next = t ? t.rows : 0; // the live stream starts here
@@ -727,7 +755,7 @@
     try {
       if (!from && (to || (t && t.last_ts))) { // about the last 500 bars
         const end = to ? parseTime(to) : BigInt(Math.floor(t.last_ts / 1e9)) * 1000000000n;
-        from = String(end - 500n * chart.iv);
+        from = String(end - 500n * iv);
       }
       if (from) p.set('from', from);
       if (to) p.set('to', to);
@@ -743,10 +771,17 @@
         return ndjson(await resp.text());
       }));
     } catch (err) {
+      if (run !== chartRun) return;
       $('c-info').textContent = '';
       fail('chart', err);
       return;
     }
+    if (run !== chartRun) return;
+    stopLive(); // a run ended meanwhile may have started a stream
+    chart.iv = iv;
+    chart.field = field;
+    chart.volume = volume;
+    chart.symKey = symCol ? symCol.name : 'sym';
     chart.syms = syms;
     chart.overlay = syms.length > 1;
     if (chart.overlay) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/gen"
 	"github.com/tickdb/tickdb/internal/loadgen"
 )
 
@@ -90,6 +91,25 @@ func BenchmarkHTTPQuery(b *testing.B) {
 				b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(rows), "cpu-ns/row")
 			})
 		}
+	}
+	// A page of the console's Query panel: the first 100 rows (and one
+	// more, to know there is a next page) oldest first, and the newest
+	// newest first (order=desc reads back from the end in time windows),
+	// of the whole table and of one symbol.
+	sym := "sym=" + gen.Symbols(100)[50] // one of the less active
+	for _, q := range []string{"limit=101", "order=desc&limit=101", sym + "&limit=101", sym + "&order=desc&limit=101"} {
+		b.Run("page/"+q, func(b *testing.B) {
+			url := base + "/query?table=ticks&format=json&" + q
+			var first bytes.Buffer
+			get(b, url, &first)
+			if lines := bytes.Count(first.Bytes(), []byte{'\n'}); lines != 101 {
+				b.Fatalf("%s: %d rows, want 101", q, lines)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				get(b, url, io.Discard)
+			}
+		})
 	}
 }
 

@@ -14,8 +14,10 @@ import (
 const MaxDescLimit = 1_000_000
 
 // descFirstWidth is the first time window a newest-first query reads back
-// from its end; each window that holds fewer rows than still wanted is
-// followed by one twice as wide before it.
+// from its end when the table's span is unknown; otherwise the first
+// window is the span that holds twice the limit at the table's mean rate.
+// Each window that holds fewer rows than still wanted is followed by one
+// twice as wide before it.
 const descFirstWidth = int64(1e9)
 
 // runDesc is Run for q.Desc: the newest q.Limit rows of the selection,
@@ -55,7 +57,12 @@ func runDesc(ctx context.Context, r *reader.Reader, q Query, emit func(store.Row
 	var n int64
 	keep := &ring{size: len(buf)}
 	floor := max(first, lowest)
-	for width := descFirstWidth; hi > lowest && n < q.Limit; width = min(width*2, math.MaxInt64/2) {
+	width := descFirstWidth
+	if rows := snap.Len - snap.FirstSeq; first != lowest && snap.LastTs > first {
+		w := float64(uint64(snap.LastTs)-uint64(first)) / float64(rows) * float64(q.Limit) * 2
+		width = int64(max(1, min(w, math.MaxInt64/2)))
+	}
+	for ; hi > lowest && n < q.Limit; width = min(width*2, math.MaxInt64/2) {
 		lo := lowest // the last window
 		if top > floor && uint64(top)-uint64(floor) > uint64(width) {
 			lo = top - width

@@ -247,7 +247,7 @@ func TestConsoleBrowser(t *testing.T) {
 	// GET /query?order=desc has them.
 	step("query", 30*time.Second, chromedp.SetValue(chromedp.ID("q-table"), "trades"), chromedp.SetValue(chromedp.ID("q-sym"), "MSFT"),
 		chromedp.SetValue(chromedp.ID("q-limit"), "7"), chromedp.Click(chromedp.CSS("#query-form button[type=submit]")),
-		chromedp.WaitVisible(chromedp.CSS("#q-result tbody tr")))
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="q-info"][.="page 1: 7 rows"]`))) // not the first load's page of 100
 	cells := grid("#q-result")
 	var want [][]string
 	dec := json.NewDecoder(strings.NewReader(serveDo(t, p, "GET", "/query?table=trades&sym=MSFT&order=desc&limit=7", "")))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -176,7 +177,7 @@ func (o *Options) withDefaults() (Options, error) {
 	case v.Workers < 0:
 		return v, fmt.Errorf("%w: %d workers", ErrBadOptions, v.Workers)
 	case v.HasFrom && v.HasTo && v.From > v.To:
-		return v, fmt.Errorf("%w: from %d is after to %d", ErrBadOptions, v.From, v.To)
+		return v, fmt.Errorf("%w: from %s is after to %s", ErrBadOptions, query.FormatNs(v.From), query.FormatNs(v.To))
 	}
 	return v, nil
 }

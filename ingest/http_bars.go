@@ -57,6 +57,10 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 			*b.has = true
 		}
 	}
+	if err := query.CheckRange(q.From, q.HasFrom, q.To, q.HasTo); err != nil {
+		bad(err.Error())
+		return
+	}
 	newEnc := func(w io.Writer, f query.Format, tf query.TsFormat, rd *reader.Reader) (*query.Encoder, error) {
 		return query.NewBarsEncoder(w, f, tf, rd, q)
 	}
@@ -66,6 +70,7 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		// with no row counted twice (the console's live chart).
 		q.SeqEnd, q.HasSeqEnd = rd.Len(), true
 		w.Header().Set("Tickdb-Next-Seq", strconv.FormatUint(q.SeqEnd, 10))
+		warnUnknownSym(w, rd, q.Table, q.Sym)
 		_, err := query.RunBars(ctx, rd, q, enc)
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -263,20 +264,7 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	for _, b := range []struct {
-		name string
-		at   *int64
-		has  *bool
-	}{{"from", &q.From, &q.HasFrom}, {"to", &q.To, &q.HasTo}} {
-		if v := qs.Get(b.name); v != "" {
-			if *b.at, err = query.ParseTime(v); err != nil {
-				bad(b.name + ": " + err.Error())
-				return
-			}
-			*b.has = true
-		}
-	}
-	if err := query.CheckRange(q.From, q.HasFrom, q.To, q.HasTo); err != nil {
+	if err := parseRange(qs, &q.From, &q.HasFrom, &q.To, &q.HasTo); err != nil {
 		bad(err.Error())
 		return
 	}
@@ -295,6 +283,26 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		_, err := query.Run(ctx, rd, q, enc)
 		return err
 	})
+}
+
+// parseRange reads the from and to parameters (RFC 3339 or integer ns;
+// each only when given) into the bounds and their flags; a bad time, or a
+// from after to, is an error that names the parameter or both times.
+func parseRange(qs url.Values, from *int64, hasFrom *bool, to *int64, hasTo *bool) error {
+	for _, b := range []struct {
+		name string
+		at   *int64
+		has  *bool
+	}{{"from", from, hasFrom}, {"to", to, hasTo}} {
+		if v := qs.Get(b.name); v != "" {
+			var err error
+			if *b.at, err = query.ParseTime(v); err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			*b.has = true
+		}
+	}
+	return query.CheckRange(*from, *hasFrom, *to, *hasTo)
 }
 
 // serveRows answers a GET that streams rows of table (endpoint: its name

@@ -44,20 +44,7 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Interval = iv
-	for _, b := range []struct {
-		name string
-		at   *int64
-		has  *bool
-	}{{"from", &q.From, &q.HasFrom}, {"to", &q.To, &q.HasTo}} {
-		if v := qs.Get(b.name); v != "" {
-			if *b.at, err = query.ParseTime(v); err != nil {
-				bad(b.name + ": " + err.Error())
-				return
-			}
-			*b.has = true
-		}
-	}
-	if err := query.CheckRange(q.From, q.HasFrom, q.To, q.HasTo); err != nil {
+	if err := parseRange(qs, &q.From, &q.HasFrom, &q.To, &q.HasTo); err != nil {
 		bad(err.Error())
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/tickdb/tickdb/internal/enum"
+	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -19,37 +21,19 @@ const (
 	FormatCSV
 )
 
-var formatNames = [...]string{FormatParquet: "parquet", FormatCSV: "csv"}
+var formatNames = enum.New[Format](ErrBadOptions, "format", "parquet", "csv")
 
 // ParseFormat parses "parquet" or "csv".
-func ParseFormat(s string) (Format, error) {
-	for f, n := range formatNames {
-		if s == n {
-			return Format(f), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown format %q (want parquet or csv)", ErrBadOptions, s)
-}
+func ParseFormat(s string) (Format, error) { return formatNames.Parse(s) }
 
 // String is the format's name as ParseFormat takes it.
-func (f Format) String() string {
-	if int(f) < len(formatNames) {
-		return formatNames[f]
-	}
-	return fmt.Sprintf("format(%d)", uint8(f))
-}
+func (f Format) String() string { return formatNames.String(f) }
 
 // Set implements pflag.Value, so that a *Format can be a cobra flag.
-func (f *Format) Set(s string) error {
-	v, err := ParseFormat(s)
-	if err == nil {
-		*f = v
-	}
-	return err
-}
+func (f *Format) Set(s string) error { return formatNames.Set(f, s) }
 
 // Type implements pflag.Value.
-func (f *Format) Type() string { return "parquet|csv" }
+func (f *Format) Type() string { return formatNames.Type() }
 
 // ext is the file name extension of the format.
 func (f Format) ext() string { return "." + f.String() }
@@ -66,37 +50,19 @@ const (
 	CompressionNone
 )
 
-var compressionNames = [...]string{CompressionZstd: "zstd", CompressionSnappy: "snappy", CompressionNone: "none"}
+var compressionNames = enum.New[Compression](ErrBadOptions, "compression", "zstd", "snappy", "none")
 
 // ParseCompression parses "zstd", "snappy" or "none".
-func ParseCompression(s string) (Compression, error) {
-	for c, n := range compressionNames {
-		if s == n {
-			return Compression(c), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown compression %q (want zstd, snappy or none)", ErrBadOptions, s)
-}
+func ParseCompression(s string) (Compression, error) { return compressionNames.Parse(s) }
 
 // String is the codec's name as ParseCompression takes it.
-func (c Compression) String() string {
-	if int(c) < len(compressionNames) {
-		return compressionNames[c]
-	}
-	return fmt.Sprintf("compression(%d)", uint8(c))
-}
+func (c Compression) String() string { return compressionNames.String(c) }
 
 // Set implements pflag.Value.
-func (c *Compression) Set(s string) error {
-	v, err := ParseCompression(s)
-	if err == nil {
-		*c = v
-	}
-	return err
-}
+func (c *Compression) Set(s string) error { return compressionNames.Set(c, s) }
 
 // Type implements pflag.Value.
-func (c *Compression) Type() string { return "zstd|snappy|none" }
+func (c *Compression) Type() string { return compressionNames.Type() }
 
 // Defaults of Options.
 const (
@@ -176,7 +142,7 @@ func (o *Options) withDefaults() (Options, error) {
 	case v.Workers < 0:
 		return v, fmt.Errorf("%w: %d workers", ErrBadOptions, v.Workers)
 	case v.HasFrom && v.HasTo && v.From > v.To:
-		return v, fmt.Errorf("%w: from %d is after to %d", ErrBadOptions, v.From, v.To)
+		return v, fmt.Errorf("%w: from %s is after to %s", ErrBadOptions, query.FormatNs(v.From), query.FormatNs(v.To))
 	}
 	return v, nil
 }

@@ -384,7 +384,7 @@ func TestExportErrors(t *testing.T) {
 		opts *export.Options
 		want string
 	}{
-		{"from after to", t.TempDir(), &export.Options{From: 2, To: 1, HasFrom: true, HasTo: true}, "export: bad option: from 2 is after to 1"},
+		{"from after to", t.TempDir(), &export.Options{From: 2, To: 1, HasFrom: true, HasTo: true}, "export: bad option: from 1970-01-01T00:00:00.000000002Z is after to 1970-01-01T00:00:00.000000001Z"},
 		{"bad format", t.TempDir(), &export.Options{Format: 9}, "export: bad option: format format(9)"},
 		{"negative row groups", t.TempDir(), &export.Options{RowGroupRows: -1}, "export: bad option: -1 rows per row group"},
 		{"out is a file", file, nil, "export ticks: mkdir " + file + ": not a directory"},

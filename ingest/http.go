@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +179,12 @@ func newErrorPrefix() string {
 // InfluxDB's clients parse: code, message, line (1-based, when known) and
 // errorId, and no other keys (QuestDB's Java client rejects others). The
 // body is sent chunked, as QuestDB's server does.
+//
+// msg names no path of the server's: the database directory is cut from
+// it (a table's files are named from the table's own directory), since a
+// client knows tables, not where the server keeps them.
 func (h *httpAPI) writeError(w http.ResponseWriter, status int, code, msg string, line int) {
+	msg = h.cutDB(msg)
 	body := struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
@@ -190,6 +197,46 @@ func (h *httpAPI) writeError(w http.ResponseWriter, status int, code, msg string
 		f.Flush()
 	}
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// cutDB removes the database directory from msg: "tickdata/trades/x"
+// becomes "trades/x".
+func (h *httpAPI) cutDB(msg string) string {
+	db := h.s.opts.DB
+	if db == "" {
+		return msg
+	}
+	if abs, err := filepath.Abs(db); err == nil && abs != db {
+		msg = strings.ReplaceAll(msg, abs+string(filepath.Separator), "")
+	}
+	return strings.ReplaceAll(msg, filepath.Clean(db)+string(filepath.Separator), "")
+}
+
+// noTable answers 404 for a table that does not exist, naming it and the
+// tables there are, as the CLI does ("no table "trade"; tables: quotes,
+// trades").
+func (h *httpAPI) noTable(w http.ResponseWriter, table string) {
+	list := "none"
+	if names, _ := reader.Tables(h.s.opts.DB); len(names) > 0 {
+		list = strings.Join(names, ", ")
+	}
+	h.writeError(w, http.StatusNotFound, "not found", fmt.Sprintf("no table %q; tables: %s", table, list), 0)
+}
+
+// WarningHeader is the response header that says why an answer of rows
+// is empty when its cause is the request's, not the data's: a sym the
+// table does not hold (query.UnknownSym: the symbol, the table and the
+// nearest symbol names), one value per such symbol. The status stays 200
+// and the body the rows' (none), so clients that read only the body see
+// what they saw before.
+const WarningHeader = "Tickdb-Warning"
+
+// warnUnknownSym sets WarningHeader when sym is not a symbol of rd's
+// table. Call it before the first byte of the body.
+func warnUnknownSym(w http.ResponseWriter, rd *reader.Reader, table, sym string) {
+	if m := query.UnknownSym(rd, table, sym); m != "" {
+		w.Header().Add(WarningHeader, m)
+	}
 }
 
 // settings answers as QuestDB's server does, offering only text line
@@ -218,18 +265,9 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	for _, b := range []struct {
-		name string
-		at   *int64
-		has  *bool
-	}{{"from", &q.From, &q.HasFrom}, {"to", &q.To, &q.HasTo}} {
-		if v := qs.Get(b.name); v != "" {
-			if *b.at, err = query.ParseTime(v); err != nil {
-				bad(b.name + ": " + err.Error())
-				return
-			}
-			*b.has = true
-		}
+	if err := parseRange(qs, &q.From, &q.HasFrom, &q.To, &q.HasTo); err != nil {
+		bad(err.Error())
+		return
 	}
 	if v := qs.Get("limit"); v != "" {
 		if q.Limit, err = strconv.ParseInt(v, 10, 64); err != nil || q.Limit < 0 {
@@ -250,9 +288,30 @@ func (h *httpAPI) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveRows(w, r, "query", q.Table, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
+		warnUnknownSym(w, rd, q.Table, q.Sym)
 		_, err := query.Run(ctx, rd, q, enc)
 		return err
 	})
+}
+
+// parseRange reads the from and to parameters (RFC 3339 or integer ns;
+// each only when given) into the bounds and their flags; a bad time, or a
+// from after to, is an error that names the parameter or both times.
+func parseRange(qs url.Values, from *int64, hasFrom *bool, to *int64, hasTo *bool) error {
+	for _, b := range []struct {
+		name string
+		at   *int64
+		has  *bool
+	}{{"from", from, hasFrom}, {"to", to, hasTo}} {
+		if v := qs.Get(b.name); v != "" {
+			var err error
+			if *b.at, err = query.ParseTime(v); err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			*b.has = true
+		}
+	}
+	return query.CheckRange(*from, *hasFrom, *to, *hasTo)
 }
 
 // serveRows answers a GET that streams rows of table (endpoint: its name
@@ -299,7 +358,7 @@ func (h *httpAPI) serveEncoded(w http.ResponseWriter, r *http.Request, endpoint,
 	pr, err := h.s.readers.get(table)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
-			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
+			h.noTable(w, table)
 			return
 		}
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)

@@ -44,18 +44,9 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Interval = iv
-	for _, b := range []struct {
-		name string
-		at   *int64
-		has  *bool
-	}{{"from", &q.From, &q.HasFrom}, {"to", &q.To, &q.HasTo}} {
-		if v := qs.Get(b.name); v != "" {
-			if *b.at, err = query.ParseTime(v); err != nil {
-				bad(b.name + ": " + err.Error())
-				return
-			}
-			*b.has = true
-		}
+	if err := parseRange(qs, &q.From, &q.HasFrom, &q.To, &q.HasTo); err != nil {
+		bad(err.Error())
+		return
 	}
 	newEnc := func(w io.Writer, f query.Format, tf query.TsFormat, rd *reader.Reader) (*query.Encoder, error) {
 		return query.NewBarsEncoder(w, f, tf, rd, q)
@@ -66,6 +57,7 @@ func (h *httpAPI) bars(w http.ResponseWriter, r *http.Request) {
 		// with no row counted twice (the console's live chart).
 		q.SeqEnd, q.HasSeqEnd = rd.Len(), true
 		w.Header().Set("Tickdb-Next-Seq", strconv.FormatUint(q.SeqEnd, 10))
+		warnUnknownSym(w, rd, q.Table, q.Sym)
 		_, err := query.RunBars(ctx, rd, q, enc)
 		return err
 	})

@@ -35,6 +35,9 @@ func (h *httpAPI) latest(w http.ResponseWriter, r *http.Request) {
 		q.At, q.HasAt = at, true
 	}
 	h.serveRows(w, r, "latest", q.Table, func(ctx context.Context, rd *reader.Reader, enc *query.Encoder) error {
+		for _, sym := range q.Syms {
+			warnUnknownSym(w, rd, q.Table, sym)
+		}
 		_, err := query.RunLatest(ctx, rd, q, enc)
 		return err
 	})

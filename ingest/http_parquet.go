@@ -22,7 +22,7 @@ func (h *httpAPI) queryParquet(w http.ResponseWriter, r *http.Request, q query.Q
 	rd, err := reader.Open(h.s.opts.DB, q.Table, nil)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
-			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
+			h.noTable(w, q.Table)
 			return
 		}
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
@@ -38,6 +38,7 @@ func (h *httpAPI) queryParquet(w http.ResponseWriter, r *http.Request, q query.Q
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/vnd.apache.parquet")
 	hdr.Set("Content-Disposition", `attachment; filename="`+q.Table+`.parquet"`) // a valid table name needs no quoting
+	warnUnknownSym(w, rd, q.Table, q.Sym)
 	_, err = query.RunFunc(r.Context(), rd, q, ps.Row)
 	if err == nil {
 		err = ps.Close()

@@ -99,7 +99,7 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 	rd, err := reader.Open(h.s.opts.DB, table, nil)
 	if err != nil {
 		if errors.Is(err, store.ErrNoTable) {
-			h.writeError(w, http.StatusNotFound, "not found", err.Error(), 0)
+			h.noTable(w, table)
 			return
 		}
 		h.writeError(w, http.StatusInternalServerError, "internal error", err.Error(), 0)
@@ -119,6 +119,7 @@ func (h *httpAPI) tail(w http.ResponseWriter, r *http.Request) {
 	if sym != "" {
 		st.symCol = s.ColAt(s.SymCol)
 		st.lookup()
+		warnUnknownSym(w, rd, table, sym) // not yet: its rows follow once written
 	}
 	var rowBuf bytes.Buffer
 	enc := query.NewEncoder(&rowBuf, query.FormatJSON, tsf, s, table, rd.SymbolName)

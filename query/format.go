@@ -1,6 +1,6 @@
 package query
 
-import "fmt"
+import "github.com/tickdb/tickdb/internal/enum"
 
 // Format is an output format of the commands that print rows.
 type Format uint8
@@ -17,37 +17,19 @@ const (
 	FormatILP
 )
 
-var formatNames = [...]string{FormatTable: "table", FormatCSV: "csv", FormatJSON: "json", FormatILP: "ilp"}
+var formatNames = enum.New[Format](ErrBadQuery, "format", "table", "csv", "json", "ilp")
 
 // ParseFormat parses "table", "csv", "json" or "ilp".
-func ParseFormat(s string) (Format, error) {
-	for f, n := range formatNames {
-		if s == n {
-			return Format(f), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown format %q (want table, csv, json or ilp)", ErrBadQuery, s)
-}
+func ParseFormat(s string) (Format, error) { return formatNames.Parse(s) }
 
 // String is the format's name as ParseFormat takes it.
-func (f Format) String() string {
-	if int(f) < len(formatNames) {
-		return formatNames[f]
-	}
-	return fmt.Sprintf("format(%d)", uint8(f))
-}
+func (f Format) String() string { return formatNames.String(f) }
 
 // Set implements pflag.Value, so that a *Format can be a cobra flag.
-func (f *Format) Set(s string) error {
-	v, err := ParseFormat(s)
-	if err == nil {
-		*f = v
-	}
-	return err
-}
+func (f *Format) Set(s string) error { return formatNames.Set(f, s) }
 
 // Type implements pflag.Value.
-func (f *Format) Type() string { return "table|csv|json|ilp" }
+func (f *Format) Type() string { return formatNames.Type() }
 
 // TsFormat is how the ts column is printed (ilp always prints ns).
 type TsFormat uint8
@@ -61,34 +43,16 @@ const (
 	TsNs
 )
 
-var tsFormatNames = [...]string{TsRFC3339: "rfc3339", TsNs: "ns"}
+var tsFormatNames = enum.New[TsFormat](ErrBadQuery, "ts format", "rfc3339", "ns")
 
 // ParseTsFormat parses "rfc3339" or "ns".
-func ParseTsFormat(s string) (TsFormat, error) {
-	for f, n := range tsFormatNames {
-		if s == n {
-			return TsFormat(f), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown ts format %q (want rfc3339 or ns)", ErrBadQuery, s)
-}
+func ParseTsFormat(s string) (TsFormat, error) { return tsFormatNames.Parse(s) }
 
 // String is the ts format's name as ParseTsFormat takes it.
-func (f TsFormat) String() string {
-	if int(f) < len(tsFormatNames) {
-		return tsFormatNames[f]
-	}
-	return fmt.Sprintf("tsformat(%d)", uint8(f))
-}
+func (f TsFormat) String() string { return tsFormatNames.String(f) }
 
 // Set implements pflag.Value, so that a *TsFormat can be a cobra flag.
-func (f *TsFormat) Set(s string) error {
-	v, err := ParseTsFormat(s)
-	if err == nil {
-		*f = v
-	}
-	return err
-}
+func (f *TsFormat) Set(s string) error { return tsFormatNames.Set(f, s) }
 
 // Type implements pflag.Value.
-func (f *TsFormat) Type() string { return "rfc3339|ns" }
+func (f *TsFormat) Type() string { return tsFormatNames.Type() }

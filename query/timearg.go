@@ -141,3 +141,18 @@ func UnitName(u time.Duration) string {
 // FormatNs writes ns since the epoch as RFC 3339 in UTC with as many
 // fractional digits as it needs.
 func FormatNs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// CheckRange is the error of a time range whose from (inclusive) lies
+// after its to (exclusive), each bound only when its flag is set: it
+// names both times, so that a swapped pair a person typed is an error
+// rather than an empty answer. from == to is an empty range, not an
+// error. It matches ErrBadQuery. The CLI and the HTTP API check their
+// arguments with it; Run, Bars and AsOf themselves answer such a range
+// with no rows, as any empty range, for programs that compute ranges.
+func CheckRange(from int64, hasFrom bool, to int64, hasTo bool) error {
+	if hasFrom && hasTo && from > to {
+		return fmt.Errorf("%w: from %s is after to %s (from is inclusive, to exclusive: swap them?)",
+			ErrBadQuery, FormatNs(from), FormatNs(to))
+	}
+	return nil
+}

@@ -47,6 +47,9 @@ with --from and no --tolerance, each symbol's last right row before
 }
 
 func runAsOf(cmd *cobra.Command, g *globals, o *asofOpts) error {
+	if err := checkRange(o.from, o.to); err != nil {
+		return err
+	}
 	l, err := openTable(g.db, o.left)
 	if err != nil {
 		return err

@@ -59,6 +59,9 @@ func runBars(cmd *cobra.Command, g *globals, o *barsOpts) error {
 	if !o.interval.set || o.interval.d == 0 {
 		return errors.New("no interval given (--interval): a positive duration like 1m, 5s, 250ms, or integer ns")
 	}
+	if err := checkRange(o.from, o.to); err != nil {
+		return err
+	}
 	r, err := openTable(g.db, o.table)
 	if err != nil {
 		return err
@@ -78,6 +81,7 @@ func runBars(cmd *cobra.Command, g *globals, o *barsOpts) error {
 	if _, err := query.RunBars(cmd.Context(), r, q, enc); err != nil {
 		return err
 	}
+	noteUnknownSym(cmd, r, o.table, o.sym, "")
 	return enc.Close()
 }
 

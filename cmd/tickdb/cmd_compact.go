@@ -6,6 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/query"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
@@ -62,6 +65,68 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 		if res.Bytes > 0 {
 			ratio = float64(res.RawBytes) / float64(res.Bytes)
 		}
-		return fmt.Sprintf("%s: compressed %d segments, %s → %s (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio), err
+		line := fmt.Sprintf("%s: compressed %d segments, %s → %s (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio)
+		if err == nil && res.Segments == 0 {
+			line = fmt.Sprintf("%s: compressed 0 segments: %s", name, whyNoCompaction(g.db, name, o.olderThan))
+		}
+		return line, err
 	})
+}
+
+// whyNoCompaction says why compact compressed nothing of table name (its
+// writer closed) with --older-than age, and what would compress its
+// oldest raw segment. A segment qualifies when every row of it, and the
+// first row after it, is older than age before the table's last ts (the
+// writer's rule, writer.Compact): so with --older-than the table's last
+// segment, which no row follows, is never compressed.
+func whyNoCompaction(db, name string, age time.Duration) string {
+	r, err := reader.Open(db, name, nil)
+	if err != nil {
+		return "nothing qualified"
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	switch {
+	case err != nil:
+		return "nothing qualified"
+	case st.Rows == st.First:
+		return "the table has no rows"
+	}
+	raw := st.Segments - uint64(st.Compressed.Segments)
+	if raw == 0 {
+		return fmt.Sprintf("all %d of its segments are compressed already", st.Segments)
+	}
+	if age <= 0 {
+		return fmt.Sprintf("nothing qualified (%d raw segments)", raw)
+	}
+	last := query.FormatNs(st.LastTs)
+	if raw == 1 {
+		return fmt.Sprintf("its one raw segment is its last (rows up to %s), which --older-than never compresses: "+
+			"a segment qualifies when the rows after it are older than --older-than before the last ts; "+
+			"compact without --older-than compresses it", last)
+	}
+	// The oldest raw segment n: its newest row, and the first row after
+	// it, whose age before the last ts is the largest --older-than that
+	// would compress it.
+	sr := st.SegmentRows
+	n := st.First/sr + uint64(st.Compressed.Segments)
+	buf := r.Schema().NewRow()
+	tsAt := func(seq uint64) (int64, bool) {
+		if r.ReadRow(seq, buf) != nil {
+			return 0, false
+		}
+		return store.Row(buf).Ts(), true
+	}
+	newest, ok1 := tsAt((n+1)*sr - 1)
+	next, ok2 := tsAt((n + 1) * sr)
+	if !ok1 || !ok2 {
+		return "nothing qualified"
+	}
+	what := fmt.Sprintf("nothing is older than %v before the table's last ts %s: its oldest raw segment "+
+		"(of %d; the last is never compressed with --older-than) holds rows up to %s, %v before it",
+		age, last, raw, query.FormatNs(newest), time.Duration(st.LastTs-newest))
+	if d := time.Duration(st.LastTs - next); d > 0 {
+		return what + fmt.Sprintf("; --older-than under %v, or none, would compress it", d)
+	}
+	return what + "; the rows after it share the last ts, so only compact without --older-than would compress it"
 }

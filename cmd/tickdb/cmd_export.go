@@ -73,8 +73,8 @@ func runExport(cmd *cobra.Command, g *globals, o *exportOpts) error {
 	if o.out == "" {
 		return fmt.Errorf("export: no output directory (--out DIR)")
 	}
-	if o.from.set && o.to.set && o.from.ns > o.to.ns {
-		return fmt.Errorf("export: --from %d is after --to %d", o.from.ns, o.to.ns)
+	if err := checkRange(o.from, o.to); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	r, err := openTable(g.db, o.table)
 	if err != nil {

@@ -296,7 +296,7 @@ func TestExportErrors(t *testing.T) {
 		{"bad format", []string{"--table", "trades", "--out", out, "--format", "json"}, `tickdb: invalid argument "json" for "--format" flag: export: bad option: unknown format "json" (want parquet or csv)` + "\n"},
 		{"bad compression", []string{"--table", "trades", "--out", out, "--compression", "lzo"}, `tickdb: invalid argument "lzo" for "--compression" flag: export: bad option: unknown compression "lzo" (want zstd, snappy or none)` + "\n"},
 		{"bad time", []string{"--table", "trades", "--out", out, "--from", "yesterday"}, `tickdb: invalid argument "yesterday" for "--from" flag: `},
-		{"from after to", []string{"--table", "trades", "--out", out, "--from", "2024-03-11", "--to", "2024-03-10"}, "tickdb: export: --from 1710115200000000000 is after --to 1710028800000000000\n"},
+		{"from after to", []string{"--table", "trades", "--out", out, "--from", "2024-03-11", "--to", "2024-03-10"}, "tickdb: export: query: bad argument: from 2024-03-11T00:00:00Z is after to 2024-03-10T00:00:00Z (from is inclusive, to exclusive: swap them?)\n"},
 		{"partition taken", []string{"--table", "trades", "--out", full, "--format", "csv"}, "tickdb: export: partition already holds files: " + filepath.Join(full, "date=2024-03-11") + " holds 1 (part-00000.parquet); remove them or export elsewhere\n"},
 		{"out is a file", []string{"--table", "trades", "--out", file}, "tickdb: export trades: mkdir " + file + ": not a directory\n"},
 		{"extra arg", []string{"--table", "trades", "--out", out, "now"}, "tickdb: unknown command \"now\" for \"tickdb export\"\n"},

@@ -54,5 +54,8 @@ func runLatest(cmd *cobra.Command, g *globals, o *latestOpts) error {
 	if _, err := query.RunLatest(cmd.Context(), r, q, enc); err != nil {
 		return err
 	}
+	for _, sym := range o.syms {
+		noteUnknownSym(cmd, r, o.table, sym, "")
+	}
 	return enc.Close()
 }

@@ -42,6 +42,9 @@ so it is safe while a writer runs; it sees the rows published when it starts.`,
 }
 
 func runQuery(cmd *cobra.Command, g *globals, o *queryOpts) error {
+	if err := checkRange(o.from, o.to); err != nil {
+		return err
+	}
 	r, err := openTable(g.db, o.table)
 	if err != nil {
 		return err
@@ -57,5 +60,6 @@ func runQuery(cmd *cobra.Command, g *globals, o *queryOpts) error {
 	if _, err := query.Run(cmd.Context(), r, q, enc); err != nil {
 		return err
 	}
+	noteUnknownSym(cmd, r, o.table, o.sym, "")
 	return enc.Close()
 }

@@ -96,6 +96,8 @@ func runTail(cmd *cobra.Command, g *globals, o *tailOpts) error {
 		if id, ok := r.SymbolID([]byte(o.sym)); ok {
 			f.known = true
 			t.FilterSym(id)
+		} else {
+			noteUnknownSym(cmd, r, o.table, o.sym, "; following: its rows print once it is written")
 		}
 	}
 	// The header (csv, table) goes out now, so that a reader of the pipe

@@ -23,7 +23,8 @@ type globals struct {
 
 // run executes the command line args (without the program name) with the
 // given output streams and returns the process exit status: 0, or 1 after
-// printing one "tickdb: <error>" line on stderr. main only calls run, so
+// printing one "tickdb: <error>" line on stderr (an unknown command's
+// error is followed by cobra's "Did you mean this?" lines). main only calls run, so
 // tests can drive the whole CLI in-process. SIGINT and SIGTERM cancel the
 // command's context, so commands clean up before exiting.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -35,8 +36,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetIn(os.Stdin)
 	if err := root.ExecuteContext(ctx); err != nil {
-		// One line, whatever the error text holds.
-		msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+		// One line, whatever the error text holds, but for cobra's
+		// unknown command, printed as cobra formats it: "Did you mean
+		// this?" and one suggestion a line under it.
+		msg := strings.TrimSpace(err.Error())
+		if !strings.HasPrefix(msg, "unknown command ") {
+			msg = strings.ReplaceAll(msg, "\n", "; ")
+		}
 		fmt.Fprintf(stderr, "tickdb: %s\n", msg)
 		return 1
 	}

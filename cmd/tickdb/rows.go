@@ -31,6 +31,9 @@ type rowFlags struct {
 func addRowFlags(cmd *cobra.Command, f *rowFlags) {
 	f.cmd = cmd
 	cmd.Flags().Var(&f.format, "format", "table, csv, json (one object per line) or ilp (default: table on a terminal, csv otherwise)")
+	// The default depends on stdout (resolve), which the usage states;
+	// no "(default table)" after it.
+	cmd.Flags().Lookup("format").DefValue = ""
 	cmd.Flags().Var(&f.ts, "ts", "timestamps as rfc3339 (UTC, ns precision) or ns (integer ns since the epoch)")
 }
 
@@ -75,6 +78,11 @@ func (t *timeFlag) Set(s string) error {
 	return nil
 }
 
+// checkRange is the error of a --from after --to, naming both times.
+func checkRange(from, to timeFlag) error {
+	return query.CheckRange(from.ns, from.set, to.ns, to.set)
+}
+
 // listTables returns the names of the tables in db, sorted (none when db
 // cannot be read).
 func listTables(db string) []string {
@@ -101,4 +109,15 @@ func tablesText(db string) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// noteUnknownSym says on stderr why an answer for sym is empty when the
+// table does not hold that symbol, naming the nearest ones
+// (query.UnknownSym), as openTable names the tables; stdout keeps rows
+// only, and the exit status stays 0 (an empty answer is an answer). also
+// follows the sentence.
+func noteUnknownSym(cmd *cobra.Command, r *reader.Reader, table, sym, also string) {
+	if m := query.UnknownSym(r, table, sym); m != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tickdb: %s: %s%s\n", cmd.Name(), m, also)
+	}
 }

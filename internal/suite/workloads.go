@@ -134,6 +134,35 @@ func (x *run) randomRows(k int) ([]uint64, uint64) {
 	return seqs, sum
 }
 
+// Get's random rows: getRows a pass, fewer when a probe of getProbe
+// rows says a pass would take more than getPass (a Get of compressed
+// history decodes a block a row, some 100 µs, where a raw row costs
+// tens of ns).
+const (
+	getRows  = 1 << 20
+	getProbe = 1_000
+	getPass  = 2 * time.Second
+)
+
+// getCount is the random rows of Get's passes and the sum of their
+// figures (randomRows), sized from a probe of getProbe Gets on r.
+func (x *run) getCount(r *reader.Reader) ([]uint64, uint64, error) {
+	probe, _ := x.randomRows(getProbe)
+	t0 := time.Now()
+	for _, s := range probe {
+		if _, err := r.Get(s); err != nil {
+			return nil, 0, err
+		}
+	}
+	per := time.Since(t0) / getProbe
+	k := getRows
+	if per > 0 {
+		k = min(max(int(getPass/per), getProbe), getRows)
+	}
+	seqs, want := x.randomRows(k)
+	return seqs, want, nil
+}
+
 // randomTimes is k timestamps drawn from the fixed seed over the data's
 // span and the sum of the first row at or after each.
 func (x *run) randomTimes(k int) ([]int64, uint64) {
@@ -502,7 +531,10 @@ func (x *run) ilp() (err error) {
 func (x *run) reads(t *tickdbSystem) error {
 	r := t.r
 	price := t.price
-	seqs, want := x.randomRows(1 << 20)
+	seqs, want, err := x.getCount(r)
+	if err != nil {
+		return err
+	}
 	m0 := mallocs()
 	get, err := bestOf(3, true, func() (float64, error) {
 		var sum uint64
@@ -522,6 +554,7 @@ func (x *run) reads(t *tickdbSystem) error {
 	}
 	x.allocs(MGet, TickDB, float64(mallocs()-m0)/float64(3*len(seqs)))
 	x.add(MGet, TickDB, "ns", true, get)
+	x.note(MGet, TickDB, 0, fmt.Sprintf("%s random rows a pass, best of 3", Count(int64(len(seqs)))))
 
 	targets, want := x.randomTimes(1 << 18)
 	m0 = mallocs()

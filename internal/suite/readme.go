@@ -193,16 +193,14 @@ func provenance(r *Report) string {
 // summary is the first screen's figures, from rep.
 func summary(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "In one run with default options (%s, %d shared cores, tree %s; the table under Benchmarks):\n",
-		r.Machine.CPU, r.Machine.Cores, orUnknown(r.Machine.Commit))
-	fmt.Fprintf(&b, "a reader in another process sees a published row in %s at the median and %s at p99;\n",
+	fmt.Fprintf(&b, "Measured in one run with default options on %d shared cores (%s; tree %s, %s; the tables under Benchmarks):\n\n",
+		r.Machine.Cores, r.Machine.CPU, orUnknown(r.Machine.Commit), r.Started.UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "* a reader in another process sees a published row after %s at p50, %s at p99;\n",
 		dur(r, MObserve, TickDB, 50), dur(r, MObserve, TickDB, 99))
-	fmt.Fprintf(&b, "ingest runs at %s rows/s (batches of 1,000; %s rows/s into a fresh table until durable);\n",
+	fmt.Fprintf(&b, "* ingest: %s rows/s in batches of 1,000; %s rows/s into a fresh table until durable;\n",
 		rate(r, MIngest, TickDB), rate(r, MUserIngest, TickDB))
-	fmt.Fprintf(&b, "a one-symbol query over 1 %% of the span takes %s on cached data and %s as a fresh process's first query with the files out of the page cache\n",
-		dur(r, MWindow, TickDB, 0), dur(r, MWindowFirst, TickDB, 0))
-	fmt.Fprintf(&b, "(a whole-symbol scan: %s cached, %s cold).\n",
-		dur(r, MSymScan, TickDB, 0), dur(r, MScanFirst, TickDB, 0))
+	fmt.Fprintf(&b, "* one symbol over 1 %% of the span: %s cached; %s as a fresh process's first query, its files out of the page cache (a whole-symbol scan: %s cached, %s cold).\n",
+		dur(r, MWindow, TickDB, 0), dur(r, MWindowFirst, TickDB, 0), dur(r, MSymScan, TickDB, 0), dur(r, MScanFirst, TickDB, 0))
 	return b.String()
 }
 
@@ -211,7 +209,7 @@ func summary(r *Report) string {
 // machines, their data; not re-measured) in a column of their own.
 func headline(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Generated from [%s](%s) (`%s`; %s). Default options throughout: plain `Close()`, the writer's and the server's defaults; a special option has its own labelled row.\n\n",
+	fmt.Fprintf(&b, "Generated from [%s](%s) (`%s`; %s). Default options throughout: plain `Close()`, the writer's defaults, the line-protocol server's default `ingest.Options` (no late window, where serve's flag gives 10 s); a special option has its own labelled row.\n\n",
 		ReadmeReport, ReadmeReport, strings.TrimPrefix(ReadmeMeasure, "go run ./cmd/"), provenance(r))
 	b.WriteString("| | tickdb, defaults | machine limit, same run | published by others (their machines, not re-measured) |\n|---|---|---|---|\n")
 	row := func(what, tickdb, limit, vendor string) {
@@ -237,9 +235,9 @@ func headline(r *Report) string {
 		"Chronicle Queue p99 0.78 µs, 40 B (Chronicle-Queue README)")
 	row("line protocol over TCP, one connection, to visible (rows/s)", rate(r, MILP, TickDB), "",
 		"QuestDB ILP/TCP 1.03 M rows/s (TSBS, 4 workers, laptop; questdb PR #4034)")
-	row("`Get` / `SeekTime`", join(" / ", dur(r, MGet, TickDB, 0), dur(r, MSeek, TickDB, 0)),
+	row("`Get` / `SeekTime` at random, history compressed by `Close()`", join(" / ", dur(r, MGet, TickDB, 0), dur(r, MSeek, TickDB, 0)),
 		join(" / ", dur(r, MGet, Limit, 0), dur(r, MSeek, Limit, 0))+" random read / binary search", "")
-	row("full scan (rows/s)", rate(r, MScan, TickDB), withLimit(MScan, "sequential read", rate), "")
+	row("full scan, history compressed (rows/s)", rate(r, MScan, TickDB), withLimit(MScan, "sequential read", rate), "")
 	row("one symbol, 1 % of the span / whole span, cached", join(" / ", dur(r, MWindow, TickDB, 0), dur(r, MSymScan, TickDB, 0)), "", "")
 	row("the same two, files evicted from the page cache", join(" / ", dur(r, MWindowCold, TickDB, 0), dur(r, MSymScanCold, TickDB, 0)), "", "")
 	row("one symbol, 1 % of the span, right after ingest (writer open), p50", dur(r, MAfterIngest, TickDB, 0), "", "")
@@ -263,10 +261,15 @@ func peerTable(p, rep *Report) string {
 	if p.Machine.Commit == "" || p.Machine.Commit != rep.Machine.Commit {
 		b.WriteString(" **Not the tree of the table above**: its tickdb column is that older tree's.")
 	}
-	b.WriteString("\n\n| | tickdb | ")
+	b.WriteString("\n\n| | tickdb |")
 	peers := p.Systems()
-	b.WriteString(strings.Join(peers, " | "))
-	b.WriteString(" |\n|---|---|")
+	for _, s := range peers {
+		if s == "bufio" {
+			s = "bufio file (page cache only)"
+		}
+		b.WriteString(" " + s + " |")
+	}
+	b.WriteString("\n|---|---|")
 	b.WriteString(strings.Repeat("---|", len(peers)))
 	b.WriteString("\n")
 	line := func(what string, cell func(system string) string) {

@@ -85,6 +85,7 @@ disk) and /dev/shm; everything is removed at the end.`,
 	f.StringVar((*string)(&o.cfg.TickDBClose), "tickdb-close", "plain", "how tickdb closes after ingest in the user protocol: plain or compacted")
 	cmd.AddCommand(newBenchScaleCmd())
 	cmd.AddCommand(newBenchTablesCmd())
+	cmd.AddCommand(newBenchReadmeCmd())
 	return cmd
 }
 

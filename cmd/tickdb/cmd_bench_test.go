@@ -123,3 +123,40 @@ func TestBenchRate(t *testing.T) {
 		t.Fatalf("append at 200k rows/s offered: %v rows/s, note %q", a.Value, a.Note)
 	}
 }
+
+// bench readme rewrites a README's regions from the reports, and
+// --check fails on a README that differs, naming the command.
+func TestBenchReadme(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.md")
+	doc := "# x\n<!-- bench:summary begin -->\n<!-- bench:summary end -->\n<!-- bench:tickdb begin -->\nstale\n<!-- bench:tickdb end -->\n" +
+		"<!-- bench:peers begin -->\n<!-- bench:peers end -->\n"
+	if err := os.WriteFile(readme, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"bench", "readme", "--readme", readme,
+		"--report", filepath.Join("..", "..", suite.ReadmeReport), "--peers", filepath.Join("..", "..", suite.ReadmePeersReport)}
+	code, _, errs := runCLI(append(args, "--check")...)
+	if code == 0 || !strings.Contains(errs, "differs") || !strings.Contains(errs, suite.ReadmeRegen) {
+		t.Fatalf("--check of a stale README: exit %d: %s", code, errs)
+	}
+	if b, _ := os.ReadFile(readme); string(b) != doc {
+		t.Fatal("--check changed the README")
+	}
+	if code, _, errs := runCLI(args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(readme)
+	if strings.Contains(string(b), "stale") || !strings.Contains(string(b), "| **special option** `CloseCompacted(0)`") {
+		t.Fatalf("rewritten:\n%s", b)
+	}
+	if code, _, errs := runCLI(append(args, "--check")...); code != 0 || !strings.Contains(errs, "up to date") {
+		t.Fatalf("--check after the rewrite: exit %d: %s", code, errs)
+	}
+	if err := os.WriteFile(readme, []byte("# no regions\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(args...); code == 0 || !strings.Contains(errs, `region "summary"`) {
+		t.Fatalf("a README without regions: exit %d: %s", code, errs)
+	}
+}

@@ -97,7 +97,7 @@ const (
 // metricOrder is the order of a report's rows.
 var metricOrder = []string{MIngest, MSealed, MAppend, MAppendF, MILP, MObserve, MGet, MSeek,
 	MWindowCold, MSymScanCold, MWindow, MSymScan, MScan, MBars, MAsOf,
-	MUserIngest, MUserIngestCl, MAfterIngest, MClose, MDiskBytes, MOpenFresh, MWindowFirst, MScanFirst, MWindowRandom, MScanRandom,
+	MUserIngest, MUserIngestCl, MAfterIngest, MClose, MDiskBytes, MDiskBytesCmp, MOpenFresh, MWindowFirst, MScanFirst, MWindowRandom, MScanRandom,
 	MBytesOpen, MBytesWindow, MBytesScan, MBytesWindows, MBytesScans}
 
 // run is one Run's state: the figures gathered so far.

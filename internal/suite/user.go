@@ -19,6 +19,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/writer"
 )
 
 // The user protocol: what a user of a store sees, rather than a query
@@ -42,21 +43,22 @@ const (
 
 // The user protocol's metric ids.
 const (
-	MUserIngest   = "ingest (user)"             // rows/s: the ingesting process's appends in batches of 1,000, to Seal
-	MUserIngestCl = "ingest + close (user)"     // rows/s: the same with the Close after the windows, so that work left to Close counts
-	MAfterIngest  = "window after ingest"       // ns: a window in the ingesting process right after Seal, at a place not read before
-	MClose        = "close"                     // ns: the store's Close after ingest (with the maintenance it runs)
-	MDiskBytes    = "disk bytes/tick"           // B/tick: allocated bytes (st_blocks) of every file of the closed store over N
-	MOpenFresh    = "open (fresh process)"      // ns: opening the closed store in a fresh process, its files evicted
-	MWindowFirst  = "window (reopen, first)"    // ns: that process's first query, a window
-	MScanFirst    = "scan (reopen, first)"      // ns: its second, a symbol scan
-	MWindowRandom = "window (reopen, random)"   // ns: then windows at places it has not read
-	MScanRandom   = "scan (reopen, random)"     // ns: then scans of symbols it has not queried
-	MBytesOpen    = "bytes read open"           // B: read from the disk by the fresh process's open
-	MBytesWindow  = "bytes read cold window"    // B: by its first window
-	MBytesScan    = "bytes read cold scan"      // B: by its first symbol scan
-	MBytesWindows = "bytes read random windows" // B per query: by the random windows
-	MBytesScans   = "bytes read random scans"   // B per query: by the random scans
+	MUserIngest   = "ingest (user)"                    // rows/s: the ingesting process's appends in batches of 1,000, to Seal
+	MUserIngestCl = "ingest + close (user)"            // rows/s: the same with the Close after the windows, so that work left to Close counts
+	MAfterIngest  = "window after ingest"              // ns: a window in the ingesting process right after Seal, at a place not read before
+	MClose        = "close"                            // ns: the store's Close after ingest (with the maintenance it runs)
+	MDiskBytes    = "disk bytes/tick"                  // B/tick: allocated bytes (st_blocks) of every file of the closed store over N
+	MDiskBytesCmp = "disk bytes/tick (CloseCompacted)" // B/tick: the same after the store is reopened and closed with CloseCompacted(0) (tickdb, close mode plain)
+	MOpenFresh    = "open (fresh process)"             // ns: opening the closed store in a fresh process, its files evicted
+	MWindowFirst  = "window (reopen, first)"           // ns: that process's first query, a window
+	MScanFirst    = "scan (reopen, first)"             // ns: its second, a symbol scan
+	MWindowRandom = "window (reopen, random)"          // ns: then windows at places it has not read
+	MScanRandom   = "scan (reopen, random)"            // ns: then scans of symbols it has not queried
+	MBytesOpen    = "bytes read open"                  // B: read from the disk by the fresh process's open
+	MBytesWindow  = "bytes read cold window"           // B: by its first window
+	MBytesScan    = "bytes read cold scan"             // B: by its first symbol scan
+	MBytesWindows = "bytes read random windows"        // B per query: by the random windows
+	MBytesScans   = "bytes read random scans"          // B per query: by the random scans
 )
 
 // userPlan is the user protocol's queries with their expected answers.
@@ -223,13 +225,42 @@ func (x *run) user(p Peer) (err error) {
 	x.note(MScanRandom, p.Name, 0, fmt.Sprintf("%d symbol scans; figure: p50", len(res.Scans)))
 	if res.NoIO {
 		x.logf("%s: /proc/self/io unreadable in the fresh process: no bytes read figures", p.Name)
-		return nil
+	} else {
+		x.sample(MBytesOpen, p.Name, UnitBytes, []int64{res.OpenBytes})
+		x.sample(MBytesWindow, p.Name, UnitBytes, []int64{res.ColdWinB})
+		x.sample(MBytesScan, p.Name, UnitBytes, []int64{res.ColdScanB})
+		x.sampleMean(MBytesWindows, p.Name, UnitBytes, res.WindowsB)
+		x.sampleMean(MBytesScans, p.Name, UnitBytes, res.ScansB)
 	}
-	x.sample(MBytesOpen, p.Name, UnitBytes, []int64{res.OpenBytes})
-	x.sample(MBytesWindow, p.Name, UnitBytes, []int64{res.ColdWinB})
-	x.sample(MBytesScan, p.Name, UnitBytes, []int64{res.ColdScanB})
-	x.sampleMean(MBytesWindows, p.Name, UnitBytes, res.WindowsB)
-	x.sampleMean(MBytesScans, p.Name, UnitBytes, res.ScansB)
+	if p.Name == TickDB && orPlain(x.cfg.TickDBClose) == ClosePlain {
+		return x.compactedBytes(dir)
+	}
+	return nil
+}
+
+// compactedBytes measures, after the fresh process, what the special
+// option would have left on disk: the store reopened by a writer and
+// closed with CloseCompacted(0) (every segment compressed), its bytes
+// per tick (MDiskBytesCmp), beside the default Close's MDiskBytes.
+func (x *run) compactedBytes(dir string) error {
+	live, err := liveDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(live)
+	w, err := writer.Open(dir, Table, &writer.Options{LiveDir: live})
+	if err != nil {
+		return fmt.Errorf("reopen for CloseCompacted: %w", err)
+	}
+	if _, err := w.CloseCompacted(0); err != nil {
+		return fmt.Errorf("CloseCompacted: %w", err)
+	}
+	disk, err := diskBytes(dir)
+	if err != nil {
+		return err
+	}
+	x.add(MDiskBytesCmp, TickDB, "B/tick", true, float64(disk)/float64(len(x.d.Ticks)))
+	x.note(MDiskBytesCmp, TickDB, 0, "the default Close's store reopened and closed with CloseCompacted(0)")
 	return nil
 }
 

@@ -113,6 +113,17 @@ func TestUserProtocol(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkUserMetrics(t, r, TickDB)
+			// The default Close's store is measured again after
+			// CloseCompacted(0), in a row of its own: no more bytes (the
+			// default Close already leaves no raw segment of at most 1 M
+			// rows).
+			plainB, cmp := r.Find(MDiskBytes, TickDB), r.Find(MDiskBytesCmp, TickDB)
+			if mode == CloseCompacted && cmp != nil {
+				t.Errorf("close mode compacted also measured %s: %+v", MDiskBytesCmp, cmp)
+			}
+			if mode == ClosePlain && (cmp == nil || plainB == nil || cmp.Value <= 0 || cmp.Value > plainB.Value) {
+				t.Errorf("%s %+v, want at most %s %+v", MDiskBytesCmp, cmp, MDiskBytes, plainB)
+			}
 			if x := r.Find(MWindow, TickDB); x != nil {
 				t.Errorf("UserOnly ran the window workload: %+v", x)
 			}

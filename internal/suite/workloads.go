@@ -134,6 +134,71 @@ func (x *run) randomRows(k int) ([]uint64, uint64) {
 	return seqs, sum
 }
 
+// The random rows of Get's passes and the random times of SeekTime's:
+// getRows and seekTimes a pass, fewer when a probe of probeOps says a
+// pass would take more than probePass (on compressed history a Get
+// decodes a block a row, some 100 µs, and SeekTime a block a step of its
+// search, where raw rows cost tens of ns).
+const (
+	getRows   = 1 << 20
+	seekTimes = 1 << 18
+	probeOps  = 1_000
+	probePass = 2 * time.Second
+)
+
+// sized is how many operations of a pass: at most most, at least
+// probeOps, about probePass at the cost per operation of probe's
+// probeOps.
+func sized(most int, probe func() error) (int, error) {
+	t0 := time.Now()
+	if err := probe(); err != nil {
+		return 0, err
+	}
+	per := time.Since(t0) / probeOps
+	if per <= 0 {
+		return most, nil
+	}
+	return min(max(int(probePass/per), probeOps), most), nil
+}
+
+// getCount is the random rows of Get's passes and the sum of their
+// figures (randomRows), sized on r.
+func (x *run) getCount(r *reader.Reader) ([]uint64, uint64, error) {
+	probe, _ := x.randomRows(probeOps)
+	k, err := sized(getRows, func() error {
+		for _, s := range probe {
+			if _, err := r.Get(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	seqs, want := x.randomRows(k)
+	return seqs, want, nil
+}
+
+// seekCount is the random times of SeekTime's passes and the sum of
+// their answers (randomTimes), sized on r.
+func (x *run) seekCount(r *reader.Reader) ([]int64, uint64, error) {
+	probe, _ := x.randomTimes(probeOps)
+	k, err := sized(seekTimes, func() error {
+		for _, ts := range probe {
+			if _, err := r.SeekTime(ts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	ts, want := x.randomTimes(k)
+	return ts, want, nil
+}
+
 // randomTimes is k timestamps drawn from the fixed seed over the data's
 // span and the sum of the first row at or after each.
 func (x *run) randomTimes(k int) ([]int64, uint64) {
@@ -502,7 +567,10 @@ func (x *run) ilp() (err error) {
 func (x *run) reads(t *tickdbSystem) error {
 	r := t.r
 	price := t.price
-	seqs, want := x.randomRows(1 << 20)
+	seqs, want, err := x.getCount(r)
+	if err != nil {
+		return err
+	}
 	m0 := mallocs()
 	get, err := bestOf(3, true, func() (float64, error) {
 		var sum uint64
@@ -522,8 +590,12 @@ func (x *run) reads(t *tickdbSystem) error {
 	}
 	x.allocs(MGet, TickDB, float64(mallocs()-m0)/float64(3*len(seqs)))
 	x.add(MGet, TickDB, "ns", true, get)
+	x.note(MGet, TickDB, 0, fmt.Sprintf("%s random rows a pass, best of 3", Count(int64(len(seqs)))))
 
-	targets, want := x.randomTimes(1 << 18)
+	targets, want, err := x.seekCount(r)
+	if err != nil {
+		return err
+	}
 	m0 = mallocs()
 	seek, err := bestOf(3, true, func() (float64, error) {
 		var sum uint64
@@ -543,6 +615,7 @@ func (x *run) reads(t *tickdbSystem) error {
 	}
 	x.allocs(MSeek, TickDB, float64(mallocs()-m0)/float64(3*len(targets)))
 	x.add(MSeek, TickDB, "ns", true, seek)
+	x.note(MSeek, TickDB, 0, fmt.Sprintf("%s random times a pass, best of 3", Count(int64(len(targets)))))
 
 	var vol int64
 	for i := range x.d.Ticks {

@@ -209,7 +209,7 @@ func summary(r *Report) string {
 // machines, their data; not re-measured) in a column of their own.
 func headline(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Generated from [%s](%s) (`%s`; %s). Default options throughout: plain `Close()`, the writer's defaults, the line-protocol server's default `ingest.Options` (no late window, where serve's flag gives 10 s); a special option has its own labelled row.\n\n",
+	fmt.Fprintf(&b, "Generated from [%s](%s) (`%s`; %s). Default options throughout: plain `Close()`, the writer's defaults, the line-protocol server with `ingest.Options` defaults and serve's 10 s late window; a special option has its own labelled row.\n\n",
 		ReadmeReport, ReadmeReport, strings.TrimPrefix(ReadmeMeasure, "go run ./cmd/"), provenance(r))
 	b.WriteString("| | tickdb, defaults | machine limit, same run | published by others (their machines, not re-measured) |\n|---|---|---|---|\n")
 	row := func(what, tickdb, limit, vendor string) {

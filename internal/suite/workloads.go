@@ -511,7 +511,7 @@ func (x *run) ilp() (err error) {
 	}
 	defer os.RemoveAll(dir)
 	defer os.RemoveAll(live)
-	srv, err := ingest.Start(&ingest.Options{DB: dir, ILPAddr: "127.0.0.1:0", HTTPAddr: "off", LiveRoot: live})
+	srv, err := ingest.Start(&ingest.Options{DB: dir, ILPAddr: "127.0.0.1:0", HTTPAddr: "off", LiveRoot: live, Writer: writer.Options{LateWindow: ingest.DefaultLateWindow}})
 	if err != nil {
 		return err
 	}

@@ -544,15 +544,36 @@ def decode_f64(a, n, key=None):
 # verified path's).
 
 
+def _nzstarts(counts):
+    """The first index of each block of counts[i] values that has any."""
+    counts = np.asarray(counts, np.int64)
+    return (np.cumsum(counts) - counts)[counts > 0]
+
+
 def _segsum(v, counts):
-    """Running sums (uint64, wrapping) of v restarting at each block of counts[i] values."""
-    c = np.cumsum(v, dtype=np.uint64)
-    if len(counts) <= 1 or len(c) == 0:
-        return c
-    ends = np.cumsum(counts)[:-1]
-    before = np.zeros(len(counts), np.uint64)
-    before[1:] = np.where(ends > 0, c[np.maximum(ends - 1, 0)], _U64(0))
-    return c - np.repeat(before, counts)
+    """Running sums (uint64, wrapping) of v restarting at each block of
+    counts[i] values: one cumsum over v with each block's first value less
+    the previous block's sum (no per-row expansion of block constants)."""
+    v = np.asarray(v, np.uint64)
+    st = _nzstarts(counts)
+    if len(st) <= 1:
+        return np.cumsum(v, dtype=np.uint64)
+    sums = np.add.reduceat(v, st, dtype=np.uint64)
+    w = v.copy()
+    w[st[1:]] -= sums[:-1]
+    return np.cumsum(w, dtype=np.uint64)
+
+
+def _expand(vals, counts):
+    """Each block's value vals[i] repeated counts[i] times, as uint64 (a
+    cumsum of the steps between blocks: cheaper than numpy.repeat)."""
+    counts = np.asarray(counts, np.int64)
+    vals = np.asarray(vals).astype(np.uint64)[counts > 0]
+    st = _nzstarts(counts)
+    out = np.zeros(int(counts.sum()), np.uint64)
+    if len(st):
+        out[st] = np.diff(vals, prepend=_U64(0))
+    return np.cumsum(out, dtype=np.uint64)
 
 
 def _varints_blocks(buf, counts, lens):
@@ -563,25 +584,41 @@ def _varints_blocks(buf, counts, lens):
         if len(buf):
             raise _CodecError(f"{len(buf)} bytes after the values")
         return np.zeros(0, np.uint64)
-    ends = np.flatnonzero(buf < 0x80)
+    term = buf < 0x80
+    if total == len(buf):  # as many values as bytes: every varint one byte, or an error
+        if not term.all():
+            raise _CodecError(f"{int(np.count_nonzero(term))} varints for {total} values")
+        if np.any(np.cumsum(lens) != np.cumsum(counts)):
+            raise _CodecError("a block's values do not end where its bytes do")
+        return buf.astype(np.uint64)
+    ends = np.flatnonzero(term)
     if len(ends) != total:
         raise _CodecError(f"{len(ends)} varints for {total} values")
     nz = counts > 0
-    if np.any(ends[np.cumsum(counts)[nz] - 1] != np.cumsum(lens)[nz] - 1) or np.any(lens[~nz]):
-        i = int(np.flatnonzero(nz)[np.argmax(ends[np.cumsum(counts)[nz] - 1] != np.cumsum(lens)[nz] - 1)])
-        raise _CodecError(f"block {i}: its values do not end where its bytes do")
-    if total == len(buf):  # every varint one byte
-        return buf.astype(np.uint64)
+    bad = ends[np.cumsum(counts)[nz] - 1] != np.cumsum(lens)[nz] - 1
+    if bad.any() or np.any(lens[~nz]):
+        raise _CodecError(f"block {int(np.flatnonzero(nz)[np.argmax(bad)]) if bad.any() else 0}: "
+                          f"its values do not end where its bytes do")
     starts = np.empty(total, np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
-    vl = ends - starts + 1
-    last = buf[ends]
-    bad = (vl > 10) | ((vl > 1) & (last == 0)) | ((vl == 10) & (last > 1))
+    v = (buf[starts] & 0x7F).astype(np.uint64)
+    multi = np.flatnonzero(ends != starts)  # the varints of two bytes or more
+    ml, ms = ends[multi] - starts[multi] + 1, starts[multi]
+    last = buf[ends[multi]]
+    bad = (ml > 10) | (last == 0) | ((ml == 10) & (last > 1))
     if bad.any():
-        raise _CodecError(f"bad varint at byte {int(starts[np.argmax(bad)])} of the bodies")
-    j = (np.arange(len(buf)) - np.repeat(starts, vl)).astype(np.uint64)
-    return np.add.reduceat((buf & 0x7F).astype(np.uint64) << (_U64(7) * j), starts)
+        raise _CodecError(f"bad varint at byte {int(ms[np.argmax(bad)])} of the bodies")
+    acc = v[multi]
+    j = 1
+    while len(multi):  # byte j of the varints longer than j bytes
+        acc |= (buf[ms + j] & 0x7F).astype(np.uint64) << _U64(7 * j)
+        j += 1
+        more = ml > j
+        if not more.all():
+            v[multi] = acc
+            multi, ml, ms, acc = multi[more], ml[more], ms[more], acc[more]
+    return v
 
 
 def _join(bodies):
@@ -597,25 +634,28 @@ def batch_ts(raws, counts):
         if n == 0:
             if p != len(raw):
                 raise _CodecError(f"ts: {len(raw) - p} bytes after the values")
-            firsts.append(0)
             bodies.append(b"")
-        else:
-            if len(raw) - p < 8 + n - 1:
-                raise _CodecError(f"ts: truncated: {len(raw) - p} bytes for {n} values")
-            firsts.append(int.from_bytes(raw[p:p + 8], "little"))
-            bodies.append(raw[p + 8:])
+            continue
+        if len(raw) - p < 8 + n - 1:
+            raise _CodecError(f"ts: truncated: {len(raw) - p} bytes for {n} values")
+        firsts.append(int.from_bytes(raw[p:p + 8], "little"))
+        bodies.append(b"\0" + raw[p + 8:])  # a zero delta for the block's first value
         dod.append(tag == 0x01)
     counts = np.asarray(counts, np.int64)
     buf, lens = _join(bodies)
-    x = _unzigzag(_varints_blocks(buf, np.maximum(counts - 1, 0), lens))
-    e = np.zeros(int(counts.sum()), np.uint64)
-    keep = np.ones(len(e), bool)
-    keep[(np.cumsum(counts) - counts)[counts > 0]] = False  # a block's first value has no delta
-    e[keep] = x
-    dod = np.repeat(np.array(dod), counts)
-    if dod.any():
-        e = np.where(dod, _segsum(e, counts), e)
-    return (np.repeat(np.array(firsts, np.uint64), counts) + _segsum(e, counts)).view(np.int64)
+    e = _unzigzag(_varints_blocks(buf, counts, lens))
+    if any(dod):  # deltas from delta-of-deltas (d0 = 0)
+        d = _segsum(e, counts)
+        e = d if all(dod) else np.where(_expand(dod, counts) > 0, d, e)
+    # ts = first + running deltas: one cumsum, each block's first value
+    # replaced by its first ts less the previous block's last ts.
+    st = _nzstarts(counts)
+    c = np.cumsum(e, dtype=np.uint64)
+    f = np.array(firsts, np.uint64)
+    last = f + (c[np.append(st[1:], len(c)) - 1] - c[st] + e[st])  # each block's last ts
+    e = e.copy()
+    e[st] = f - np.concatenate(([_U64(0)], last[:-1]))
+    return np.cumsum(e, dtype=np.uint64).view(np.int64)
 
 
 def batch_u32(raws, counts):
@@ -636,9 +676,10 @@ def batch_u32(raws, counts):
     counts = np.asarray(counts, np.int64)
     buf, lens = _join(bodies + [bytes(8)])
     n = int(counts.sum())
-    w = np.repeat(np.array(ws, np.int64), counts)
-    bit = (np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)) * w
-    at = np.repeat(np.cumsum(lens[:-1]) - lens[:-1], counts) + (bit >> 3)
+    starts = np.cumsum(counts) - counts
+    w = _expand(ws, counts).astype(np.int64)
+    bit = (np.arange(n) - _expand(starts, counts).astype(np.int64)) * w
+    at = _expand(np.cumsum(lens[:-1]) - lens[:-1], counts).astype(np.int64) + (bit >> 3)
     v = np.zeros(n, np.uint64)
     for j in range(5):  # w <= 32 bits from bit (at*8 + bit&7): within 5 bytes
         v |= buf[at + j].astype(np.uint64) << _U64(8 * j)
@@ -659,8 +700,8 @@ def batch_bool(raws, counts):
     counts = np.asarray(counts, np.int64)
     buf, lens = _join(bodies)
     bits = np.unpackbits(buf, bitorder="little")
-    i = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return bits[np.repeat((np.cumsum(lens) - lens) * 8, counts) + i].astype(bool)
+    i = np.arange(int(counts.sum())) + _expand((np.cumsum(lens) - lens) * 8 - (np.cumsum(counts) - counts), counts).view(np.int64)
+    return bits[i].astype(bool)
 
 
 def _batch_ints(raws, ps, counts, delta, key):
@@ -678,14 +719,14 @@ def _batch_ints(raws, ps, counts, delta, key):
     buf, lens = _join(bodies)
     v = _unzigzag(_varints_blocks(buf, counts, lens))
     if any(g != 1 for g in gs):
-        v = v * np.repeat(np.array(gs, np.uint64), counts)
+        v = v * (_U64(gs[0]) if len(set(gs)) == 1 else _expand(gs, counts))
     if any(delta):
         if key is None:
             s = _segsum(v, counts)
         else:
-            blk = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
+            blk = _expand(np.arange(len(counts)), counts)
             s = _keyed(v, (blk << _U64(32)) | key.astype(np.uint64), np.cumsum)
-        v = s if all(delta) else np.where(np.repeat(np.array(delta), counts), s, v)
+        v = s if all(delta) else np.where(_expand(delta, counts) > 0, s, v)
     return v
 
 
@@ -721,7 +762,8 @@ def batch_f64(raws, counts, key=None):
         sub = counts[idx]
         at = slice(None) if len(idx) == len(raws) else np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in idx])
         m = _batch_ints([raws[i] for i in idx], ps, sub, [d for _, d in dec], None if key is None else key[at])
-        out[at] = m.view(np.int64).astype(np.float64) / np.repeat(np.array(_POW10)[ks], sub)
+        div = _POW10[ks[0]] if len(set(ks)) == 1 else np.array(_POW10)[_expand(ks, sub).astype(np.int64)]
+        out[at] = m.view(np.int64).astype(np.float64) / div
     if len(dec) < len(raws):
         for i in sorted(set(range(len(raws))) - {i for i, _ in dec}):
             a = np.frombuffer(raws[i], np.uint8)
@@ -1240,7 +1282,7 @@ class _ZSeg:
         starts = np.cumsum(counts) - counts
         vals, key = {}, None
         if self.version == 1:
-            offs = np.repeat(np.array(ks, np.int64) * Z - starts, counts) + np.arange(int(counts.sum()))
+            offs = _expand(np.array(ks, np.int64) * Z - starts, counts).view(np.int64) + np.arange(int(counts.sum()))
             if sc >= 0 and (sym_ids is not None or any(c.type in (TYPE_F64, TYPE_I64) or i == sc for i, c in want)):
                 key = self._batch(ks, sc, counts, batch_u32)
                 vals[self.cols[sc].name] = key
@@ -1252,7 +1294,7 @@ class _ZSeg:
             if np.any(o >= _U64(self.rows)):
                 raise self._corrupt(self.blocks[ks[0]][0], f"blocks {ks[0]}..{ks[-1]}: seq offset past the segment's {self.rows} rows")
             offs = o.astype(np.int64)
-            vals[self.cols[sc].name] = np.repeat(np.array([self.dir[self.blocks[k][7]][0] for k in ks], np.uint32), counts)
+            vals[self.cols[sc].name] = _expand([self.dir[self.blocks[k][7]][0] for k in ks], counts).astype(np.uint32)
             if t_from is not None or t_to is not None or any(i == 0 for i, _ in want):
                 raws = self._col_raws(ks, 0)
                 if any(len(r) < 8 for r in raws):
@@ -1261,8 +1303,12 @@ class _ZSeg:
                     d = batch_ts([r[8:] for r in raws], counts)
                 except _CodecError as e:
                     raise self._corrupt(self.blocks[ks[0]][0], f"blocks {ks[0]}..{ks[-1]} column 'ts': {e}")
-                rate = np.repeat(np.frombuffer(b"".join(r[:8] for r in raws), "<u8"), counts)
-                vals[self.cols[0].name] = (d.view(np.uint64) + rate * (o - np.repeat(o[starts], counts))).view(np.int64)
+                rate = np.frombuffer(b"".join(r[:8] for r in raws), "<u8")
+                if np.any(rate):  # rate*(o - o0) summed as rate*gap per row: one more running sum
+                    g = o - np.concatenate(([_U64(0)], o[:-1]))
+                    g[starts] = 0
+                    d = d.view(np.uint64) + _segsum(g * _expand(rate, counts), counts)
+                vals[self.cols[0].name] = d.view(np.int64)
         for i, c in want:
             if c.name in vals:
                 continue
@@ -2171,7 +2217,7 @@ class Table:
         while seq < b:
             n = seq >> shift
             end = min(b, (n + 1) << shift)
-            got = []
+            got, stop = [], end
             if live and n >= self._word(OFF_CMP_SEGS):  # below the mark: compressed (§10)
                 buf = self._live_rows(n, seq, end, slots)
                 if buf is not None:
@@ -2179,7 +2225,6 @@ class Table:
             if not got:
                 # No live copy: load durableSegs/durable now, after the slot
                 # check, so a slot that was reassigned counts as durable.
-                stop = end
                 if n >= self._word(OFF_DURABLE_SEGS):
                     durable = self._word(OFF_DURABLE)
                     if durable < end:
@@ -2188,11 +2233,14 @@ class Table:
                         stop = max(seq, durable)
                 if stop > seq:
                     got = self._durable_part(n, seq, stop, names, t_from, t_to, sym_ids, verify)
-                if stop < end:
-                    end, stopped = stop, True
-                    parts += [self._filter(p, t_from, t_to, sym_ids, sorted_ts) for p in got]
-                    break
-            parts += [self._filter(p, t_from, t_to, sym_ids, sorted_ts) for p in got]
+            got = [self._filter(p, t_from, t_to, sym_ids, sorted_ts) for p in got]
+            if verify:
+                for p in got:
+                    p.verify()
+            parts += got
+            if stop < end:
+                end, stopped = stop, True
+                break
             seq = end
         parts = [p for p in parts if len(p)]
         syms = self.symbols()  # loaded after the rows: covers every id they name
@@ -2266,10 +2314,8 @@ class Table:
                 raise
             rs = self._check_seg_header(m, path, b"TICKSEG\0", n)
             off = BLOCK + (a - (n << self.seg_shift)) * rs
-            p = _RawPart(m[off:off + (b - a) * rs].reshape(-1, rs), self._layout_of_row_size(rs), a, path, off, False)
-            if verify:
-                p.verify()
-            return [p]
+            # Verified (with verify) by _read once filtered: the rows returned.
+            return [_RawPart(m[off:off + (b - a) * rs].reshape(-1, rs), self._layout_of_row_size(rs), a, path, off, False)]
         raise FileNotFoundError(path)
 
     def close(self):

@@ -372,7 +372,11 @@ def _unzigzag(u):
 
     (numpy's integer array arithmetic wraps modulo 2^64 without a warning,
     as the format wants; only scalar arithmetic would warn.)"""
-    return (u >> _U64(1)) ^ (_U64(0) - (u & _U64(1)))
+    sign = u & _U64(1)
+    np.negative(sign, out=sign)
+    out = u >> _U64(1)
+    np.bitwise_xor(out, sign, out=out)
+    return out
 
 
 def _zigzag(u):
@@ -584,14 +588,13 @@ def _varints_blocks(buf, counts, lens):
         if len(buf):
             raise _CodecError(f"{len(buf)} bytes after the values")
         return np.zeros(0, np.uint64)
-    term = buf < 0x80
     if total == len(buf):  # as many values as bytes: every varint one byte, or an error
-        if not term.all():
-            raise _CodecError(f"{int(np.count_nonzero(term))} varints for {total} values")
+        if buf.max() >= 0x80:
+            raise _CodecError(f"{int(np.count_nonzero(buf < 0x80))} varints for {total} values")
         if np.any(np.cumsum(lens) != np.cumsum(counts)):
             raise _CodecError("a block's values do not end where its bytes do")
         return buf.astype(np.uint64)
-    ends = np.flatnonzero(term)
+    ends = np.flatnonzero(buf < 0x80)
     if len(ends) != total:
         raise _CodecError(f"{len(ends)} varints for {total} values")
     nz = counts > 0
@@ -787,6 +790,7 @@ def _missing(col, n):
 # ---------------------------------------------------------------- compressed segments (§10)
 
 ZMAGIC = b"TICKZSG\0"
+_ZSEG_KEEP = 256  # parsed compressed segments a Table keeps (their file bytes: ~2 MB each for 512 Ki ticks)
 ZBLOCK_ROWS = 4096
 FLAG_LATE = 1  # cseg header flags word (offset 12): rows may go back in ts (§14)
 KNOWN_ZFLAGS = FLAG_LATE
@@ -1314,7 +1318,7 @@ class _ZSeg:
                 continue
             dec = {TYPE_SYM: batch_u32, TYPE_F64: batch_f64, TYPE_I64: batch_i64, TYPE_BOOL: batch_bool}[c.type]
             vals[c.name] = self._batch(ks, i, counts, dec, *((key,) if c.type in (TYPE_F64, TYPE_I64) else ()))
-        keep = (offs >= lo) & (offs < hi)
+        keep = np.ones(len(offs), bool) if lo == 0 and hi >= self.rows else (offs >= lo) & (offs < hi)
         if t_from is not None or t_to is not None:
             ts = vals[self.cols[0].name]
             keep &= (ts >= tlo) & (ts < thi)
@@ -1721,7 +1725,8 @@ class Table:
         self._sym_names = []   # parsed dictionary entries, id order
         self._sym_off = BLOCK  # offset of the next entry to parse
         self._sym_map = None
-        self._zseg = None      # the compressed segment read last
+        self._zseg = None      # the compressed segment read last (the verified path)
+        self._zsegs = {}       # parsed compressed segments by number (the fast path)
 
     # -- page 0
 
@@ -2272,21 +2277,22 @@ class Table:
         return p
 
     def _zseg_of(self, n):
-        """Segment n's compressed file (kept: reads take segments in order), or None if gone (see _zrows)."""
+        """Segment n's compressed file, parsed and checked once and kept
+        while the file is the same (the last _ZSEG_KEEP used: their
+        compressed bytes), or None if gone (see _zrows)."""
         path = os.path.join(self.dir, f"seg-{n:010d}.zdat")
-        z = self._zseg
+        z = self._zsegs.pop(n, None)
         try:
-            if z is not None:
-                st = os.stat(path)
-                if z.n != n or z.ident != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
-                    z = None
-            if z is None:
+            st = os.stat(path)
+            if z is None or z.ident != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
                 z = _ZSeg(self, n, path)
         except FileNotFoundError:
             if n < self._word(OFF_CMP_SEGS):
                 raise
             return None
-        self._zseg = z
+        self._zsegs[n] = z  # most recently used last
+        while len(self._zsegs) > _ZSEG_KEEP:
+            del self._zsegs[next(iter(self._zsegs))]
         return z
 
     def _durable_part(self, n, a, b, names, t_from, t_to, sym_ids, verify):
@@ -2321,6 +2327,7 @@ class Table:
     def close(self):
         """Drop the mappings (numpy unmaps when the arrays are collected)."""
         self._ctl = self._words = self._sym_map = self._zseg = None
+        self._zsegs = {}
 
     def __enter__(self):
         return self

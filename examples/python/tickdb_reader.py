@@ -5,9 +5,12 @@ This reader shows that the on-disk format is readable from another language.
 It works on a closed table and on a live one (a writer appending in another
 process): it reads the published words of ``ctl`` under the seqlock, takes
 each segment's rows from its live slot or its durable file as FORMAT.md §4
-prescribes, verifies every row's check word and every dictionary entry's
-CRC32C, and returns the rows as a numpy structured array whose dtype is built
-from the column offsets stored in the schema.
+prescribes, checks every header, index and dictionary entry's CRC32C, and
+returns the rows as numpy columns (to_numpy), a pandas DataFrame
+(to_pandas) or a numpy structured array whose dtype is built from the
+column offsets stored in the schema (rows). Rows of durable raw segments
+are views of the mapped files; their check words are verified on request
+(read(verify=True), Snapshot.verify(); live-slot rows always).
 
 A table whose columns grew (§15: ctl feature bit 3, the ``schema`` file)
 holds segments of several row sizes; each is read in its own layout (the
@@ -30,13 +33,16 @@ Library use::
     import tickdb_reader as tr
     t = tr.open_table("tickdata", "trades")
     snap = t.read()                 # a consistent snapshot of published rows
-    snap.rows["price"]              # numpy columns
+    snap.column("price")            # numpy columns
+    df = snap.to_pandas()           # ts datetime64[ns, UTC], sym Categorical
+    t.read(from_ts, to_ts, syms=["AAPL"], columns=["ts", "price"])
     snap.names("sym")               # sym ids -> names (str)
     t.close()
 
 Command line::
 
-    python3 tickdb_reader.py DB TABLE [--sym NAME] [--head N] [--format text|json]
+    python3 tickdb_reader.py DB TABLE [--sym NAME] [--from T1] [--to T2] [--head N]
+                             [--format text|json] [--ts rfc3339|ns]
 
 Section numbers (§) refer to docs/FORMAT.md.
 """

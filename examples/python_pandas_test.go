@@ -198,7 +198,7 @@ func pyQueries(rng *rand.Rand, n int, lo, hi int64, syms, cols []string) []pyQue
 		case 2:
 			q.To = &b
 		}
-		if i%3 != 2 {
+		if i%3 != 2 && len(syms) > 0 {
 			for range 1 + rng.IntN(3) {
 				q.Syms = append(q.Syms, syms[rng.IntN(len(syms))])
 			}
@@ -279,29 +279,45 @@ func TestPythonPandasAgainstGo(t *testing.T) {
 		late    bool
 		compact bool
 		open    bool
+		nosym   bool // noSymSchema: compressed segments of version 1 unkeyed
 	}{
-		{"raw-open", false, false, true},
-		{"raw-closed", false, false, false},
-		{"compacted", false, true, false},
-		{"compacted-late", true, true, false},
+		{"raw-open", false, false, true, false},
+		{"raw-closed", false, false, false, false},
+		{"compacted", false, true, false, false},
+		{"compacted-late", true, true, false, false},
+		{"compacted-nosym", false, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, live := testutil.DB(t)
 			const table = "ticks"
-			opts := &writer.Options{Schema: pySchema, SegmentSize: rps * int64(pySchema.RowSize), LiveDir: live, CompactAge: -1}
+			schema, cols := pySchema, cols
+			if tc.nosym {
+				schema, cols = noSymSchema, []string{"ts", "price", "size", "flag", "qty"}
+			}
+			opts := &writer.Options{Schema: schema, SegmentSize: rps * int64(schema.RowSize), LiveDir: live, CompactAge: -1}
 			if tc.late {
 				opts.LateWindow = 1000
 			}
-			w, ids := pyWriter(t, db, table, opts)
-			defer func() { _ = w.Close() }()
-			empty, err := w.SymbolString("")
-			if err != nil {
-				t.Fatal(err)
+			var w *writer.Writer
+			ids := map[string]uint32{}
+			var err error
+			if tc.nosym {
+				if w, err = writer.Open(db, table, opts); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				w, ids = pyWriter(t, db, table, opts)
 			}
-			ids[""] = empty
+			defer func() { _ = w.Close() }()
 			ticks := zTicks(n, ids, tc.late)
-			for i := 5; i < n; i += 97 { // the empty symbol, a name like any other
-				ticks[i].sym, ticks[i].symID = "", empty
+			if !tc.nosym {
+				empty, err := w.SymbolString("")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 5; i < n; i += 97 { // the empty symbol, a name like any other
+					ticks[i].sym, ticks[i].symID = "", empty
+				}
 			}
 			appendAny(t, w, ticks, 0, n)
 			switch {
@@ -309,10 +325,14 @@ func TestPythonPandasAgainstGo(t *testing.T) {
 				if _, err := w.CloseCompacted(0); err != nil {
 					t.Fatal(err)
 				}
-				csegtest.RewriteV1(t, filepath.Join(db, table), pySchema, 1, rps)
+				want := []int{1, 1, 1}
+				if !tc.nosym {
+					csegtest.RewriteV1(t, filepath.Join(db, table), pySchema, 1, rps)
+					want = []int{2, 1, 2}
+				}
 				got, _ := zVersions(t, filepath.Join(db, table), 3)
-				if !slices.Equal(got, []int{2, 1, 2}) {
-					t.Fatalf("compressed segment versions %v, want [2 1 2]", got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("compressed segment versions %v, want %v", got, want)
 				}
 			case tc.open:
 				w.Publish()
@@ -326,6 +346,9 @@ func TestPythonPandasAgainstGo(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(25, 17))
 			syms := append(append([]string{""}, symNames...), venueNames[0])
+			if tc.nosym {
+				syms = nil
+			}
 			qs := pyQueries(rng, 14, ticks[0].ts, ticks[n-1].ts, syms, cols)
 			checkPyQueries(t, py, db, live, table, qs)
 		})

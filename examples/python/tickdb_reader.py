@@ -1328,8 +1328,8 @@ class _ZSeg:
         if t_from is not None or t_to is not None:
             ts = vals[self.cols[0].name]
             keep &= (ts >= tlo) & (ts < thi)
-        if self.version == 1 and sym_ids is not None:
-            keep &= np.isin(key, np.fromiter(sym_ids, np.uint32))
+        if self.version == 1 and sym_ids is not None:  # no sym column: no row is of a symbol
+            keep &= False if key is None else np.isin(key, np.fromiter(sym_ids, np.uint32))
         if not keep.all():
             offs = offs[keep]
             vals = {k: v[keep] for k, v in vals.items()}

@@ -269,7 +269,7 @@ type pySummary struct {
 // and rows (one map per row, raw JSON values by column name).
 func runPython(t *testing.T, py, db, table string, args ...string) (pySummary, []map[string]json.RawMessage) {
 	t.Helper()
-	out, stderr, err := pythonCLI(t, py, append([]string{db, table, "--format", "json"}, args...)...)
+	out, stderr, err := pythonCLI(t, py, append([]string{db, table, "--format", "json", "--ts", "ns"}, args...)...)
 	if err != nil {
 		t.Fatalf("python reader %v: %v\n%s", args, err, stderr)
 	}

@@ -45,7 +45,15 @@ spark.sql.legacy.parquet.nanosAsLong=true (as longs).
 
 Read it with, for example:
   duckdb   SELECT * FROM read_parquet('DIR/**/*.parquet', hive_partitioning = true)
-  pandas   pd.read_parquet("DIR")
+  pandas   pd.read_parquet("DIR")   (needs pyarrow or fastparquet, which many
+           machines lack; pandas alone reads no Parquet)
+
+Without either, pandas reads the table itself, no export needed, through
+examples/python/tickdb_reader.py (numpy, pandas and, for compacted
+segments, zstandard: Debian's python3-pandas and python3-zstandard):
+  import tickdb_reader as tr
+  df = tr.read_table("DB", "TABLE").to_pandas()   # ts datetime64[ns, UTC], sym Categorical
+  df = tr.open_table("DB", "TABLE").read(from_ts, to_ts, syms=["AAPL"], columns=["price"]).to_pandas()
 
 CSV: a header row, ts first as RFC 3339 in UTC with nine fractional
 digits, the other columns in schema order, as "tickdb query --format csv"

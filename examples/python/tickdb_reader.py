@@ -5,9 +5,12 @@ This reader shows that the on-disk format is readable from another language.
 It works on a closed table and on a live one (a writer appending in another
 process): it reads the published words of ``ctl`` under the seqlock, takes
 each segment's rows from its live slot or its durable file as FORMAT.md §4
-prescribes, verifies every row's check word and every dictionary entry's
-CRC32C, and returns the rows as a numpy structured array whose dtype is built
-from the column offsets stored in the schema.
+prescribes, checks every header, index and dictionary entry's CRC32C, and
+returns the rows as numpy columns (to_numpy), a pandas DataFrame
+(to_pandas) or a numpy structured array whose dtype is built from the
+column offsets stored in the schema (rows). Rows of durable raw segments
+are views of the mapped files; their check words are verified on request
+(read(verify=True), Snapshot.verify(); live-slot rows always).
 
 A table whose columns grew (§15: ctl feature bit 3, the ``schema`` file)
 holds segments of several row sizes; each is read in its own layout (the
@@ -30,13 +33,16 @@ Library use::
     import tickdb_reader as tr
     t = tr.open_table("tickdata", "trades")
     snap = t.read()                 # a consistent snapshot of published rows
-    snap.rows["price"]              # numpy columns
+    snap.column("price")            # numpy columns
+    df = snap.to_pandas()           # ts datetime64[ns, UTC], sym Categorical
+    t.read(from_ts, to_ts, syms=["AAPL"], columns=["ts", "price"])
     snap.names("sym")               # sym ids -> names (str)
     t.close()
 
 Command line::
 
-    python3 tickdb_reader.py DB TABLE [--sym NAME] [--head N] [--format text|json]
+    python3 tickdb_reader.py DB TABLE [--sym NAME] [--from T1] [--to T2] [--head N]
+                             [--format text|json] [--ts rfc3339|ns]
 
 Section numbers (§) refer to docs/FORMAT.md.
 """
@@ -372,7 +378,11 @@ def _unzigzag(u):
 
     (numpy's integer array arithmetic wraps modulo 2^64 without a warning,
     as the format wants; only scalar arithmetic would warn.)"""
-    return (u >> _U64(1)) ^ (_U64(0) - (u & _U64(1)))
+    sign = u & _U64(1)
+    np.negative(sign, out=sign)
+    out = u >> _U64(1)
+    np.bitwise_xor(out, sign, out=out)
+    return out
 
 
 def _zigzag(u):
@@ -534,9 +544,259 @@ def decode_f64(a, n, key=None):
     return _keyed(x, key, np.bitwise_xor.accumulate).view(np.float64), p + q
 
 
+# ---------------------------------------------------------------- many blocks at once (§11)
+#
+# Table.read's fast path decodes one column of many data blocks in one set
+# of numpy operations: each block's header is parsed in Python (a few
+# bytes), the bodies are laid end to end, and the varints, zig-zag, prefix
+# sums (restarting at each block) and bit unpacking run once over all of
+# them. The single-block decoders above stay the reference (and the
+# verified path's).
+
+
+def _nzstarts(counts):
+    """The first index of each block of counts[i] values that has any."""
+    counts = np.asarray(counts, np.int64)
+    return (np.cumsum(counts) - counts)[counts > 0]
+
+
+def _segsum(v, counts):
+    """Running sums (uint64, wrapping) of v restarting at each block of
+    counts[i] values: one cumsum over v with each block's first value less
+    the previous block's sum (no per-row expansion of block constants)."""
+    v = np.asarray(v, np.uint64)
+    st = _nzstarts(counts)
+    if len(st) <= 1:
+        return np.cumsum(v, dtype=np.uint64)
+    sums = np.add.reduceat(v, st, dtype=np.uint64)
+    w = v.copy()
+    w[st[1:]] -= sums[:-1]
+    return np.cumsum(w, dtype=np.uint64)
+
+
+def _expand(vals, counts):
+    """Each block's value vals[i] repeated counts[i] times, as uint64 (a
+    cumsum of the steps between blocks: cheaper than numpy.repeat)."""
+    counts = np.asarray(counts, np.int64)
+    vals = np.asarray(vals).astype(np.uint64)[counts > 0]
+    st = _nzstarts(counts)
+    out = np.zeros(int(counts.sum()), np.uint64)
+    if len(st):
+        out[st] = np.diff(vals, prepend=_U64(0))
+    return np.cumsum(out, dtype=np.uint64)
+
+
+def _varints_blocks(buf, counts, lens):
+    """The varints of many block bodies laid end to end in buf (uint8):
+    body i is lens[i] bytes holding exactly counts[i] varints. A uint64 array."""
+    total = int(counts.sum())
+    if total == 0:
+        if len(buf):
+            raise _CodecError(f"{len(buf)} bytes after the values")
+        return np.zeros(0, np.uint64)
+    if total == len(buf):  # as many values as bytes: every varint one byte, or an error
+        if buf.max() >= 0x80:
+            raise _CodecError(f"{int(np.count_nonzero(buf < 0x80))} varints for {total} values")
+        if np.any(np.cumsum(lens) != np.cumsum(counts)):
+            raise _CodecError("a block's values do not end where its bytes do")
+        return buf.astype(np.uint64)
+    ends = np.flatnonzero(buf < 0x80)
+    if len(ends) != total:
+        raise _CodecError(f"{len(ends)} varints for {total} values")
+    nz = counts > 0
+    bad = ends[np.cumsum(counts)[nz] - 1] != np.cumsum(lens)[nz] - 1
+    if bad.any() or np.any(lens[~nz]):
+        raise _CodecError(f"block {int(np.flatnonzero(nz)[np.argmax(bad)]) if bad.any() else 0}: "
+                          f"its values do not end where its bytes do")
+    starts = np.empty(total, np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    v = (buf[starts] & 0x7F).astype(np.uint64)
+    multi = np.flatnonzero(ends != starts)  # the varints of two bytes or more
+    ml, ms = ends[multi] - starts[multi] + 1, starts[multi]
+    last = buf[ends[multi]]
+    bad = (ml > 10) | (last == 0) | ((ml == 10) & (last > 1))
+    if bad.any():
+        raise _CodecError(f"bad varint at byte {int(ms[np.argmax(bad)])} of the bodies")
+    acc = v[multi]
+    j = 1
+    while len(multi):  # byte j of the varints longer than j bytes
+        acc |= (buf[ms + j] & 0x7F).astype(np.uint64) << _U64(7 * j)
+        j += 1
+        more = ml > j
+        if not more.all():
+            v[multi] = acc
+            multi, ml, ms, acc = multi[more], ml[more], ms[more], acc[more]
+    return v
+
+
+def _join(bodies):
+    """Bodies (bytes) end to end: (uint8 array, lengths)."""
+    return np.frombuffer(b"".join(bodies), np.uint8), np.array([len(b) for b in bodies], np.int64)
+
+
+def batch_ts(raws, counts):
+    """ts blocks (0x01/0x02) of counts[i] values each: one int64 array."""
+    firsts, bodies, dod = [], [], []
+    for raw, n in zip(raws, counts):
+        tag, p = _block_header(raw, n, 0x01, 0x02, "ts")
+        if n == 0:
+            if p != len(raw):
+                raise _CodecError(f"ts: {len(raw) - p} bytes after the values")
+            bodies.append(b"")
+            continue
+        if len(raw) - p < 8 + n - 1:
+            raise _CodecError(f"ts: truncated: {len(raw) - p} bytes for {n} values")
+        firsts.append(int.from_bytes(raw[p:p + 8], "little"))
+        bodies.append(b"\0" + raw[p + 8:])  # a zero delta for the block's first value
+        dod.append(tag == 0x01)
+    counts = np.asarray(counts, np.int64)
+    buf, lens = _join(bodies)
+    e = _unzigzag(_varints_blocks(buf, counts, lens))
+    if any(dod):  # deltas from delta-of-deltas (d0 = 0)
+        d = _segsum(e, counts)
+        e = d if all(dod) else np.where(_expand(dod, counts) > 0, d, e)
+    # ts = first + running deltas: one cumsum, each block's first value
+    # replaced by its first ts less the previous block's last ts.
+    st = _nzstarts(counts)
+    c = np.cumsum(e, dtype=np.uint64)
+    f = np.array(firsts, np.uint64)
+    last = f + (c[np.append(st[1:], len(c)) - 1] - c[st] + e[st])  # each block's last ts
+    e = e.copy()
+    e[st] = f - np.concatenate(([_U64(0)], last[:-1]))
+    return np.cumsum(e, dtype=np.uint64).view(np.int64)
+
+
+def batch_u32(raws, counts):
+    """u32 blocks (0x10, bit-packed) of counts[i] values each: one uint32 array."""
+    ws, bodies = [], []
+    for raw, n in zip(raws, counts):
+        _, p = _block_header(raw, n, 0x10, 0x10, "u32")
+        if p >= len(raw) or raw[p] > 32:
+            raise _CodecError("u32: bad bit width")
+        w = raw[p]
+        size = (n * w + 7) // 8
+        if len(raw) != p + 1 + size:
+            raise _CodecError(f"u32: {len(raw) - p - 1} bytes for {n} values of {w} bits")
+        if n * w % 8 and raw[-1] >> (n * w % 8):
+            raise _CodecError("u32: nonzero padding bits")
+        ws.append(w)
+        bodies.append(raw[p + 1:])
+    counts = np.asarray(counts, np.int64)
+    buf, lens = _join(bodies + [bytes(8)])
+    n = int(counts.sum())
+    starts = np.cumsum(counts) - counts
+    w = _expand(ws, counts).astype(np.int64)
+    bit = (np.arange(n) - _expand(starts, counts).astype(np.int64)) * w
+    at = _expand(np.cumsum(lens[:-1]) - lens[:-1], counts).astype(np.int64) + (bit >> 3)
+    v = np.zeros(n, np.uint64)
+    for j in range(5):  # w <= 32 bits from bit (at*8 + bit&7): within 5 bytes
+        v |= buf[at + j].astype(np.uint64) << _U64(8 * j)
+    v = (v >> (bit & 7).astype(np.uint64)) & ((np.uint64(1) << w.astype(np.uint64)) - _U64(1))
+    return v.astype(np.uint32)
+
+
+def batch_bool(raws, counts):
+    """bool blocks (0x18) of counts[i] values each: one bool array."""
+    bodies = []
+    for raw, n in zip(raws, counts):
+        _, p = _block_header(raw, n, 0x18, 0x18, "bool")
+        if len(raw) != p + (n + 7) // 8:
+            raise _CodecError(f"bool: {len(raw) - p} bytes for {n} values")
+        if n % 8 and raw[-1] >> (n % 8):
+            raise _CodecError("bool: nonzero padding bits")
+        bodies.append(raw[p:])
+    counts = np.asarray(counts, np.int64)
+    buf, lens = _join(bodies)
+    bits = np.unpackbits(buf, bitorder="little")
+    i = np.arange(int(counts.sum())) + _expand((np.cumsum(lens) - lens) * 8 - (np.cumsum(counts) - counts), counts).view(np.int64)
+    return bits[i].astype(bool)
+
+
+def _batch_ints(raws, ps, counts, delta, key):
+    """Integer bodies (g, then counts[i] zig-zag varints) at raws[i][ps[i]:]:
+    q*g, or its running sums per key in the blocks where delta[i] (restarting
+    at each block), as uint64 bits."""
+    gs, bodies = [], []
+    for raw, p, n in zip(raws, ps, counts):
+        g, p = _uvarint(raw, p)
+        if g == 0 or g > 1 << 63:
+            raise _CodecError("bad divisor")
+        gs.append(g)
+        bodies.append(raw[p:])
+    counts = np.asarray(counts, np.int64)
+    buf, lens = _join(bodies)
+    v = _unzigzag(_varints_blocks(buf, counts, lens))
+    if any(g != 1 for g in gs):
+        v = v * (_U64(gs[0]) if len(set(gs)) == 1 else _expand(gs, counts))
+    if any(delta):
+        if key is None:
+            s = _segsum(v, counts)
+        else:
+            blk = _expand(np.arange(len(counts)), counts)
+            s = _keyed(v, (blk << _U64(32)) | key.astype(np.uint64), np.cumsum)
+        v = s if all(delta) else np.where(_expand(delta, counts) > 0, s, v)
+    return v
+
+
+def batch_i64(raws, counts, key=None):
+    """i64 blocks (0x20/0x21) of counts[i] values each (delta keyed by key,
+    the blocks' sym ids end to end, or by nothing): one int64 array."""
+    ps, delta = [], []
+    for raw, n in zip(raws, counts):
+        tag, p = _block_header(raw, n, 0x20, 0x21, "i64")
+        ps.append(p)
+        delta.append(tag == 0x21)
+    return _batch_ints(raws, ps, counts, delta, key).view(np.int64)
+
+
+def batch_f64(raws, counts, key=None):
+    """f64 blocks (0x30/0x31 decimal, 0x32 XOR) of counts[i] values each: one
+    float64 array. Decimal blocks are decoded together; an XOR block on its
+    own (decode_f64: its control bytes chain value to value)."""
+    dec, ps, ks = [], [], []
+    for i, (raw, n) in enumerate(zip(raws, counts)):
+        tag, p = _block_header(raw, n, 0x30, 0x32, "f64")
+        if tag != 0x32:
+            if p >= len(raw) or raw[p] > 9:
+                raise _CodecError("f64: bad decimal scale")
+            dec.append((i, tag == 0x31))
+            ps.append(p + 1)
+            ks.append(raw[p])
+    counts = np.asarray(counts, np.int64)
+    starts = np.cumsum(counts) - counts
+    out = np.empty(int(counts.sum()), np.float64)
+    if dec:
+        idx = [i for i, _ in dec]
+        sub = counts[idx]
+        at = slice(None) if len(idx) == len(raws) else np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in idx])
+        m = _batch_ints([raws[i] for i in idx], ps, sub, [d for _, d in dec], None if key is None else key[at])
+        div = _POW10[ks[0]] if len(set(ks)) == 1 else np.array(_POW10)[_expand(ks, sub).astype(np.int64)]
+        out[at] = m.view(np.int64).astype(np.float64) / div
+    if len(dec) < len(raws):
+        for i in sorted(set(range(len(raws))) - {i for i, _ in dec}):
+            a = np.frombuffer(raws[i], np.uint8)
+            s = slice(starts[i], starts[i] + counts[i])
+            v, used = decode_f64(a, int(counts[i]), None if key is None else key[s])
+            if used != len(a):
+                raise _CodecError(f"f64: {len(a) - used} bytes after the values")
+            out[s] = v
+    return out
+
+
+def _missing(col, n):
+    """n missing values of a column a row was written without (§15)."""
+    if col.type == TYPE_F64:
+        return np.full(n, 0x7FF8000000000001, np.uint64).view(np.float64)
+    if col.type == TYPE_SYM:
+        return np.full(n, NO_SYM, np.uint32)
+    return np.zeros(n, _TYPE_DTYPE[col.type])
+
+
 # ---------------------------------------------------------------- compressed segments (§10)
 
 ZMAGIC = b"TICKZSG\0"
+_ZSEG_KEEP = 256  # parsed compressed segments a Table keeps (their file bytes: ~2 MB each for 512 Ki ticks)
 ZBLOCK_ROWS = 4096
 FLAG_LATE = 1  # cseg header flags word (offset 12): rows may go back in ts (§14)
 KNOWN_ZFLAGS = FLAG_LATE
@@ -967,6 +1227,126 @@ class _ZSeg:
         return out
 
 
+    # -- the columnar fast path (Table.read without verification)
+
+    def _col_raws(self, ks, c):
+        """Column c's zstd frames of data blocks ks, decompressed (bytes
+        each): the length prefix against the index, the frame's content size
+        bounded, its checksum verified by zstd, nothing after it."""
+        if zstandard is None:
+            _zframe(b"", 0)  # raises the missing-module error
+        dec = getattr(_ZSTD, "dec", None)
+        if dec is None:
+            dec = _ZSTD.dec = zstandard.ZstdDecompressor()
+        b, out = self.data, []
+        for k in ks:
+            off, _, n, _, _, _, col_lens, _ = self.blocks[k]
+            p, ln = off + 4 * (c + 1) + sum(col_lens[:c]), col_lens[c]
+            if int.from_bytes(b[p - 4:p], "little") != ln:
+                raise self._corrupt(p - 4, f"block {k} column {c}: frame length "
+                                           f"{int.from_bytes(b[p - 4:p], 'little')}, the index says {ln}")
+            frame, limit = b[p:p + ln], 64 + 10 * n + 8
+            try:
+                if not frame:
+                    raise _CodecError("zstd: empty input")
+                size = zstandard.frame_content_size(frame)
+                if size > limit:
+                    raise _CodecError(f"zstd: frame holds {size} bytes, max {limit}")
+                out.append(dec.decompress(frame, max_output_size=limit, allow_extra_data=False))
+            except (zstandard.ZstdError, _CodecError) as e:
+                raise self._corrupt(p, f"block {k} column {self.cols[c].name!r}: zstd: {e}")
+        return out
+
+    def _batch(self, ks, c, counts, decode, *args):
+        """decode(the column c frames of blocks ks, counts, *args), a codec error naming the blocks."""
+        raws = self._col_raws(ks, c)
+        try:
+            return decode(raws, counts, *args)
+        except _CodecError as e:
+            raise self._corrupt(self.blocks[ks[0]][0], f"blocks {ks[0]}..{ks[-1]} column {self.cols[c].name!r}: {e}")
+
+    def select(self, names, lo, hi, t_from, t_to, sym_ids):
+        """The rows lo <= i < hi of the segment (indexes in it) whose ts is
+        in [t_from, t_to) (None: unbounded) and, with sym_ids (a set of
+        ids), whose clustering column is one of them: (their indexes,
+        ascending; {name: values} for each of names in the segment's
+        layout; the data blocks decoded). Only those columns, and only the
+        blocks whose index ts range meets the window (version 2: of the
+        symbols asked, from the directory) are decoded. Checks: the
+        index and directory (at open), each frame's length, zstd content
+        size and checksum, the codec structure; the block CRC32Cs and the
+        seq-order index are the verified path's (rows_range)."""
+        tlo = -(1 << 63) if t_from is None else t_from
+        thi = 1 << 63 if t_to is None else t_to
+        sc, Z = self.sym_col, ZBLOCK_ROWS
+        want = [(i, c) for i, c in enumerate(self.cols) if c.name in names]
+        if self.version == 1:
+            ks = [k for k in range(lo // Z, (hi + Z - 1) // Z) if self.blocks[k][5] >= tlo and self.blocks[k][4] < thi]
+        else:
+            ks = [k for sid, first, nb, _, slo, shi in self.dir if sym_ids is None or sid in sym_ids
+                  if shi >= tlo and slo < thi
+                  for k in range(first, first + nb) if self.blocks[k][5] >= tlo and self.blocks[k][4] < thi]
+        if not ks:
+            return np.zeros(0, np.int64), {c.name: np.zeros(0, _TYPE_DTYPE[c.type]) for _, c in want}, ks
+        counts = np.array([self.blocks[k][2] for k in ks], np.int64)
+        starts = np.cumsum(counts) - counts
+        vals, key = {}, None
+        if self.version == 1:
+            offs = _expand(np.array(ks, np.int64) * Z - starts, counts).view(np.int64) + np.arange(int(counts.sum()))
+            if sc >= 0 and (sym_ids is not None or any(c.type in (TYPE_F64, TYPE_I64) or i == sc for i, c in want)):
+                key = self._batch(ks, sc, counts, batch_u32)
+                vals[self.cols[sc].name] = key
+            if t_from is not None or t_to is not None or any(i == 0 for i, _ in want):
+                vals[self.cols[0].name] = self._batch(ks, 0, counts, batch_ts)
+        else:
+            q = self._batch(ks, sc, counts, batch_i64).view(np.uint64)
+            o = _segsum(_zigzag(q) + _U64(1), counts) - _U64(1)
+            if np.any(o >= _U64(self.rows)):
+                raise self._corrupt(self.blocks[ks[0]][0], f"blocks {ks[0]}..{ks[-1]}: seq offset past the segment's {self.rows} rows")
+            offs = o.astype(np.int64)
+            vals[self.cols[sc].name] = _expand([self.dir[self.blocks[k][7]][0] for k in ks], counts).astype(np.uint32)
+            if t_from is not None or t_to is not None or any(i == 0 for i, _ in want):
+                raws = self._col_raws(ks, 0)
+                if any(len(r) < 8 for r in raws):
+                    raise self._corrupt(self.blocks[ks[0]][0], "ts frame with no room for its rate")
+                try:
+                    d = batch_ts([r[8:] for r in raws], counts)
+                except _CodecError as e:
+                    raise self._corrupt(self.blocks[ks[0]][0], f"blocks {ks[0]}..{ks[-1]} column 'ts': {e}")
+                rate = np.frombuffer(b"".join(r[:8] for r in raws), "<u8")
+                if np.any(rate):  # rate*(o - o0) summed as rate*gap per row: one more running sum
+                    g = o - np.concatenate(([_U64(0)], o[:-1]))
+                    g[starts] = 0
+                    d = d.view(np.uint64) + _segsum(g * _expand(rate, counts), counts)
+                vals[self.cols[0].name] = d.view(np.int64)
+        for i, c in want:
+            if c.name in vals:
+                continue
+            dec = {TYPE_SYM: batch_u32, TYPE_F64: batch_f64, TYPE_I64: batch_i64, TYPE_BOOL: batch_bool}[c.type]
+            vals[c.name] = self._batch(ks, i, counts, dec, *((key,) if c.type in (TYPE_F64, TYPE_I64) else ()))
+        keep = np.ones(len(offs), bool) if lo == 0 and hi >= self.rows else (offs >= lo) & (offs < hi)
+        if t_from is not None or t_to is not None:
+            ts = vals[self.cols[0].name]
+            keep &= (ts >= tlo) & (ts < thi)
+        if self.version == 1 and sym_ids is not None:  # no sym column: no row is of a symbol
+            keep &= False if key is None else np.isin(key, np.fromiter(sym_ids, np.uint32))
+        if not keep.all():
+            offs = offs[keep]
+            vals = {k: v[keep] for k, v in vals.items()}
+        if self.version == 2:  # rows in seq order: each to its rank among the offsets kept
+            present = np.zeros(self.rows, bool)
+            present[offs] = True
+            if np.count_nonzero(present) != len(offs):
+                raise self._corrupt(self.blocks[ks[0]][0], "a row of the segment in two data blocks")
+            dest = offs if len(offs) == self.rows else np.cumsum(present)[offs] - 1
+            for k, v in vals.items():
+                out = np.empty_like(v)
+                out[dest] = v
+                vals[k] = out
+            offs = np.flatnonzero(present)
+        return offs, {c.name: vals[c.name] for _, c in want}, ks
+
+
 # ---------------------------------------------------------------- schema
 
 
@@ -990,25 +1370,191 @@ class Published:
     next_chunk: int
 
 
-@dataclass
-class Snapshot:
-    """Rows [first_seq, first_seq+len(rows)) of a table, as read at one moment.
+class _RawPart:
+    """Consecutive rows of one raw segment, in its layout lay: buf (n, rs)
+    uint8, a view of the mapped durable file or a verified copy of a live
+    slot; the first has seq first, and path/off name the first's bytes;
+    sel, when set, the indexes of the rows kept (a symbol or late-row
+    filter)."""
 
-    rows is a numpy structured array (dtype Table.dtype, itemsize rowSize)
-    that owns its memory: it stays valid after the table is closed.
-    """
-    rows: np.ndarray
-    first_seq: int
-    visible: int
-    last_ts: int
-    durable: int
-    durable_segs: int
-    symbols: list          # id -> name as bytes
-    unavailable: int = 0   # published rows after the returned ones that could not be read
+    def __init__(self, buf, lay, first, path, off, verified):
+        self.buf, self.lay, self.first, self.path, self.off = buf, lay, first, path, off
+        self.verified, self.sel = verified, None
+
+    def __len__(self):
+        return len(self.buf) if self.sel is None else len(self.sel)
 
     def seqs(self):
-        """The sequence numbers of rows."""
-        return np.arange(self.first_seq, self.first_seq + len(self.rows), dtype=np.uint64)
+        s = np.arange(self.first, self.first + len(self.buf), dtype=np.uint64)
+        return s if self.sel is None else s[self.sel]
+
+    def _rows(self):
+        return self.buf.reshape(-1).view(self.lay.dtype)
+
+    def column(self, col):
+        if col.name not in self.lay.dtype.names:
+            return _missing(col, len(self))
+        v = self._rows()[col.name]
+        return v if self.sel is None else v[self.sel]
+
+    def keep(self, mask):
+        """Keep the rows (of those kept so far) where mask is true; a slice cuts the view itself."""
+        if isinstance(mask, slice):
+            if self.sel is None:
+                a = mask.start or 0
+                self.buf, self.first, self.off = self.buf[mask], self.first + a, self.off + a * self.lay.row_size
+                return
+            mask = np.arange(len(self.sel))[mask]
+        idx = np.flatnonzero(mask) if mask.dtype == bool else mask
+        self.sel = idx if self.sel is None else self.sel[idx]
+
+    def row_bytes(self, t):
+        """The rows in t's newest layout as (n, t.row_size) uint8 (check words included)."""
+        b = self.buf if self.sel is None else self.buf[self.sel]
+        if self.lay.row_size == t.row_size:
+            return b
+        return relayout_rows(np.ascontiguousarray(b).reshape(-1), self.lay.row_size, t.columns, t.row_size,
+                             self.seqs()).reshape(-1, t.row_size)
+
+    def verify(self):
+        """Check every kept row's check word (§2); CorruptError names the file and offset."""
+        if self.verified or len(self) == 0:
+            return
+        b = np.ascontiguousarray(self.buf if self.sel is None else self.buf[self.sel])
+        rs = self.lay.row_size
+        words = b.view("<u8").reshape(len(b), rs // 8)
+        seqs = self.seqs()
+        want = row_checks(words, seqs)
+        got = (words[:, -1] >> np.uint64(32)).astype(np.uint32)
+        bad = np.flatnonzero(got != want)
+        if bad.size:
+            i = int(bad[0])
+            seq = int(seqs[i])
+            raise CorruptError(self.path, self.off + (seq - self.first) * rs,
+                               f"row seq {seq}: check word 0x{int(got[i]):08x}, want 0x{int(want[i]):08x}")
+        self.verified = True
+
+
+class _ColPart:
+    """Rows of one compressed segment, decoded column by column: seqs,
+    cols {name: values} in the segment's layout lay, decoded from data
+    blocks ks of z."""
+
+    def __init__(self, z, seqs, cols, ks):
+        self.z, self._seqs, self.cols, self.ks, self.lay = z, seqs, cols, ks, _Layout(z.cols, z.row_size, z.dtype)
+
+    def __len__(self):
+        return len(self._seqs)
+
+    def seqs(self):
+        return self._seqs
+
+    def column(self, col):
+        v = self.cols.get(col.name)
+        return _missing(col, len(self)) if v is None else v
+
+    def keep(self, mask):
+        self._seqs = self._seqs[mask]
+        self.cols = {k: v[mask] for k, v in self.cols.items()}
+
+    def row_bytes(self, t):
+        rows = np.zeros(len(self), self.lay.dtype)
+        for c in self.lay.columns:
+            rows[c.name] = self.cols[c.name]
+        buf = rows.view(np.uint8).reshape(-1)
+        seal_rows(buf, self.lay.row_size, self._seqs)
+        if self.lay.row_size != t.row_size:
+            buf = relayout_rows(buf, self.lay.row_size, t.columns, t.row_size, self._seqs)
+        return buf.reshape(-1, t.row_size)
+
+    def verify(self):
+        """The CRC32C of every data block the rows were decoded from (§10)."""
+        self.z._check_crcs(self.ks)
+
+
+class Snapshot:
+    """Rows of a table as read at one moment: every published row in
+    [first_seq, visible), or those a read's time window and symbols
+    select, in sequence (arrival) order.
+
+    Columns come as numpy arrays: column(name), to_numpy(), to_pandas(),
+    and rows, the raw rows as a structured array (dtype Table.dtype, the
+    table's row bytes, check words included). A raw segment's rows are
+    views of its mapped durable file (zero copy: valid after the table is
+    closed, as the mapping lives as long as the arrays); live-slot rows are
+    copied; compressed ones decoded. With rows from several segments a
+    column is one concatenation (a copy) of theirs.
+
+    Check words (§2) of rows read from durable raw files are verified when
+    the read asked for it (read(verify=True), Table(verify=True)) or when
+    verify() is called; a compressed segment's block CRC32Cs likewise.
+    Live-slot rows are always verified (a recycled slot shows as a bad
+    check word).
+    """
+
+    def __init__(self, table, parts, names, pub, durable, durable_segs, symbols, scanned, unavailable):
+        self._cols = [c for n in names for c in table.columns if c.name == n]
+        self._all = [c for c in table.columns]
+        self._dtype, self._row_size, self._ncols = table.dtype, table.row_size, len(table.columns)
+        self._table = _TableShape(table)
+        self._parts = parts
+        self.first_seq, self.visible, self.last_ts = pub.first_seq, pub.visible, pub.last_ts
+        self.durable, self.durable_segs = durable, durable_segs
+        self.symbols = symbols  # id -> name as bytes
+        self.scanned = scanned  # rows of [first_seq, visible) the read's time window covered
+        self.unavailable = unavailable  # published rows after the returned ones that could not be read
+        self._rows = None
+
+    def __len__(self):
+        return sum(len(p) for p in self._parts)
+
+    @property
+    def columns(self):
+        """The names of the columns read, in the order asked (default the schema's)."""
+        return [c.name for c in self._cols]
+
+    @property
+    def rows(self):
+        """The rows as a numpy structured array, built on first use: the
+        table's dtype (itemsize rowSize, check words as stored) when every
+        column was read, else a packed one of the columns read. One raw
+        segment's rows, unfiltered, are a view of the mapped file."""
+        if self._rows is None:
+            if len(self._cols) == self._ncols:
+                bufs = [p.row_bytes(self._table) for p in self._parts]
+                if len(bufs) == 1:
+                    b = bufs[0]
+                else:
+                    b = np.concatenate(bufs) if bufs else np.zeros((0, self._row_size), np.uint8)
+                self._rows = np.ascontiguousarray(b).reshape(-1).view(self._dtype)
+            else:
+                dt = np.dtype([(c.name, _TYPE_DTYPE[c.type]) for c in self._cols])
+                rows = np.empty(len(self), dt)
+                for c in self._cols:
+                    rows[c.name] = self.column(c.name)
+                self._rows = rows
+        return self._rows
+
+    def column(self, name):
+        """One column's values (ts as int64 ns, sym as uint32 ids)."""
+        col = next((c for c in self._all if c.name == name), None)
+        if col is None:
+            raise KeyError(f"tickdb: no column {name!r}; the table's are {[c.name for c in self._all]}")
+        vs = [p.column(col) for p in self._parts]
+        if len(vs) == 1:
+            return vs[0]
+        return np.concatenate(vs) if vs else np.zeros(0, _TYPE_DTYPE[col.type])
+
+    def seqs(self):
+        """The sequence numbers of the rows (uint64)."""
+        vs = [p.seqs() for p in self._parts]
+        return vs[0] if len(vs) == 1 else np.concatenate(vs) if vs else np.zeros(0, np.uint64)
+
+    def verify(self):
+        """Verify what the read did not (check words, block CRC32Cs); CorruptError on damage."""
+        for p in self._parts:
+            p.verify()
+        return self
 
     def symbol(self, sym_id):
         """The name (str, UTF-8 with undecodable bytes escaped) of a sym id;
@@ -1017,10 +1563,59 @@ class Snapshot:
             return ""
         return self.symbols[sym_id].decode("utf-8", "backslashreplace")
 
+    def _names(self):
+        return [s.decode("utf-8", "backslashreplace") for s in self.symbols]
+
     def names(self, column):
         """The names of a sym column's values, as a list of str (NO_SYM: "")."""
-        decoded = [s.decode("utf-8", "backslashreplace") for s in self.symbols]
-        return ["" if i == NO_SYM else decoded[i] for i in self.rows[column].tolist()]
+        decoded = self._names()
+        return ["" if i == NO_SYM else decoded[i] for i in self.column(column).tolist()]
+
+    def to_numpy(self):
+        """The columns read, by name, as numpy arrays (a dict in column
+        order): ts as datetime64[ns] (UTC; numpy has no zone), sym
+        columns as uint32 ids into symbols (NO_SYM: none), f64, i64,
+        bool. Views where numpy allows (one raw segment: strided views of
+        the mapped rows), else one copy of each column."""
+        out = {}
+        for c in self._cols:
+            v = self.column(c.name)
+            out[c.name] = v.view("datetime64[ns]") if c.type == TYPE_TS else v
+        return out
+
+    def to_pandas(self, index=False):
+        """A pandas DataFrame of the columns read: ts as datetime64[ns, UTC]
+        (the index, named ts, with index=True), each sym column a
+        Categorical whose categories are the table's dictionary (str, in id
+        order, so the codes are the ids) and whose missing value (NaN)
+        is NO_SYM, a sym column added after the row was written; f64
+        (NaN missing), i64, bool."""
+        import pandas as pd
+        cats = None
+        data = {}
+        for c in self._cols:
+            v = self.column(c.name)
+            if c.type == TYPE_TS:
+                v = pd.arrays.DatetimeArray(np.ascontiguousarray(v).view("datetime64[ns]"), dtype=pd.DatetimeTZDtype(tz="UTC"))
+            elif c.type == TYPE_SYM:
+                if cats is None:
+                    cats = pd.Index(self._names(), dtype=object)
+                    if not cats.is_unique:  # names that differ only in undecodable bytes
+                        cats = pd.Index(list(self.symbols), dtype=object)
+                v = pd.Categorical.from_codes(v.view(np.int32), categories=cats)  # NO_SYM reads as -1: NaN
+            data[c.name] = v
+        df = pd.DataFrame(data, copy=False)
+        if index and "ts" in df.columns:
+            df = df.set_index("ts")
+        return df
+
+
+class _TableShape:
+    """What building a snapshot's rows needs of its table (kept apart so a
+    snapshot holds no mapping of ctl)."""
+
+    def __init__(self, t):
+        self.columns, self.row_size = list(t.columns), t.row_size
 
 
 def _row_dtype(cols, row_size):
@@ -1118,8 +1713,9 @@ class Table:
     Not safe for concurrent use by several threads; open one per thread.
     """
 
-    def __init__(self, db, table):
+    def __init__(self, db, table, verify=False):
         self.dir = os.path.join(db, table)
+        self.verify = verify  # read()'s default: verify check words and block CRC32Cs as rows are read
         self.ctl_path = os.path.join(self.dir, "ctl")
         self._ctl = _map(self.ctl_path)
         if len(self._ctl) < CTL_SIZE:
@@ -1135,7 +1731,8 @@ class Table:
         self._sym_names = []   # parsed dictionary entries, id order
         self._sym_off = BLOCK  # offset of the next entry to parse
         self._sym_map = None
-        self._zseg = None      # the compressed segment read last
+        self._zseg = None      # the compressed segment read last (the verified path)
+        self._zsegs = {}       # parsed compressed segments by number (the fast path)
 
     # -- page 0
 
@@ -1523,8 +2120,27 @@ class Table:
         stored = bytes(self._ctl[OFF_BOOT_ID:OFF_BOOT_ID + 16])
         return stored == _boot_id()
 
-    def read(self, partial=False):
-        """A Snapshot of every published row, [firstSeq, visible).
+    def read(self, from_ts=None, to_ts=None, syms=None, columns=None, partial=False, verify=None):
+        """A Snapshot of the published rows, [firstSeq, visible), in sequence order.
+
+        from_ts (inclusive) and to_ts (exclusive), int ns, numpy
+        datetime64, or anything pandas.Timestamp takes (str, datetime),
+        select rows by ts: the time index (ts.idx, §6) bounds the rows
+        looked at, and a compressed segment decodes only the blocks whose
+        ts range meets the window. syms (names, str or bytes, or ids)
+        keeps the rows whose postings column (the first sym column) is one
+        of them: a clustered compressed segment (§10.2) decodes only their
+        blocks, raw rows are filtered with one numpy comparison over the
+        window. columns (names) decodes and returns only those.
+
+        verify (default the table's, False unless opened with
+        verify=True): check every row's check word and every compressed
+        block's CRC32C and seq-order index as the rows are read (the rows of
+        a compressed segment are then decoded whole by the reference path,
+        much slower). Unverified, a raw segment costs a mapping and a view,
+        and snap.verify() checks later. Headers, indexes and dictionary
+        entries are always checked, and rows copied from live slots always
+        verified.
 
         A segment comes from its live slot when the slot holds it (a hot
         segment, sealed and durable, stays there until the slot is reused),
@@ -1537,28 +2153,87 @@ class Table:
         written before a column was added (§15) reads it as its missing
         value (NaN, 0, False, the symbol id NO_SYM, named "").
         """
+        verify = self.verify if verify is None else verify
+        t_from, t_to = _ns(from_ts, "from_ts"), _ns(to_ts, "to_ts")
         for attempt in range(4):
             self._check_features()
+            names = [c.name for c in self.columns] if columns is None else list(columns)
+            unknown = [n for n in names if n not in {c.name for c in self.columns}]
+            if unknown:
+                raise KeyError(f"tickdb: {self.dir}: no column {unknown[0]!r}; the table's are {[c.name for c in self.columns]}")
             try:
-                return self._read(partial)
+                return self._read(partial, t_from, t_to, syms, names, verify)
             except _SchemaGrew:
                 pass
         raise TickDBError(f"tickdb: {self._schema_path}: the schema kept growing during the read")
 
-    def _read(self, partial):
+    def _sym_ids(self, syms):
+        """The ids of syms (names or ids) as a set; names not in the dictionary select nothing."""
+        if syms is None:
+            return None
+        if isinstance(syms, (str, bytes, int, np.integer)):
+            syms = [syms]
+        ids = {}
+        names = None
+        for s in syms:
+            if isinstance(s, (int, np.integer)):
+                ids[int(s)] = None
+                continue
+            if names is None:
+                names = {n: i for i, n in enumerate(self.symbols())}
+            i = names.get(s.encode("utf-8") if isinstance(s, str) else bytes(s))
+            if i is not None:
+                ids[i] = None
+        return set(ids)
+
+    def _ts_bounds(self, pub, t_from, t_to):
+        """Seqs [a, b) that hold every published row with ts in [t_from,
+        t_to), from the time index (§6): its entry k is the newest ts of rows
+        [0, kK]. Without the index (or late rows, for the upper bound) the
+        bounds stay wide; the rows are filtered by ts after."""
+        a, b = pub.first_seq, pub.visible
+        if (t_from is None and t_to is None) or a >= b:
+            return a, b
+        K = 1 << self.stride_shift
+        path = os.path.join(self.dir, "ts.idx")
+        try:
+            m = _map(path)
+        except (FileNotFoundError, ValueError):
+            return a, b
+        self._check_file_header(m, path, b"TICKTSI\0")
+        k0 = (a + K - 1) // K  # entries of retained rows only (the ones below may be gone)
+        nk = min((b - 1) // K + 1, (len(m) - BLOCK) // 8)
+        if nk <= k0:
+            return a, b
+        keys = m[BLOCK + 8 * k0:BLOCK + 8 * nk].view("<i8")
+        if t_from is not None:
+            k = k0 + int(np.searchsorted(keys, t_from, "left"))  # rows <= (k-1)K have key, and ts, < t_from
+            if k > 0:
+                a = max(a, (k - 1) * K + 1)
+        if t_to is not None and not self._word(OFF_FEATURES) & 1:  # bit 0: late rows may follow any key
+            k = k0 + int(np.searchsorted(keys, t_to, "left"))  # rows >= kK have ts >= t_to
+            if k < nk:
+                b = min(b, k * K)
+        return a, max(a, b)
+
+    def _read(self, partial, t_from, t_to, syms, names, verify):
         pub = self.published()
-        rs, shift = self.row_size, self.seg_shift
-        out = np.empty((pub.visible - pub.first_seq) * rs, dtype=np.uint8)
+        sym_ids = self._sym_ids(syms)
+        a, b = self._ts_bounds(pub, t_from, t_to)
+        shift = self.seg_shift
         live = self._live_usable()
-        slots = {}
-        seq = pub.first_seq
-        while seq < pub.visible:
+        slots, parts = {}, []
+        sorted_ts = not self._word(OFF_FEATURES) & 1
+        seq, end, stopped = a, a, False
+        while seq < b:
             n = seq >> shift
-            end = min(pub.visible, (n + 1) << shift)
-            buf = None
+            end = min(b, (n + 1) << shift)
+            got, stop = [], end
             if live and n >= self._word(OFF_CMP_SEGS):  # below the mark: compressed (§10)
                 buf = self._live_rows(n, seq, end, slots)
-            if buf is None:
+                if buf is not None:
+                    got = [_RawPart(buf.reshape(-1, self.row_size), self._layout_list[-1], seq, "", 0, True)]
+            if not got:
                 # No live copy: load durableSegs/durable now, after the slot
                 # check, so a slot that was reassigned counts as durable.
                 if n >= self._word(OFF_DURABLE_SEGS):
@@ -1566,24 +2241,99 @@ class Table:
                     if durable < end:
                         if not partial:
                             raise UnavailableError(max(seq, durable), pub.visible)
-                        if durable > seq:
-                            i = (seq - pub.first_seq) * rs
-                            out[i:i + (durable - seq) * rs] = self._durable_rows(n, seq, durable)
-                        seq = max(seq, durable)
-                        break
-                buf = self._durable_rows(n, seq, end)
-            i = (seq - pub.first_seq) * rs
-            out[i:i + len(buf)] = buf
+                        stop = max(seq, durable)
+                if stop > seq:
+                    got = self._durable_part(n, seq, stop, names, t_from, t_to, sym_ids, verify)
+            got = [self._filter(p, t_from, t_to, sym_ids, sorted_ts) for p in got]
+            if verify:
+                for p in got:
+                    p.verify()
+            parts += got
+            if stop < end:
+                end, stopped = stop, True
+                break
             seq = end
-        rows = out[:(seq - pub.first_seq) * rs].view(self.dtype)
+        parts = [p for p in parts if len(p)]
         syms = self.symbols()  # loaded after the rows: covers every id they name
-        return Snapshot(rows=rows, first_seq=pub.first_seq, visible=pub.visible, last_ts=pub.last_ts,
-                        durable=self._word(OFF_DURABLE), durable_segs=self._word(OFF_DURABLE_SEGS),
-                        symbols=syms, unavailable=pub.visible - seq)
+        return Snapshot(self, parts, names, pub, self._word(OFF_DURABLE), self._word(OFF_DURABLE_SEGS),
+                        syms, end - a, pub.visible - end if stopped else 0)
+
+    def _filter(self, p, t_from, t_to, sym_ids, sorted_ts):
+        """Keep a raw part's rows in the window and of the symbols (a
+        compressed part comes filtered)."""
+        if not isinstance(p, _RawPart) or len(p) == 0:
+            return p
+        if t_from is not None or t_to is not None:
+            ts = p.column(self.columns[0])
+            if sorted_ts:  # binary search the mapped ts: the window's rows are a slice of the view
+                i = 0 if t_from is None else bisect.bisect_left(ts, t_from)
+                j = len(ts) if t_to is None else bisect.bisect_left(ts, t_to)
+                p.keep(slice(i, max(i, j)))
+            else:
+                mask = np.ones(len(ts), bool) if t_from is None else ts >= t_from
+                if t_to is not None:
+                    mask &= ts < t_to
+                p.keep(mask)
+        if sym_ids is not None and len(p):
+            if self.sym_col < 0:
+                p.keep(np.zeros(len(p), bool))
+            else:
+                s = p.column(self.columns[self.sym_col])
+                p.keep(s == next(iter(sym_ids)) if len(sym_ids) == 1 else np.isin(s, np.fromiter(sym_ids, np.uint32)))
+        return p
+
+    def _zseg_of(self, n):
+        """Segment n's compressed file, parsed and checked once and kept
+        while the file is the same (the last _ZSEG_KEEP used: their
+        compressed bytes), or None if gone (see _zrows)."""
+        path = os.path.join(self.dir, f"seg-{n:010d}.zdat")
+        z = self._zsegs.pop(n, None)
+        try:
+            st = os.stat(path)
+            if z is None or z.ident != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+                z = _ZSeg(self, n, path)
+        except FileNotFoundError:
+            if n < self._word(OFF_CMP_SEGS):
+                raise
+            return None
+        self._zsegs[n] = z  # most recently used last
+        while len(self._zsegs) > _ZSEG_KEEP:
+            del self._zsegs[next(iter(self._zsegs))]
+        return z
+
+    def _durable_part(self, n, a, b, names, t_from, t_to, sym_ids, verify):
+        """Rows [a, b) of segment n from its durable file as parts: a view
+        of seg-N.dat (check words verified with verify), or the selected
+        rows and columns of seg-N.zdat below the compaction mark (§10)."""
+        path = os.path.join(self.dir, f"seg-{n:010d}.dat")
+        for attempt in range(3):
+            if n < self._word(OFF_CMP_SEGS):
+                if verify:
+                    buf = self._zrows(n, a, b)
+                    if buf is not None:
+                        return [_RawPart(buf.reshape(-1, self.row_size), self._layout_list[-1], a, "", 0, True)]
+                else:
+                    z = self._zseg_of(n)
+                    if z is not None:
+                        base = n << self.seg_shift
+                        offs, cols, ks = z.select(set(names), a - base, b - base, t_from, t_to, sym_ids)
+                        return [_ColPart(z, (offs + base).astype(np.uint64), cols, ks)]
+            try:
+                m = _map(path)
+            except FileNotFoundError:
+                if attempt < 2 and n < self._word(OFF_CMP_SEGS):
+                    continue  # compacted since the look above
+                raise
+            rs = self._check_seg_header(m, path, b"TICKSEG\0", n)
+            off = BLOCK + (a - (n << self.seg_shift)) * rs
+            # Verified (with verify) by _read once filtered: the rows returned.
+            return [_RawPart(m[off:off + (b - a) * rs].reshape(-1, rs), self._layout_of_row_size(rs), a, path, off, False)]
+        raise FileNotFoundError(path)
 
     def close(self):
         """Drop the mappings (numpy unmaps when the arrays are collected)."""
         self._ctl = self._words = self._sym_map = self._zseg = None
+        self._zsegs = {}
 
     def __enter__(self):
         return self
@@ -1592,15 +2342,34 @@ class Table:
         self.close()
 
 
-def open_table(db, table):
-    """Open DB/TABLE read-only."""
-    return Table(db, table)
+def open_table(db, table, verify=False):
+    """Open DB/TABLE read-only; verify: read()'s default (see Table.read)."""
+    return Table(db, table, verify=verify)
 
 
-def read_table(db, table, partial=False):
-    """Open DB/TABLE, read a Snapshot of its published rows, close it."""
+def read_table(db, table, from_ts=None, to_ts=None, syms=None, columns=None, partial=False, verify=False):
+    """Open DB/TABLE, read a Snapshot of its published rows (Table.read), close it."""
     with open_table(db, table) as t:
-        return t.read(partial=partial)
+        return t.read(from_ts, to_ts, syms=syms, columns=columns, partial=partial, verify=verify)
+
+
+def _ns(v, what):
+    """A time argument as int ns since the epoch (UTC), or None."""
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, np.datetime64):
+        return int(v.astype("datetime64[ns]").astype(np.int64))
+    try:
+        try:
+            import pandas as pd
+        except ImportError:  # numpy alone: ISO 8601 in UTC
+            return int(np.datetime64(str(v).rstrip("Z"), "ns").astype(np.int64))
+        return int(pd.Timestamp(v).value)  # a naive time is UTC
+    except Exception as e:
+        raise ValueError(f"tickdb: {what} {v!r} is not a time (int ns, numpy datetime64, "
+                         f"or what pandas.Timestamp takes): {e}") from None
 
 
 # ---------------------------------------------------------------- CLI
@@ -1614,66 +2383,76 @@ def _json_value(col, v, syms):
     return v
 
 
+def rfc3339(ts):
+    """ts (int64 ns) as RFC 3339 in UTC with exactly nine fractional digits,
+    as tickdb's --ts rfc3339 prints them: a list of str."""
+    return [s + "Z" for s in np.datetime_as_string(np.asarray(ts, np.int64).view("datetime64[ns]"), unit="ns").tolist()]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Print a tickdb table's published rows (read-only).")
     ap.add_argument("db")
     ap.add_argument("table")
     ap.add_argument("--sym", help="only rows whose first sym column is NAME")
+    ap.add_argument("--from", dest="from_ts", metavar="T1", help="first ts, inclusive (RFC 3339 or integer ns)")
+    ap.add_argument("--to", dest="to_ts", metavar="T2", help="end of the range, exclusive (RFC 3339 or integer ns)")
     ap.add_argument("--head", type=int, default=None, metavar="N", help="print at most N rows")
     ap.add_argument("--format", choices=("text", "json"), default="text",
                     help="json: a summary object, then one object per row (JSON Lines); "
                          "non-finite f64 values are the strings NaN, +Inf, -Inf")
+    ap.add_argument("--ts", choices=("rfc3339", "ns"), default="rfc3339",
+                    help="ts as RFC 3339 in UTC with nine fractional digits (default, a string in json) "
+                         "or as integer ns since the epoch")
     ap.add_argument("--partial", action="store_true",
                     help="print the readable rows when some published rows are unavailable")
     a = ap.parse_args(argv)
 
+    def when(v, what):
+        return None if v is None else int(v) if v.lstrip("-").isdigit() else _ns(v, what)
+
     try:
-        with open_table(a.db, a.table) as t:
+        # The command line verifies every row it prints (check words,
+        # block CRC32Cs): speed matters less here than to a library caller.
+        with open_table(a.db, a.table, verify=True) as t:
             c = t.counters()  # before the rows: durable <= the rows read
-            snap = t.read(partial=a.partial)
-    except TickDBError as e:
+            snap = t.read(when(a.from_ts, "--from"), when(a.to_ts, "--to"),
+                          syms=None if a.sym is None else [a.sym], partial=a.partial)
+    except (TickDBError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
-    rows, seqs = snap.rows, snap.seqs()
+    seqs = snap.seqs()
     syms = [s.decode("utf-8", "backslashreplace") for s in snap.symbols]
-    if a.sym is not None:
-        symcols = [col for col in t.columns if col.type == TYPE_SYM]
-        want = a.sym.encode("utf-8")
-        sid = snap.symbols.index(want) if want in snap.symbols else None
-        mask = np.zeros(len(rows), bool) if sid is None or not symcols else rows[symcols[0].name] == sid
-        rows, seqs = rows[mask], seqs[mask]
-    if a.head is not None:
-        rows, seqs = rows[:a.head], seqs[:a.head]
+    cols = t.columns
+    n = len(seqs) if a.head is None else min(len(seqs), a.head)
+    values = [snap.column(col.name)[:n] for col in cols]
+    values = [rfc3339(v) if col.type == TYPE_TS and a.ts == "rfc3339" else v.tolist() for col, v in zip(cols, values)]
+    seqs = seqs[:n].tolist()
 
     out = sys.stdout
     if a.format == "json":
-        summary = {"table": a.table, "count": len(snap.rows), "matched": len(rows),
+        summary = {"table": a.table, "count": snap.scanned, "matched": n,
                    "unavailable": snap.unavailable, "symbols": len(syms)}
         summary.update(c)
         summary.update(first_seq=snap.first_seq, visible=snap.visible, last_ts=snap.last_ts)
         out.write(json.dumps(summary) + "\n")
-        cols = t.columns
-        values = [rows[col.name].tolist() for col in cols]
-        for i, seq in enumerate(seqs.tolist()):
+        for i, seq in enumerate(seqs):
             obj = {"seq": seq}
             for col, vals in zip(cols, values):
                 obj[col.name] = _json_value(col, vals[i], syms)
             out.write(json.dumps(obj, allow_nan=False) + "\n")
         return 0
 
-    out.write(f"table {a.table}: {len(snap.rows)} rows, seq [{snap.first_seq}, {snap.visible}), "
+    out.write(f"table {a.table}: {snap.scanned} rows, seq [{snap.first_seq}, {snap.visible}), "
               f"durable {c['durable']} ({c['durable_segs']} whole segments), symbols {len(syms)}, "
               f"writer {'pid ' + str(c['writer_pid']) if c['state'] else 'closed'}\n")
     if snap.unavailable:
         out.write(f"unavailable: {snap.unavailable} published rows (live copy gone, not durable)\n")
     if a.sym is not None:
-        out.write(f"sym {a.sym!r}: {len(rows)} rows shown\n")
-    names = ["seq"] + [col.name for col in t.columns]
-    out.write("\t".join(names) + "\n")
-    values = [rows[col.name].tolist() for col in t.columns]
-    for i, seq in enumerate(seqs.tolist()):
+        out.write(f"sym {a.sym!r}: {n} rows shown\n")
+    out.write("\t".join(["seq"] + [col.name for col in cols]) + "\n")
+    for i, seq in enumerate(seqs):
         cells = [str(seq)]
-        for col, vals in zip(t.columns, values):
+        for col, vals in zip(cols, values):
             v = vals[i]
             cells.append(("" if v == NO_SYM else syms[v]) if col.type == TYPE_SYM else repr(v) if col.type == TYPE_F64 else str(v))
         out.write("\t".join(cells) + "\n")

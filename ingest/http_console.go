@@ -3,11 +3,10 @@ package ingest
 import (
 	"embed"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"net/http"
-	"path/filepath"
 
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -48,7 +47,8 @@ type apiTable struct {
 	LastTs     *int64      `json:"last_ts,omitempty"`
 	Symbols    []string    `json:"symbols"` // in id order, at most apiSymbols
 	SymCount   int         `json:"symbol_count"`
-	Bytes      int64       `json:"bytes"` // on-disk size
+	Bytes      int64       `json:"bytes"`         // on-disk size: the blocks allocated to the table's files
+	Logical    int64       `json:"logical_bytes"` // the sum of their sizes, the holes of sparse segment files included
 	WriterPid  int         `json:"writer_pid,omitempty"`
 	Writer     string      `json:"writer"` // closed, open or recovering
 	OutOfOrder uint64      `json:"out_of_order"`
@@ -122,31 +122,7 @@ func statAPI(db string, t *apiTable) error {
 		}
 		t.Symbols = append(t.Symbols, name)
 	}
-	t.Bytes, err = treeBytes(r.Dir())
+	u, err := vfs.DirUsage(r.Dir())
+	t.Bytes, t.Logical = u.Bytes, u.Logical
 	return err
-}
-
-// treeBytes sums the sizes of the regular files under dir (as tickdb
-// stat's bytes), skipping files removed meanwhile (retention).
-func treeBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err == nil {
-			n += fi.Size()
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	})
-	return n, err
 }

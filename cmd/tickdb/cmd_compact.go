@@ -62,6 +62,8 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 		if res.Bytes > 0 {
 			ratio = float64(res.RawBytes) / float64(res.Bytes)
 		}
-		return fmt.Sprintf("%s: compressed %d segments, %s → %s (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio), err
+		// Sizes on disk (blocks allocated): a raw segment file is sparse,
+		// so its size says nothing of a segment sealed with few rows.
+		return fmt.Sprintf("%s: compressed %d segments, %s → %s on disk (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio), err
 	})
 }

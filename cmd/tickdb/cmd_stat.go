@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -36,8 +35,11 @@ slots × segment file size), and its hot segments' copies.
 
 It reads the control files without any lock, so it is safe while a writer
 runs; the numbers are a snapshot. --format json prints
-{"tables":[{"name":..,"rows":..,"bytes":..,...}]}, bytes being the size of
-the table's files on disk.`,
+{"tables":[{"name":..,"rows":..,"bytes":..,...}]}, bytes being what the
+table's files take on disk: the blocks allocated to them. Segment files
+are created at their full size and filled as rows come (sparse), so the
+sum of their sizes, logical_bytes, is far larger for a table with few
+rows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStat(cmd, g, o) },
 	}
@@ -53,8 +55,8 @@ the table's files on disk.`,
 type tableStat struct {
 	Name    string `json:"name"`
 	Rows    uint64 `json:"rows"`
-	Bytes   int64  `json:"bytes"`           // on-disk size: the sum of the table's file sizes
-	DiskUse int64  `json:"allocated_bytes"` // blocks allocated to them (segments are preallocated, sparse at first)
+	Bytes   int64  `json:"bytes"`         // on-disk size: the blocks allocated to the table's files
+	Logical int64  `json:"logical_bytes"` // the sum of their sizes, holes included (segments are preallocated, sparse)
 
 	Schema      []statColumn `json:"schema"`
 	FirstSeq    uint64       `json:"first_seq"` // first row not deleted by retention
@@ -205,10 +207,11 @@ func statTable(db, name string) (tableStat, error) {
 	for _, c := range r.Schema().Cols {
 		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
 	}
-	ts.Bytes, ts.DiskUse, err = dirSize(r.Dir())
+	u, err := vfs.DirUsage(r.Dir())
 	if err != nil {
 		return ts, err
 	}
+	ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	st, err := r.Stat()
 	ts.Rows, ts.FirstSeq, ts.DurableRows = st.Rows, st.First, st.Durable
 	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs
@@ -249,7 +252,7 @@ func statTable(db, name string) (tableStat, error) {
 		// directory holds nothing else either, but say what is counted.
 		for i := range st.LiveSlots {
 			if fi, err := os.Stat(filepath.Join(st.LiveDir, format.SlotName(i))); err == nil {
-				ts.LiveBytes += allocated(fi)
+				ts.LiveBytes += vfs.Allocated(fi)
 			}
 		}
 		ents, _ := os.ReadDir(st.LiveDir)
@@ -257,38 +260,11 @@ func statTable(db, name string) (tableStat, error) {
 			_, _, hot := format.ParseHotName(e.Name())
 			_, _, clu := format.ParseCluName(e.Name())
 			if fi, err := e.Info(); err == nil && (hot || clu) {
-				ts.HotBytes += allocated(fi)
+				ts.HotBytes += vfs.Allocated(fi)
 			}
 		}
 	}
 	return ts, err
-}
-
-// dirSize sums the sizes, and the allocated blocks, of the regular files
-// under dir.
-func dirSize(dir string) (size, alloc int64, err error) {
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed meanwhile (retention, a slot recycled)
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		size += fi.Size()
-		alloc += allocated(fi)
-		return nil
-	})
-	return size, alloc, err
 }
 
 // printStat prints the human report: one block per table, labels aligned.
@@ -320,7 +296,11 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 		}
 		statLine(out, "segments", commas(int64(t.Segments)),
 			fmt.Sprintf("%s sealed; %s rows per %s file", commas(int64(t.SealedSegs)), commas(int64(t.SegmentRows)), fmtBytes(t.SegmentBytes)))
-		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s; %s allocated", fmtBytes(t.Bytes), fmtBytes(t.DiskUse)))
+		sparse := ""
+		if t.Logical > t.Bytes {
+			sparse = ": sparse files, their holes take no disk"
+		}
+		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s allocated; logical size %s%s", fmtBytes(t.Bytes), fmtBytes(t.Logical), sparse))
 		if c := t.Compressed; c != nil {
 			statLine(out, "compressed", fmt.Sprintf("%d segments", c.Segments),
 				fmt.Sprintf("%s raw → %s (%.1f×)", fmtBytes(c.RawBytes), fmtBytes(c.Bytes), c.Ratio))

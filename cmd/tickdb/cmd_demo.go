@@ -39,9 +39,10 @@ func newDemoCmd(g *globals) *cobra.Command {
 (ts, sym, price, size) in a fresh database, generates realistic synthetic
 trades for many symbols and appends them on a pinned writer thread, while a
 second process tails the table and checks every row against the same
-generator. Then it queries by time and by symbol and prints throughput,
-append and cross-process latency percentiles, query timings and the
-writer's counters. The workload is the benchmark suite's (see "tickdb
+generator. Then it queries by time and by symbol and prints throughput
+(and what it measures), append and cross-process latency percentiles, the
+durable lag (and what its alarms mean), query timings and the writer's
+counters. The workload is the benchmark suite's (see "tickdb
 bench").
 
 Without --db the database is a temporary directory removed at the end; with
@@ -154,9 +155,9 @@ func printDemo(out io.Writer, rows int, rep *suite.DemoReport) {
 		fmt.Fprintf(out, "  CPU (this machine's %d CPUs also run the reader process, the flusher and the\n", runtime.NumCPU())
 		fmt.Fprintf(out, "  background compaction), or faulting in fresh shared memory, or at a\n")
 		fmt.Fprintf(out, "  segment roll. The README's ingest figure (batches of 1,000, \"cd bench &&\n")
-		fmt.Fprintf(out, "  go run .\") is AppendBatch with no reader process, no per-row timing and\n")
-		fmt.Fprintf(out, "  no publish every %d rows, on a quiet machine: compare it with the median\n", suite.DemoPublishEvery)
-		fmt.Fprintf(out, "  batch rate, not with the throughput.\n")
+		fmt.Fprintf(out, "  go run .\") is AppendBatch and a publish per 1,000 rows, with no reader\n")
+		fmt.Fprintf(out, "  process and no timing inside, on a quiet machine: compare it with the\n")
+		fmt.Fprintf(out, "  median batch rate, not with the throughput.\n")
 	}
 	kv(out, "sync (every row durable)", fmtNs(int64(rep.SyncTime)), "")
 	demoDurability(out, rep)

@@ -70,7 +70,7 @@ type tableStat struct {
 	SealedSegs   uint64 `json:"sealed_segments"`
 	SegmentRows  uint64 `json:"segment_rows"`
 	SegmentBytes int64  `json:"segment_bytes"`
-	Symbols      int    `json:"symbols"`
+	Symbols      int    `json:"symbols"` // the dictionary's entries, which every sym column shares (tickdb verify counts each column's values)
 	OutOfOrder   uint64 `json:"out_of_order"`
 	Late         uint64 `json:"late_rows"`
 	LateWindowNs int64  `json:"late_window_ns"`

@@ -40,6 +40,7 @@ type statJSON struct {
 		SegmentRows  uint64 `json:"segment_rows"`
 		SegmentBytes int64  `json:"segment_bytes"`
 		Symbols      int    `json:"symbols"`
+		Dictionary   int    `json:"dictionary"`
 		OutOfOrder   uint64 `json:"out_of_order"`
 		LateRows     uint64 `json:"late_rows"`
 		LateWindowNs int64  `json:"late_window_ns"`
@@ -233,7 +234,7 @@ func TestStatJSON(t *testing.T) {
 	if strings.Join(gotSchema, " ") != wantSchema {
 		t.Errorf("schema %v, want %s", gotSchema, wantSchema)
 	}
-	if tr.Rows != 5 || tr.DurableRows != 5 || tr.FirstSeq != 0 || tr.Symbols != 3 || tr.OutOfOrder != 0 || tr.Segments != 1 || tr.SegmentBytes != segBytes {
+	if tr.Rows != 5 || tr.DurableRows != 5 || tr.FirstSeq != 0 || tr.Symbols != 3 || tr.Dictionary != 3 || tr.OutOfOrder != 0 || tr.Segments != 1 || tr.SegmentBytes != segBytes {
 		t.Errorf("trades: %+v", tr)
 	}
 	if tr.FirstTs == nil || *tr.FirstTs != knownT0 || *tr.LastTs != knownT0+3_500_000_000 ||

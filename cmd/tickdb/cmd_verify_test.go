@@ -182,7 +182,11 @@ func TestVerifySymbolsAreTheKeyColumns(t *testing.T) {
 		t.Fatalf("latest: exit %d, stderr %q, want 2 rows:\n%s", code, errs, out)
 	}
 	code, out, _ = runCLI("stat", "--db", db)
-	if code != 0 || !regexp.MustCompile(`(?m)^  dictionary +4  values of the sym columns sym, status together`).MatchString(out) || strings.Contains(out, "  symbols ") {
-		t.Fatalf("stat: exit %d: the dictionary's size must not read as the symbols':\n%s", code, out)
+	if code != 0 || !regexp.MustCompile(`(?m)^  symbols +2  column sym's values\n  dictionary +4  values of the sym columns sym, status together`).MatchString(out) {
+		t.Fatalf("stat: exit %d: want 2 symbols and the dictionary's 4 apart:\n%s", code, out)
+	}
+	code, out, _ = runCLI("stat", "--db", db, "--format", "json")
+	if st := parseStat(t, out).Tables[0]; code != 0 || st.Symbols != 2 || st.Dictionary != 4 {
+		t.Fatalf("stat --format json: exit %d: symbols %d, dictionary %d; want 2 and 4", code, st.Symbols, st.Dictionary)
 	}
 }

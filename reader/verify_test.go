@@ -139,4 +139,18 @@ func TestVerifySymbolsCountTheKeyColumn(t *testing.T) {
 	if rep.Rows != 101 || rep.Symbols != 3 || rep.Dictionary != 4 || !slices.Equal(rep.SymColumns, want) {
 		t.Fatalf("report: %d rows, %d symbols, dictionary %d, columns %+v; want 101, 3, 4, %+v", rep.Rows, rep.Symbols, rep.Dictionary, rep.SymColumns, want)
 	}
+	// SymbolsWithRows finds the same symbols from the index, not a scan.
+	r, err := reader.Open(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var names []string
+	n, err := r.SymbolsWithRows(r.Symbols(), func(id uint32) {
+		name, _ := r.SymbolName(id)
+		names = append(names, name)
+	})
+	if err != nil || n != 3 || !slices.Equal(names, []string{"AAA", "BBB", "CCC"}) {
+		t.Fatalf("SymbolsWithRows: %d %q %v; want 3 [AAA BBB CCC]", n, names, err)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,7 +223,7 @@ func statTable(db, name string) (tableStat, error) {
 		// Other sym columns share the dictionary: count the key column's.
 		ts.Symbols = -1
 		if st.Symbols <= statMaxLookups {
-			ts.Symbols, err = keySymbols(r, st.Symbols)
+			ts.Symbols, err = r.SymbolsWithRows(st.Symbols, nil)
 		}
 	}
 	ts.Late, ts.LateWindowNs = st.Late, st.LateWindow
@@ -281,32 +280,6 @@ func statTable(db, name string) (tableStat, error) {
 // µs each, when other sym columns share it (about 15 µs a symbol on the
 // reference machine: a second and a half).
 const statMaxLookups = 100_000
-
-// keySymbols counts the symbols of the first dict entries that have a
-// row among r's published rows, in its key sym column: what latest lists.
-// One lookup of each one's last row (its postings, or a compressed
-// segment's directory), µs each; a table without a sym column has none.
-func keySymbols(r *reader.Reader, dict int) (int, error) {
-	if r.Schema().SymCol < 0 || dict == 0 {
-		return 0, nil
-	}
-	var l reader.Latest
-	if err := r.Latest(math.MaxInt64, &l); err != nil {
-		return 0, err
-	}
-	row := r.Schema().NewRow()
-	n := 0
-	for id := range dict {
-		_, ok, err := l.Sym(uint32(id), row)
-		if err != nil {
-			return n, err
-		}
-		if ok {
-			n++
-		}
-	}
-	return n, nil
-}
 
 // statSymCols is the names of the sym columns of schema, the key one (the
 // first) first.

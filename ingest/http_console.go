@@ -3,12 +3,12 @@ package ingest
 import (
 	"embed"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"net/http"
-	"path/filepath"
 
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
 )
 
 // console is the web console: a single page (index.html) with its script,
@@ -40,20 +40,28 @@ func (h *httpAPI) consoleHandler() (page, assets http.HandlerFunc) {
 
 // apiTable is one table in GET /api/tables.
 type apiTable struct {
-	Name       string      `json:"name"`
-	Schema     []apiColumn `json:"schema"`
-	Rows       uint64      `json:"rows"`  // published rows (the next seq)
-	First      uint64      `json:"first"` // first seq not deleted by retention
-	FirstTs    *int64      `json:"first_ts,omitempty"`
-	LastTs     *int64      `json:"last_ts,omitempty"`
-	Symbols    []string    `json:"symbols"` // in id order, at most apiSymbols
-	SymCount   int         `json:"symbol_count"`
-	Bytes      int64       `json:"bytes"` // on-disk size
-	WriterPid  int         `json:"writer_pid,omitempty"`
-	Writer     string      `json:"writer"` // closed, open or recovering
-	OutOfOrder uint64      `json:"out_of_order"`
-	Late       uint64      `json:"late"`
-	Error      string      `json:"error,omitempty"`
+	Name    string      `json:"name"`
+	Schema  []apiColumn `json:"schema"`
+	Rows    uint64      `json:"rows"`  // published rows (the next seq)
+	First   uint64      `json:"first"` // first seq not deleted by retention
+	FirstTs *int64      `json:"first_ts,omitempty"`
+	LastTs  *int64      `json:"last_ts,omitempty"`
+	// Symbols are the table's symbols, the key (first) sym column's
+	// values, in id order, at most apiSymbols; SymCount how many there
+	// are. Dictionary is the dictionary's size: with other sym columns
+	// (tags, string fields) sharing it, their values too. Past
+	// apiMaxLookups entries shared so, the symbols are not told apart:
+	// the first names and the count are the dictionary's.
+	Symbols    []string `json:"symbols"`
+	SymCount   int      `json:"symbol_count"`
+	Dictionary int      `json:"dictionary"`
+	Bytes      int64    `json:"bytes"`         // on-disk size: the blocks allocated to the table's files
+	Logical    int64    `json:"logical_bytes"` // the sum of their sizes, the holes of sparse segment files included
+	WriterPid  int      `json:"writer_pid,omitempty"`
+	Writer     string   `json:"writer"` // closed, open or recovering
+	OutOfOrder uint64   `json:"out_of_order"`
+	Late       uint64   `json:"late"`
+	Error      string   `json:"error,omitempty"`
 }
 
 type apiColumn struct {
@@ -61,8 +69,13 @@ type apiColumn struct {
 	Type string `json:"type"`
 }
 
-// apiSymbols bounds the symbol names one table lists.
-const apiSymbols = 1000
+// apiSymbols bounds the symbol names one table lists; apiMaxLookups the
+// dictionary whose symbols are told apart from other sym columns' values
+// (a last-row lookup each, µs: the console asks often).
+const (
+	apiSymbols    = 1000
+	apiMaxLookups = 10_000
+)
 
 // tables is GET /api/tables: what the console's Tables panel shows, from
 // reader.Stat for each table: {"tables":[...],"sql":bool} with the tables
@@ -107,7 +120,7 @@ func statAPI(db string, t *apiTable) error {
 	if err != nil {
 		return err
 	}
-	t.Rows, t.First, t.OutOfOrder, t.Late, t.SymCount = st.Rows, st.First, st.OutOfOrder, st.Late, st.Symbols
+	t.Rows, t.First, t.OutOfOrder, t.Late, t.SymCount, t.Dictionary = st.Rows, st.First, st.OutOfOrder, st.Late, st.Symbols, st.Symbols
 	if st.Rows > st.First {
 		t.FirstTs, t.LastTs = &st.FirstTs, &st.LastTs
 	}
@@ -115,38 +128,34 @@ func statAPI(db string, t *apiTable) error {
 	if st.WriterState != reader.WriterClosed {
 		t.WriterPid = st.WriterPid
 	}
-	for id := range min(st.Symbols, apiSymbols) {
-		name, err := r.SymbolName(uint32(id))
+	var ids []uint32
+	nsym := 0
+	for _, c := range r.Schema().Cols {
+		if c.Type == store.TypeSym {
+			nsym++
+		}
+	}
+	if nsym > 1 && st.Symbols <= apiMaxLookups {
+		if t.SymCount, err = r.SymbolsWithRows(st.Symbols, func(id uint32) {
+			if len(ids) < apiSymbols {
+				ids = append(ids, id)
+			}
+		}); err != nil {
+			return err
+		}
+	} else {
+		for id := range min(st.Symbols, apiSymbols) {
+			ids = append(ids, uint32(id))
+		}
+	}
+	for _, id := range ids {
+		name, err := r.SymbolName(id)
 		if err != nil {
 			return err
 		}
 		t.Symbols = append(t.Symbols, name)
 	}
-	t.Bytes, err = treeBytes(r.Dir())
+	u, err := vfs.DirUsage(r.Dir())
+	t.Bytes, t.Logical = u.Bytes, u.Logical
 	return err
-}
-
-// treeBytes sums the sizes of the regular files under dir (as tickdb
-// stat's bytes), skipping files removed meanwhile (retention).
-func treeBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err == nil {
-			n += fi.Size()
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	})
-	return n, err
 }

@@ -49,10 +49,14 @@ func NewLoader(o *Options) *Loader {
 }
 
 // Check validates l without storing anything; a bad line gives a
-// *LineError (its Line is for the caller to set).
+// *LineError (its Line is for the caller to set). A line refused as out of
+// order is counted in its table's out-of-order counter, as Append and the
+// listeners count one.
 func (ld *Loader) Check(l *lineproto.Line) error {
 	ld.s.now = time.Now().UnixNano()
-	return ld.c.line(l)
+	err := ld.c.line(l)
+	ld.s.countLate(l.Measurement, err)
+	return err
 }
 
 // Reset forgets what Check has seen.
@@ -64,6 +68,7 @@ func (ld *Loader) Reset() { ld.c = newChecker(ld.s) }
 func (ld *Loader) Append(l *lineproto.Line) error {
 	ld.s.now = time.Now().UnixNano()
 	_, err := ld.s.store(l)
+	ld.s.countLate(l.Measurement, err)
 	return err
 }
 

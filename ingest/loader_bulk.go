@@ -62,6 +62,7 @@ func (ld *Loader) Create(name string, s *store.Schema) error {
 func (ld *Loader) CheckAt(l *lineproto.Line, now int64) error {
 	ld.s.now = now
 	if err := ld.c.line(l); err != nil {
+		ld.s.countLate(l.Measurement, err)
 		return err
 	}
 	if !l.HasTs {
@@ -86,6 +87,7 @@ func (ld *Loader) AppendLines(ls []lineproto.Line, now int64) (int, error) {
 	s.now = now
 	for i := range ls {
 		if _, err := s.store(&ls[i]); err != nil {
+			s.countLate(ls[i].Measurement, err)
 			return i, err
 		}
 	}

@@ -2,12 +2,15 @@ package ingest
 
 import (
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickdb/tickdb/internal/vfs"
 )
 
 // metrics are the server's counters, exported in the Prometheus text
@@ -176,7 +179,7 @@ func (m *metrics) logBad(log *slog.Logger, msg string, args ...any) {
 type tableCollector struct {
 	s                                       *sink
 	rows, durable, lag, ooo, flushes, bytes *prometheus.Desc
-	hotSegs, hotRows, late                  *prometheus.Desc
+	hotSegs, hotRows, late, disk            *prometheus.Desc
 	rings                                   []*ring
 	depth                                   *prometheus.Desc
 }
@@ -196,13 +199,14 @@ func newTableCollector(s *sink, rings []*ring) *tableCollector {
 		bytes:   d("tickdb_table_flush_bytes_total", "Bytes written by the table's flusher (this run)."),
 		hotSegs: d("tickdb_table_hot_segments", "Sealed, durable segments kept in shared memory (the hot budget)."),
 		hotRows: d("tickdb_table_hot_rows", "Rows of the hot segments: read from shared memory, not from disk."),
+		disk:    d("tickdb_table_disk_bytes", "Bytes the table's files take on disk: the blocks allocated to them (tickdb stat's bytes). Segment files are sparse, so the sum of their sizes is larger."),
 		rings:   rings,
 		depth:   prometheus.NewDesc("tickdb_ingest_queue_depth", "Batches queued from an event loop to the writer.", []string{"loop"}, nil),
 	}
 }
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.hotSegs, c.hotRows, c.late, c.depth} {
+	for _, d := range []*prometheus.Desc{c.rows, c.durable, c.lag, c.ooo, c.flushes, c.bytes, c.hotSegs, c.hotRows, c.late, c.disk, c.depth} {
 		ch <- d
 	}
 }
@@ -218,6 +222,9 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(st.FlushBytes), name)
 		ch <- prometheus.MustNewConstMetric(c.hotSegs, prometheus.GaugeValue, float64(st.HotSegments), name)
 		ch <- prometheus.MustNewConstMetric(c.hotRows, prometheus.GaugeValue, float64(st.HotRows), name)
+		if u, err := vfs.DirUsage(filepath.Join(c.s.opts.DB, name)); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.disk, prometheus.GaugeValue, float64(u.Bytes), name)
+		}
 	}
 	for i, r := range c.rings {
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(r.depth()), strconv.Itoa(i))

@@ -449,11 +449,15 @@ func (s *sink) appendTs(t *table, lineTs int64, hasTs bool) error {
 	if err := s.checkTime(t, ts, hasTs); err != nil {
 		return err
 	}
+	// A late row is refused here, as the checker and addColumns refuse
+	// one, and counted where it is rejected (countRejected): the writer
+	// would count it too.
+	if last := t.w.LastTs(); hasTs && ts < last && uint64(last)-uint64(ts) > uint64(s.opts.Writer.LateWindow) &&
+		s.opts.Writer.OutOfOrder == writer.OutOfOrderReject {
+		return s.lateErr(t, t.name, ts, last, s.now, fixOf(s.opts))
+	}
 	t.row.SetTs(ts)
 	if _, err := t.w.Append(t.row); err != nil {
-		if errors.Is(err, writer.ErrOutOfOrder) {
-			return s.lateErr(t, t.name, ts, t.w.LastTs(), s.now, fixOf(s.opts))
-		}
 		return err
 	}
 	if !t.dirty {
@@ -474,13 +478,49 @@ func (s *sink) reject(tableName []byte, m *recordMeta, err error) {
 	if s.holdLine(err) {
 		return // no room: held and tried again, not rejected (room.go)
 	}
+	if le, ok := asLineErr(err); ok {
+		le.Line = int(m.lineNo)
+	}
+	s.countRejected(tableName, err)
+	s.m.logBad(s.log, "ingest: line rejected", "conn", m.conn, "line", m.lineNo, "table", string(tableName), "err", err)
+}
+
+// countRejected counts a line that was not stored, for err: in the
+// rejected-lines metric by table and reason and, for an out_of_order line
+// of an open table, in the table's own out-of-order counter
+// (writer.CountOutOfOrder: tickdb stat, /api/tables and reader.Stat read
+// it) and in the stats copy /metrics shows. The table's counts come
+// first, so whoever has seen the metric sees the same count everywhere.
+// The sink refuses late lines itself (appendTs, addColumns, the checker),
+// so the writer never counted them. Only the writer goroutine may call it.
+func (s *sink) countRejected(tableName []byte, err error) {
 	reason := "write_error"
 	if le, ok := asLineErr(err); ok {
 		reason = le.Reason.String()
-		le.Line = int(m.lineNo)
 	}
+	s.countLate(tableName, err)
 	s.m.rejected(s.label(tableName), reason)
-	s.m.logBad(s.log, "ingest: line rejected", "conn", m.conn, "line", m.lineNo, "table", string(tableName), "err", err)
+}
+
+// countLate counts an out_of_order err (any other is not counted) in the
+// open table name's out-of-order counter and its stats copy, as
+// countRejected; the Loader, which has no metrics to keep, calls it alone.
+func (s *sink) countLate(name []byte, err error) {
+	le, ok := asLineErr(err)
+	if !ok || le.Reason != lineproto.ReasonOutOfOrder {
+		return
+	}
+	t, ok := s.tables[string(name)]
+	if !ok {
+		return // a table the request would have created: nothing to count in
+	}
+	n := t.w.CountOutOfOrder()
+	s.statsMu.Lock()
+	if st, ok := s.stats[t.name]; ok {
+		st.OutOfOrder = n
+		s.stats[t.name] = st
+	}
+	s.statsMu.Unlock()
 }
 
 // label is a table's name for the metrics, or "" when no such table is

@@ -303,8 +303,8 @@ func (s *sink) step(r *txnRun, n int) (ended bool) {
 // or nil when every row will be stored.
 func (s *sink) checked(r *txnRun) error {
 	if r.badErr != nil {
-		if le, ok := asLineErr(r.badErr); ok {
-			s.m.rejected(s.label(r.bad.name), le.Reason.String())
+		if _, ok := asLineErr(r.badErr); ok {
+			s.countRejected(r.bad.name, r.badErr)
 			s.m.logBad(s.log, "ingest: request rejected", "table", string(r.bad.name), "err", r.badErr)
 		}
 		return r.badErr

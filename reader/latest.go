@@ -509,3 +509,34 @@ func (l *Latest) lateSym(id uint32, dst []byte) (uint64, bool, error) {
 
 // lateSpan is lateSym's first window: a millisecond.
 const lateSpan = int64(1_000_000)
+
+// SymbolsWithRows calls fn, if not nil, with each dictionary id below n
+// that has a row among the published rows in the key sym column (the ids
+// Latest answers for, as tickdb latest lists them), in id order, and
+// returns how many there are: the table's symbols when other sym columns
+// (tags, string fields) share its dictionary. One last-row lookup per id
+// (µs each). A table without a sym column has none.
+func (r *Reader) SymbolsWithRows(n int, fn func(id uint32)) (int, error) {
+	if r.symOff < 0 || n <= 0 {
+		return 0, nil
+	}
+	var l Latest
+	if err := r.Latest(math.MaxInt64, &l); err != nil {
+		return 0, err
+	}
+	row := r.schema.NewRow()
+	count := 0
+	for id := range n {
+		_, ok, err := l.Sym(uint32(id), row)
+		if err != nil {
+			return count, err
+		}
+		if ok {
+			count++
+			if fn != nil {
+				fn(uint32(id))
+			}
+		}
+	}
+	return count, nil
+}

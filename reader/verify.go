@@ -14,7 +14,18 @@ type VerifyReport struct {
 	Rows        uint64 // published rows checked
 	Unpublished uint64 // rows published but neither live nor durable (a crash tail; not damage)
 	Segments    uint64
-	Symbols     int
+	// Symbols is the table's symbols: the distinct values of its key sym
+	// column (the schema's first sym column, which the postings index)
+	// among the rows checked, as latest lists them; 0 without a sym
+	// column.
+	Symbols int
+	// Dictionary is the entries of the table's one dictionary, which
+	// every sym column shares: the values of the other sym columns (other
+	// tags, string fields) too, and of rows retention deleted.
+	Dictionary int
+	// SymColumns is, for each sym column in schema order (the key column
+	// first), its distinct values among the rows checked.
+	SymColumns  []SymColumnValues
 	TimeEntries uint64
 	Postings    uint64
 	// Compacted is the rows below the postings floor: in clustered
@@ -23,6 +34,39 @@ type VerifyReport struct {
 	Compacted uint64
 	Clustered uint64 // clustered hot copies (seg-N.clu) checked
 	Late      uint64 // late rows checked against their late.idx entries
+}
+
+// SymColumnValues is one sym column's distinct values (VerifyReport).
+type SymColumnValues struct {
+	Name   string
+	Values int
+}
+
+// symSet is a set of symbol ids, a bit each, and whether NoSym (a row
+// without the column) is in it while the dictionary has no "".
+type symSet struct {
+	bits  []uint64
+	n     int
+	noSym bool
+}
+
+// len is the distinct values in the set.
+func (s *symSet) len() int {
+	if s.noSym {
+		return s.n + 1
+	}
+	return s.n
+}
+
+func (s *symSet) add(id uint32) {
+	w := int(id >> 6)
+	if w >= len(s.bits) {
+		s.bits = append(s.bits, make([]uint64, w+1-len(s.bits))...)
+	}
+	if b := uint64(1) << (id & 63); s.bits[w]&b == 0 {
+		s.bits[w] |= b
+		s.n++
+	}
 }
 
 // Verify checks table name read-only, without any lock, so it is safe while
@@ -44,7 +88,7 @@ func Verify(db, name string, progress func(done, total uint64)) (VerifyReport, e
 	if err != nil {
 		return rep, err
 	}
-	rep.Symbols = r.syms.Len()
+	rep.Dictionary = r.syms.Len()
 	if err := r.checkCtl(snap); err != nil {
 		return rep, err
 	}
@@ -200,6 +244,32 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 		j = r.late.SearchSeq(nlate, first)
 	}
 	nsym := uint32(r.syms.Len())
+	// The distinct values of each sym column, the key column first; a
+	// column a row's layout lacks reads NoSym, the empty symbol, counted
+	// as the dictionary's "" when it has one.
+	var symCols []int
+	if r.schema.SymCol >= 0 {
+		symCols = append(symCols, r.schema.SymCol)
+	}
+	for i, c := range r.schema.Cols {
+		if c.Type == store.TypeSym && i != r.schema.SymCol {
+			symCols = append(symCols, i)
+		}
+	}
+	sets := make([]symSet, len(symCols))
+	noSym := store.NoSym
+	if id, ok := r.syms.Lookup(nil); ok {
+		noSym = id
+	}
+	defer func() {
+		for i, c := range symCols {
+			rep.SymColumns = append(rep.SymColumns, SymColumnValues{Name: r.schema.Cols[c].Name, Values: sets[i].len()})
+		}
+		if len(sets) > 0 {
+			rep.Symbols = sets[0].len()
+		}
+		rep.Dictionary = max(rep.Dictionary, r.syms.Len())
+	}()
 	lastSeg := ^uint64(0)
 	var lastRS uint64
 	// Checked copies: a sealed segment read from its live slot (hot) can
@@ -270,6 +340,24 @@ func (r *Reader) verifyRows(first, vis uint64, rep *VerifyReport, progress func(
 				}
 				nsym = uint32(r.syms.Len())
 			}
+		}
+		for i, c := range symCols {
+			col := r.schema.ColAt(c)
+			id := row.Sym(col)
+			if id == store.NoSym {
+				if id = noSym; id == store.NoSym {
+					sets[i].noSym = true
+					continue
+				}
+			}
+			if id >= nsym {
+				if r.refreshSymbols(); id >= uint32(r.syms.Len()) {
+					path, off := r.rowPlace(seq)
+					return format.Corruptf(path, off+int64(col.Off), "row %d names symbol %d in column %s, the dictionary has %d", seq, id, r.schema.Cols[c].Name, r.syms.Len())
+				}
+				nsym = uint32(r.syms.Len())
+			}
+			sets[i].add(id)
 		}
 		rep.Rows++
 		if progress != nil && rep.Rows&(1<<20-1) == 0 {

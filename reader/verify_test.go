@@ -3,6 +3,7 @@ package reader_test
 import (
 	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
@@ -97,5 +98,59 @@ func TestVerifyFindsFlippedByte(t *testing.T) {
 	}
 	if ce.Path != path || ce.Offset != off-9 {
 		t.Fatalf("got %s at %d, want %s at %d", ce.Path, ce.Offset, path, off-9)
+	}
+}
+
+// TestVerifySymbolsCountTheKeyColumn: the symbols Verify reports are the
+// key sym column's distinct values, not the dictionary every sym column
+// shares; each sym column's values are counted apart, the rows written
+// before a column was added reading it as the empty symbol.
+func TestVerifySymbolsCountTheKeyColumn(t *testing.T) {
+	db, live := testutil.DB(t)
+	w := writeTicks(t, db, live, "t", 100, nil) // sym: AAA, BBB, CCC
+	if err := w.AddColumn(store.Column{Name: "status", Type: store.TypeSym}); err != nil {
+		t.Fatal(err)
+	}
+	halted, err := w.SymbolString("halted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Schema()
+	symc, _ := s.Col("sym")
+	status, _ := s.Col("status")
+	aaa, _ := w.SymbolString("AAA")
+	row := s.NewRow()
+	row.SetTs(1000)
+	row.SetSym(symc, aaa)
+	row.SetSym(status, halted)
+	if _, err := w.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reader.Verify(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// status: "halted", and missing (the empty symbol) in the 100 rows
+	// before it.
+	want := []reader.SymColumnValues{{Name: "sym", Values: 3}, {Name: "status", Values: 2}}
+	if rep.Rows != 101 || rep.Symbols != 3 || rep.Dictionary != 4 || !slices.Equal(rep.SymColumns, want) {
+		t.Fatalf("report: %d rows, %d symbols, dictionary %d, columns %+v; want 101, 3, 4, %+v", rep.Rows, rep.Symbols, rep.Dictionary, rep.SymColumns, want)
+	}
+	// SymbolsWithRows finds the same symbols from the index, not a scan.
+	r, err := reader.Open(db, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var names []string
+	n, err := r.SymbolsWithRows(r.Symbols(), func(id uint32) {
+		name, _ := r.SymbolName(id)
+		names = append(names, name)
+	})
+	if err != nil || n != 3 || !slices.Equal(names, []string{"AAA", "BBB", "CCC"}) {
+		t.Fatalf("SymbolsWithRows: %d %q %v; want 3 [AAA BBB CCC]", n, names, err)
 	}
 }

@@ -43,9 +43,14 @@ import (
 
 // CompactResult is what one compaction pass did.
 type CompactResult struct {
-	Segments int   // segments compressed
-	RawBytes int64 // bytes of the raw files replaced
-	Bytes    int64 // bytes of the compressed files written
+	Segments int // segments compressed
+	// RawBytes are the bytes the raw files replaced took on disk, Bytes
+	// those the compressed files written take: blocks allocated, not file
+	// sizes. A raw segment file is created at its full size and filled as
+	// rows come (sparse), so a segment sealed with few rows, the last one
+	// at a close, takes far less than its size.
+	RawBytes int64
+	Bytes    int64
 }
 
 // Compact compresses, oldest first, the segments that qualify (above)
@@ -146,6 +151,7 @@ func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}, ready func
 	// only costs the faults.
 	_ = mmap.PopulateRead(data)
 	schema := w.schema.Prefix(w.schema.Layout(int(rs))) // the layout the segment's rows have
+	rawDisk := diskBytes(rawPath, int64(len(b)))
 	var st cseg.Stats
 	if w.schema.SymCol >= 0 {
 		w.ctl.AddFeatures(index.FeatClustered) // Encode writes version 2; the swap makes ctl durable
@@ -162,8 +168,19 @@ func (w *Writer) compactSegment(n, rows uint64, stop <-chan struct{}, ready func
 	if err != nil {
 		return 0, 0, err
 	}
-	w.log.Info("writer: compacted segment", "table", w.name, "segment", n, "raw_bytes", int64(len(b)), "bytes", st.Bytes)
-	return int64(len(b)), st.Bytes, nil
+	zDisk := diskBytes(zPath, st.Bytes)
+	w.log.Info("writer: compacted segment", "table", w.name, "segment", n, "raw_disk_bytes", rawDisk, "disk_bytes", zDisk, "encoded_bytes", st.Bytes)
+	return rawDisk, zDisk, nil
+}
+
+// diskBytes is the bytes file path takes on disk (blocks allocated), or
+// size when it cannot be looked at.
+func diskBytes(path string, size int64) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return size
+	}
+	return vfs.Allocated(fi)
 }
 
 // mapHot maps segment n's hot copy, or returns nil when it has none (or

@@ -44,7 +44,6 @@ type Writer struct {
 	strideStop uint64
 	kickAt     uint64 // seq at which the writer next tells the preparer its position
 	published  uint64
-	ooo        uint64
 	ts         *index.TimeIndex
 	pw         *index.PostWriter
 	// Late rows (Options.LateWindow): the window in ns, late.idx and its
@@ -424,7 +423,7 @@ func (w *Writer) append(row []byte) (uint64, error) {
 		if uint64(w.lastTs)-uint64(ts) <= uint64(w.lateWin) {
 			late = true
 		} else {
-			w.ooo++
+			w.countOutOfOrder()
 			if w.opts.OutOfOrder == OutOfOrderReject {
 				return 0, ErrOutOfOrder
 			}
@@ -639,18 +638,38 @@ func (w *Writer) appendRows32(src []byte) (int, error) {
 	return int(s - seq), nil
 }
 
+// CountOutOfOrder counts one row that the caller refused before Append,
+// by its own check of the same rule (later than LateWindow under
+// OutOfOrderReject), as Append counts the rows it refuses: ingest checks a
+// whole request before storing any of it. Like Append's count, it is the
+// table's out-of-order counter (Stats.OutOfOrder, reader.Stat), stored in
+// the control file at once, without waiting for a Publish, so every
+// process sees the same figure as soon as the row is refused. Writer
+// goroutine only. It returns the count after it (after Close, the final
+// one, unchanged).
+func (w *Writer) CountOutOfOrder() uint64 {
+	if w.closed {
+		return w.final.OutOfOrder
+	}
+	return w.countOutOfOrder()
+}
+
+// countOutOfOrder adds one to the table's out-of-order counter in the
+// control file and returns it: readers in every process see it at once,
+// not at the next Publish (a refused row may be the last the table gets
+// for a while). It is off the in-order path: one store per late row.
+func (w *Writer) countOutOfOrder() uint64 {
+	n := w.ctl.OutOfOrder() + 1
+	w.ctl.SetOutOfOrder(n)
+	return n
+}
+
 // Publish makes every appended row visible to readers, in this and other
 // processes: one seqlock-guarded store of the row count and last ts. It
 // allocates nothing and never waits for I/O unless LagBlock is set and the
 // durable lag is over MaxLag.
 func (w *Writer) Publish() {
 	if w.seq == w.published {
-		if w.ooo != 0 {
-			// Only rejected rows since the last publish: the counter
-			// still has to reach readers.
-			w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
-			w.ooo = 0
-		}
 		return
 	}
 	w.publish()
@@ -662,10 +681,6 @@ func (w *Writer) Publish() {
 func (w *Writer) publish() {
 	w.ctl.Publish(index.Snap{Visible: w.seq, LastTs: w.lastTs, FirstSeq: w.firstSeq, NextChunk: w.pw.NextChunk(), Late: w.nlate})
 	w.published = w.seq
-	if w.ooo != 0 {
-		w.ctl.SetOutOfOrder(w.ctl.OutOfOrder() + w.ooo)
-		w.ooo = 0
-	}
 	if w.grouped != nil {
 		w.grouped.published() // a Group has no ticker: tell its flush job
 	}
@@ -839,7 +854,7 @@ func (w *Writer) stats() Stats {
 		Appended:      w.seq,
 		Visible:       w.ctl.Visible(),
 		Durable:       w.ctl.Durable(),
-		OutOfOrder:    w.ctl.OutOfOrder() + w.ooo,
+		OutOfOrder:    w.ctl.OutOfOrder(),
 		Late:          w.nlate,
 		Symbols:       int(w.nsyms),
 		RollStalls:    w.sh.rollStalls.Load(),

@@ -494,11 +494,20 @@ func TestOutOfOrderReject(t *testing.T) {
 	if s := w.Stats(); s.OutOfOrder != 1 || s.Appended != 1 {
 		t.Fatalf("stats after a rejected row: %+v", s)
 	}
-	// Publishing with nothing new must still publish the counter: a
-	// reader (another process, a metrics scraper) sees the rejection.
-	w.Publish()
+	// A reader (another process, a metrics scraper) sees the rejection
+	// at once, before any Publish: a refused row may be the table's last
+	// for a while.
 	if got := r.OutOfOrder(); got != 1 {
-		t.Fatalf("reader OutOfOrder = %d after Publish, want 1", got)
+		t.Fatalf("reader OutOfOrder = %d right after the rejection, want 1", got)
+	}
+	// A row the caller refused by its own check counts the same way.
+	w.CountOutOfOrder()
+	if got, st := r.OutOfOrder(), w.Stats(); got != 2 || st.OutOfOrder != 2 || st.Appended != 1 {
+		t.Fatalf("after CountOutOfOrder: reader %d, writer %+v, want 2 and 1 row", got, st)
+	}
+	w.Publish()
+	if got := r.OutOfOrder(); got != 2 {
+		t.Fatalf("reader OutOfOrder = %d after Publish, want 2", got)
 	}
 	// Equal ts is not out of order.
 	row.SetTs(200)
@@ -510,7 +519,7 @@ func TestOutOfOrderReject(t *testing.T) {
 	row.SetTs(math.MinInt64)
 	w.Append(row)
 	w.Publish()
-	if r.OutOfOrder() != 3 || w.Stats().OutOfOrder != 3 || r.Len() != 2 {
+	if r.OutOfOrder() != 4 || w.Stats().OutOfOrder != 4 || r.Len() != 2 {
 		t.Fatalf("reader OutOfOrder %d, writer %d, rows %d", r.OutOfOrder(), w.Stats().OutOfOrder, r.Len())
 	}
 	if err := w.Close(); err != nil {
@@ -518,7 +527,7 @@ func TestOutOfOrderReject(t *testing.T) {
 	}
 	// The counter is kept in the table across writers.
 	w2 := tb.open(t, nil)
-	if w2.Stats().OutOfOrder != 3 {
+	if w2.Stats().OutOfOrder != 4 {
 		t.Fatalf("OutOfOrder after reopen = %d", w2.Stats().OutOfOrder)
 	}
 	w2.Close()

@@ -65,7 +65,9 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 		if res.Bytes > 0 {
 			ratio = float64(res.RawBytes) / float64(res.Bytes)
 		}
-		line := fmt.Sprintf("%s: compressed %d segments, %s → %s (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio)
+		// Sizes on disk (blocks allocated): a raw segment file is sparse,
+		// so its size says nothing of a segment sealed with few rows.
+		line := fmt.Sprintf("%s: compressed %d segments, %s → %s on disk (%.1f×)", name, res.Segments, fmtBytes(res.RawBytes), fmtBytes(res.Bytes), ratio)
 		if err == nil && res.Segments == 0 {
 			line = fmt.Sprintf("%s: compressed 0 segments: %s", name, whyNoCompaction(g.db, name, o.olderThan))
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -297,4 +299,73 @@ func TestServeTimeFlags(t *testing.T) {
 	if rows := ingestRows(t, db2, "h"); strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows %q, want %q", rows, want)
 	}
+}
+
+// TestServeOutOfOrderAgrees: rows refused as too old, over HTTP and then
+// over TCP, are counted once and the same at once in tickdb stat, the
+// console's /api/tables and /metrics, with no row accepted after them.
+func TestServeOutOfOrderAgrees(t *testing.T) {
+	db, live := testutil.DB(t)
+	p := startServe(t, "--db", db, "--live-dir", live, "--token", "tok")
+	const t0 = 1_700_000_000_000_000_000
+	serveDo(t, p, "POST", "/write", fmt.Sprintf("o,sym=A v=1 %d\n", t0))
+	metric := func(prefix string) string {
+		for _, l := range strings.Split(serveDo(t, p, "GET", "/metrics", ""), "\n") {
+			if v, ok := strings.CutPrefix(l, prefix+" "); ok {
+				return v
+			}
+		}
+		return "(none)"
+	}
+	agree := func(want int) {
+		t.Helper()
+		code, out, errs := runCLI("stat", "--db", db, "--format", "json")
+		if code != 0 {
+			t.Fatalf("stat: exit %d: %s", code, errs)
+		}
+		st := parseStat(t, out).Tables[0]
+		var api struct {
+			Tables []struct {
+				OutOfOrder uint64 `json:"out_of_order"`
+			}
+		}
+		if err := json.Unmarshal([]byte(serveDo(t, p, "GET", "/api/tables", "")), &api); err != nil || len(api.Tables) != 1 {
+			t.Fatalf("/api/tables: %v", err)
+		}
+		table := metric(`tickdb_table_out_of_order_total{table="o"}`)
+		rejected := metric(`tickdb_ingest_rows_rejected_total{reason="out_of_order",table="o"}`)
+		w := strconv.Itoa(want)
+		if st.OutOfOrder != uint64(want) || api.Tables[0].OutOfOrder != uint64(want) || table != w || rejected != w || st.Rows != 1 {
+			t.Fatalf("out-of-order rows: stat %d, /api/tables %d, tickdb_table_out_of_order_total %s, rejected{out_of_order} %s; want %d everywhere (rows %d, want 1)",
+				st.OutOfOrder, api.Tables[0].OutOfOrder, table, rejected, want, st.Rows)
+		}
+	}
+	req, _ := http.NewRequest("POST", "http://"+p.http+"/write", strings.NewReader(fmt.Sprintf("o,sym=A v=2 %d\n", t0-int64(time.Hour))))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("late row over HTTP: %d, want 400", resp.StatusCode)
+	}
+	agree(1) // the answer came after the count
+	c, err := net.DialTimeout("tcp", p.ilp, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "o,sym=A v=3 %d\n", t0-2*int64(time.Hour))
+	// TCP has no answer: wait for the rejected-lines metric, which is
+	// counted after the table's counter.
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(`tickdb_ingest_rows_rejected_total{reason="out_of_order",table="o"}`) != "2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late TCP line was never rejected:\n%s", p.logText())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	agree(2)
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )
@@ -36,8 +35,11 @@ slots × segment file size), and its hot segments' copies.
 
 It reads the control files without any lock, so it is safe while a writer
 runs; the numbers are a snapshot. --format json prints
-{"tables":[{"name":..,"rows":..,"bytes":..,...}]}, bytes being the size of
-the table's files on disk.`,
+{"tables":[{"name":..,"rows":..,"bytes":..,...}]}, bytes being what the
+table's files take on disk: the blocks allocated to them. Segment files
+are created at their full size and filled as rows come (sparse), so the
+sum of their sizes, logical_bytes, is far larger for a table with few
+rows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStat(cmd, g, o) },
 	}
@@ -53,8 +55,8 @@ the table's files on disk.`,
 type tableStat struct {
 	Name    string `json:"name"`
 	Rows    uint64 `json:"rows"`
-	Bytes   int64  `json:"bytes"`           // on-disk size: the sum of the table's file sizes
-	DiskUse int64  `json:"allocated_bytes"` // blocks allocated to them (segments are preallocated, sparse at first)
+	Bytes   int64  `json:"bytes"`         // on-disk size: the blocks allocated to the table's files
+	Logical int64  `json:"logical_bytes"` // the sum of their sizes, holes included (segments are preallocated, sparse)
 
 	Schema      []statColumn `json:"schema"`
 	FirstSeq    uint64       `json:"first_seq"` // first row not deleted by retention
@@ -68,7 +70,8 @@ type tableStat struct {
 	SealedSegs   uint64 `json:"sealed_segments"`
 	SegmentRows  uint64 `json:"segment_rows"`
 	SegmentBytes int64  `json:"segment_bytes"`
-	Symbols      int    `json:"symbols"`
+	Symbols      int    `json:"symbols"`    // the symbols with rows: the key (first) sym column's values, as latest lists them; -1: not counted (statMaxLookups)
+	Dictionary   int    `json:"dictionary"` // the dictionary's entries, which every sym column shares (tickdb verify counts each column's values)
 	OutOfOrder   uint64 `json:"out_of_order"`
 	Late         uint64 `json:"late_rows"`
 	LateWindowNs int64  `json:"late_window_ns"`
@@ -205,15 +208,24 @@ func statTable(db, name string) (tableStat, error) {
 	for _, c := range r.Schema().Cols {
 		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
 	}
-	ts.Bytes, ts.DiskUse, err = dirSize(r.Dir())
+	u, err := vfs.DirUsage(r.Dir())
 	if err != nil {
 		return ts, err
 	}
+	ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	st, err := r.Stat()
 	ts.Rows, ts.FirstSeq, ts.DurableRows = st.Rows, st.First, st.Durable
 	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs
 	ts.SegmentRows, ts.SegmentBytes = st.SegmentRows, st.SegmentBytes
-	ts.Symbols, ts.OutOfOrder = st.Symbols, st.OutOfOrder
+	ts.Dictionary, ts.OutOfOrder = st.Symbols, st.OutOfOrder
+	ts.Symbols = st.Symbols
+	if nsym := len(statSymCols(ts.Schema)); err == nil && nsym > 1 {
+		// Other sym columns share the dictionary: count the key column's.
+		ts.Symbols = -1
+		if st.Symbols <= statMaxLookups {
+			ts.Symbols, err = r.SymbolsWithRows(st.Symbols, nil)
+		}
+	}
 	ts.Late, ts.LateWindowNs = st.Late, st.LateWindow
 	ts.LiveDir, ts.LiveSlots = st.LiveDir, st.LiveSlots
 	ts.LiveBytesMax = int64(st.LiveSlots) * st.SegmentBytes
@@ -249,7 +261,7 @@ func statTable(db, name string) (tableStat, error) {
 		// directory holds nothing else either, but say what is counted.
 		for i := range st.LiveSlots {
 			if fi, err := os.Stat(filepath.Join(st.LiveDir, format.SlotName(i))); err == nil {
-				ts.LiveBytes += allocated(fi)
+				ts.LiveBytes += vfs.Allocated(fi)
 			}
 		}
 		ents, _ := os.ReadDir(st.LiveDir)
@@ -257,38 +269,28 @@ func statTable(db, name string) (tableStat, error) {
 			_, _, hot := format.ParseHotName(e.Name())
 			_, _, clu := format.ParseCluName(e.Name())
 			if fi, err := e.Info(); err == nil && (hot || clu) {
-				ts.HotBytes += allocated(fi)
+				ts.HotBytes += vfs.Allocated(fi)
 			}
 		}
 	}
 	return ts, err
 }
 
-// dirSize sums the sizes, and the allocated blocks, of the regular files
-// under dir.
-func dirSize(dir string) (size, alloc int64, err error) {
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed meanwhile (retention, a slot recycled)
-			}
-			return err
+// statMaxLookups is the largest dictionary whose symbols stat counts, at
+// µs each, when other sym columns share it (about 15 µs a symbol on the
+// reference machine: a second and a half).
+const statMaxLookups = 100_000
+
+// statSymCols is the names of the sym columns of schema, the key one (the
+// first) first.
+func statSymCols(schema []statColumn) []string {
+	var names []string
+	for _, c := range schema {
+		if c.Type == "sym" {
+			names = append(names, c.Name)
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		size += fi.Size()
-		alloc += allocated(fi)
-		return nil
-	})
-	return size, alloc, err
+	}
+	return names
 }
 
 // printStat prints the human report: one block per table, labels aligned.
@@ -320,7 +322,11 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 		}
 		statLine(out, "segments", commas(int64(t.Segments)),
 			fmt.Sprintf("%s sealed; %s rows per %s file", commas(int64(t.SealedSegs)), commas(int64(t.SegmentRows)), fmtBytes(t.SegmentBytes)))
-		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s; %s allocated", fmtBytes(t.Bytes), fmtBytes(t.DiskUse)))
+		sparse := ""
+		if t.Logical > t.Bytes {
+			sparse = ": sparse files, their holes take no disk"
+		}
+		statLine(out, "bytes on disk", commas(t.Bytes), fmt.Sprintf("%s allocated; logical size %s%s", fmtBytes(t.Bytes), fmtBytes(t.Logical), sparse))
 		if c := t.Compressed; c != nil {
 			statLine(out, "compressed", fmt.Sprintf("%d segments", c.Segments),
 				fmt.Sprintf("%s raw → %s (%.1f×)", fmtBytes(c.RawBytes), fmtBytes(c.Bytes), c.Ratio))
@@ -345,7 +351,19 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 				statLine(out, "  "+l.name, commas(int64(l.t.Rows))+" rows", fmt.Sprintf("%d segment(s): %s", l.t.Segments, l.why))
 			}
 		}
-		statLine(out, "symbols", commas(int64(t.Symbols)))
+		if syms := statSymCols(t.Schema); len(syms) > 1 {
+			// One dictionary serves every sym column: its size is not
+			// the symbols' count (tickdb verify counts each column).
+			if t.Symbols >= 0 {
+				statLine(out, "symbols", commas(int64(t.Symbols)), fmt.Sprintf("column %s's values", syms[0]))
+			} else {
+				statLine(out, "symbols", "-", fmt.Sprintf("not counted past %s dictionary entries: tickdb verify counts column %s's values", commas(statMaxLookups), syms[0]))
+			}
+			statLine(out, "dictionary", commas(int64(t.Dictionary)),
+				fmt.Sprintf("values of the sym columns %s together (tickdb verify counts each column)", strings.Join(syms, ", ")))
+		} else {
+			statLine(out, "symbols", commas(int64(t.Symbols)))
+		}
 		statLine(out, "late rows", commas(int64(t.Late))+" stored in ts order", "window "+time.Duration(t.LateWindowNs).String())
 		statLine(out, "out-of-order rows", commas(int64(t.OutOfOrder)), "later than the window: rejected or restamped")
 		switch w := t.Writer; {

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +22,11 @@ import (
 // statJSON is what a script reads of stat --format json.
 type statJSON struct {
 	Tables []struct {
-		Name           string `json:"name"`
-		Rows           uint64 `json:"rows"`
-		Bytes          int64  `json:"bytes"`
-		AllocatedBytes int64  `json:"allocated_bytes"`
-		Schema         []struct {
+		Name         string `json:"name"`
+		Rows         uint64 `json:"rows"`
+		Bytes        int64  `json:"bytes"`
+		LogicalBytes int64  `json:"logical_bytes"`
+		Schema       []struct {
 			Name, Type string
 		} `json:"schema"`
 		FirstSeq     uint64 `json:"first_seq"`
@@ -38,6 +40,7 @@ type statJSON struct {
 		SegmentRows  uint64 `json:"segment_rows"`
 		SegmentBytes int64  `json:"segment_bytes"`
 		Symbols      int    `json:"symbols"`
+		Dictionary   int    `json:"dictionary"`
 		OutOfOrder   uint64 `json:"out_of_order"`
 		LateRows     uint64 `json:"late_rows"`
 		LateWindowNs int64  `json:"late_window_ns"`
@@ -109,22 +112,26 @@ func waitCompressed(t *testing.T, dir string, n uint64) {
 	}
 }
 
-// filesSize is the sum of the sizes of the regular files under dir.
-func filesSize(t *testing.T, dir string) int64 {
+// filesSize is what the regular files under dir take on disk, the sum of
+// their st_blocks × 512, and the sum of their sizes.
+func filesSize(t *testing.T, dir string) (alloc, logical int64) {
 	t.Helper()
-	var n int64
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		fi, err := d.Info()
-		n += fi.Size()
-		return err
+		if err != nil {
+			return err
+		}
+		alloc += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		logical += fi.Size()
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return alloc, logical
 }
 
 // TestStatJSON checks every field of stat --format json for the known
@@ -167,7 +174,8 @@ func TestStatJSON(t *testing.T) {
 	segBytes := format.SegFileSize(32, 128)
 
 	e := s.Tables[0]
-	if e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil || e.Bytes != filesSize(t, filepath.Join(db, "empty")) {
+	if alloc, logical := filesSize(t, filepath.Join(db, "empty")); e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil ||
+		e.Bytes != alloc || e.LogicalBytes != logical {
 		t.Errorf("empty table: %+v", e)
 	}
 
@@ -226,15 +234,15 @@ func TestStatJSON(t *testing.T) {
 	if strings.Join(gotSchema, " ") != wantSchema {
 		t.Errorf("schema %v, want %s", gotSchema, wantSchema)
 	}
-	if tr.Rows != 5 || tr.DurableRows != 5 || tr.FirstSeq != 0 || tr.Symbols != 3 || tr.OutOfOrder != 0 || tr.Segments != 1 || tr.SegmentBytes != segBytes {
+	if tr.Rows != 5 || tr.DurableRows != 5 || tr.FirstSeq != 0 || tr.Symbols != 3 || tr.Dictionary != 3 || tr.OutOfOrder != 0 || tr.Segments != 1 || tr.SegmentBytes != segBytes {
 		t.Errorf("trades: %+v", tr)
 	}
 	if tr.FirstTs == nil || *tr.FirstTs != knownT0 || *tr.LastTs != knownT0+3_500_000_000 ||
 		tr.FirstTime != "2024-01-02T14:30:00.000000000Z" || tr.LastTime != "2024-01-02T14:30:03.500000000Z" {
 		t.Errorf("trades time range: %v %v %s %s", tr.FirstTs, tr.LastTs, tr.FirstTime, tr.LastTime)
 	}
-	if want := filesSize(t, filepath.Join(db, "trades")); tr.Bytes != want || tr.Bytes <= 0 || tr.AllocatedBytes <= 0 {
-		t.Errorf("trades bytes %d (allocated %d), the files hold %d", tr.Bytes, tr.AllocatedBytes, want)
+	if alloc, logical := filesSize(t, filepath.Join(db, "trades")); tr.Bytes != alloc || tr.Bytes <= 0 || tr.LogicalBytes != logical {
+		t.Errorf("trades bytes %d (logical %d), the files take %d on disk, %d logical", tr.Bytes, tr.LogicalBytes, alloc, logical)
 	}
 	if tr.Writer != nil || tr.LiveBytes != 0 {
 		t.Errorf("trades, closed: writer %+v, live bytes %d", tr.Writer, tr.LiveBytes)
@@ -284,7 +292,7 @@ func TestStatReport(t *testing.T) {
 		`^  rows +5  5 durable$`,
 		`^  time range +2024-01-02T14:30:00\.000000000Z \.\. 2024-01-02T14:30:03\.500000000Z$`,
 		`^  segments +1  0 sealed; 128 rows per 8 KiB file$`,
-		`^  bytes on disk +[0-9,]+  \S+ \S*B; \S+ \S*B allocated$`,
+		`^  bytes on disk +[0-9,]+  \S+ \S*B allocated; logical size \S+ \S*B(: sparse files, their holes take no disk)?$`,
 		`^  symbols +3$`,
 		`^  late rows +0 stored in ts order  window 0s$`,
 		`^  out-of-order rows +0  later than the window: rejected or restamped$`,
@@ -324,5 +332,57 @@ func TestStatErrors(t *testing.T) {
 	code, out, _ := runCLI("stat", "--db", t.TempDir(), "--format", "json")
 	if code != 0 || out != "{\"tables\":[]}\n" {
 		t.Errorf("empty database: exit %d, %q", code, out)
+	}
+}
+
+// TestSizesAreAllocated: stat and compact give a table's size as what
+// its files take on disk (st_blocks), which for a table of two rows in
+// 64 MiB segments is far below the files' preallocated, sparse sizes; the
+// logical size is shown labelled as such.
+func TestSizesAreAllocated(t *testing.T) {
+	db, live := testutil.DB(t)
+	sw := newSeqWriter(t, db, live+"/tiny", "tiny", func(o *writer.Options) { o.SegmentSize = 64 << 20; o.CompactAge = -1 })
+	sw.write(2, 2)
+	if err := sw.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sw.w = nil
+	dir := filepath.Join(db, "tiny")
+	alloc, logical := filesSize(t, dir)
+
+	code, out, errs := runCLI("stat", "--db", db, "--format", "json")
+	if code != 0 || errs != "" {
+		t.Fatalf("stat: exit %d, stderr %q", code, errs)
+	}
+	st := parseStat(t, out).Tables[0]
+	if st.Bytes != alloc || st.LogicalBytes != logical {
+		t.Errorf("stat: bytes %d, logical_bytes %d; the files take %d on disk (st_blocks), %d logical", st.Bytes, st.LogicalBytes, alloc, logical)
+	}
+	if st.Bytes*16 > st.SegmentBytes || st.Bytes*16 > st.LogicalBytes {
+		t.Errorf("stat: %d bytes for 2 rows, not far below the %d-byte segment file (logical %d)", st.Bytes, st.SegmentBytes, st.LogicalBytes)
+	}
+	code, out, errs = runCLI("stat", "--db", db)
+	want := fmt.Sprintf("%s  %s allocated; logical size %s", commas(alloc), fmtBytes(alloc), fmtBytes(logical))
+	if code != 0 || errs != "" || !strings.Contains(out, want) {
+		t.Errorf("stat report: exit %d, stderr %q, want a line with %q:\n%s", code, errs, want, out)
+	}
+
+	segInfo, err := os.Stat(format.SegPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := segInfo.Sys().(*syscall.Stat_t).Blocks * 512
+	code, out, errs = runCLI("compact", "--db", db)
+	if code != 0 || errs != "" {
+		t.Fatalf("compact: exit %d, stderr %q", code, errs)
+	}
+	zInfo, err := os.Stat(format.ZSegPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zInfo.Sys().(*syscall.Stat_t).Blocks * 512
+	want = fmt.Sprintf("tiny: compressed 1 segments, %s → %s on disk (%.1f×)", fmtBytes(raw), fmtBytes(z), float64(raw)/float64(z))
+	if !strings.Contains(out, want) || raw*16 > segInfo.Size() {
+		t.Errorf("compact said %q, want %q (the raw file takes %d of its %d bytes)", out, want, raw, segInfo.Size())
 	}
 }

@@ -84,15 +84,31 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOpts) error {
 			bad = append(bad, n)
 			continue
 		}
-		fmt.Fprintf(out, "%s: OK, %s verified (%s, %s, %s, %s)%s\n", n,
+		fmt.Fprintf(out, "%s: OK, %s verified (%s, %s, %s, %s)%s%s\n", n,
 			count(rep.Rows, "row", "rows"), count(rep.Segments, "segment", "segments"),
 			count(uint64(rep.Symbols), "symbol", "symbols"), count(rep.TimeEntries, "time-index entry", "time-index entries"),
-			count(rep.Postings, "postings entry", "postings entries"), unpublishedNote(rep))
+			count(rep.Postings, "postings entry", "postings entries"), symColumnsNote(rep), unpublishedNote(rep))
 	}
 	if len(bad) > 1 {
 		return fmt.Errorf("%w (and %d more damaged tables: %s)", first, len(bad)-1, strings.Join(bad[1:], ", "))
 	}
 	return first
+}
+
+// symColumnsNote names, when a table has sym columns beside its key one
+// (other tags, string fields), each column's distinct values and the size
+// of the dictionary they share: the symbols verify counts are the key
+// column's values only, as latest lists them.
+func symColumnsNote(rep reader.VerifyReport) string {
+	if len(rep.SymColumns) < 2 {
+		return ""
+	}
+	cols := make([]string, len(rep.SymColumns))
+	for i, c := range rep.SymColumns {
+		cols[i] = fmt.Sprintf("%s %s", c.Name, count(uint64(c.Values), "value", "values"))
+	}
+	return fmt.Sprintf("; symbols are column %s's values; sym columns %s, sharing a dictionary of %s",
+		rep.SymColumns[0].Name, strings.Join(cols, ", "), commas(int64(rep.Dictionary)))
 }
 
 // verifyTable verifies one table, with a progress bar on a terminal.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,5 +151,42 @@ func TestVerifyErrors(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, one line with %q", code, out, errs, tc.want)
 			}
 		})
+	}
+}
+
+// TestVerifySymbolsAreTheKeyColumns: with a string field beside the tag,
+// verify's symbols are the tag's values (what latest lists), and the
+// other sym column and the shared dictionary are named apart; latest and
+// stat agree.
+func TestVerifySymbolsAreTheKeyColumns(t *testing.T) {
+	db, live := testutil.DB(t)
+	in := filepath.Join(t.TempDir(), "q.ilp")
+	lines := "q,sym=AAPL px=1.5 1700000000000000000\n" +
+		"q,sym=MSFT px=2.5,status=\"halted\" 1700000000000000001\n" +
+		"q,sym=AAPL px=1.6 1700000000000000002\n"
+	if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI("ingest", "--db", db, "--live-dir", live, "--format", "ilp", in); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, errs)
+	}
+	code, out, errs := runCLI("verify", "--db", db)
+	// status holds "halted" and, for the rows without it, "": the
+	// dictionary has AAPL, MSFT, halted and "".
+	want := "q: OK, 3 rows verified (1 segment, 2 symbols, 1 time-index entry, 3 postings entries); symbols are column sym's values; sym columns sym 2 values, status 2 values, sharing a dictionary of 4\n"
+	if code != 0 || errs != "" || out != want {
+		t.Fatalf("verify: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
+	}
+	code, out, errs = runCLI("latest", "--db", db, "--table", "q", "--format", "csv")
+	if code != 0 || strings.Count(out, "\n") != 1+2 {
+		t.Fatalf("latest: exit %d, stderr %q, want 2 rows:\n%s", code, errs, out)
+	}
+	code, out, _ = runCLI("stat", "--db", db)
+	if code != 0 || !regexp.MustCompile(`(?m)^  symbols +2  column sym's values\n  dictionary +4  values of the sym columns sym, status together`).MatchString(out) {
+		t.Fatalf("stat: exit %d: want 2 symbols and the dictionary's 4 apart:\n%s", code, out)
+	}
+	code, out, _ = runCLI("stat", "--db", db, "--format", "json")
+	if st := parseStat(t, out).Tables[0]; code != 0 || st.Symbols != 2 || st.Dictionary != 4 {
+		t.Fatalf("stat --format json: exit %d: symbols %d, dictionary %d; want 2 and 4", code, st.Symbols, st.Dictionary)
 	}
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 )
-
-// allocated is the file's size on Windows (no st_blocks).
-func allocated(fi fs.FileInfo) int64 { return fi.Size() }
 
 // pidRunning reports whether process pid exists. No writer runs on
 // Windows, so a pid in a lock file is another machine's or stale; it

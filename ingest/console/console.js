@@ -141,7 +141,7 @@
       cell(tr, fmtTime(t.first_ts));
       cell(tr, fmtTime(t.last_ts));
       cell(tr, fmtNum(t.symbol_count), true);
-      cell(tr, fmtBytes(t.bytes), true);
+      cell(tr, fmtBytes(t.bytes), true).title = 'allocated on disk; logical size ' + fmtBytes(t.logical_bytes) + ' (sparse files)';
       cell(tr, t.writer + (t.writer_pid ? ' (pid ' + t.writer_pid + ')' : ''));
       cell(tr, fmtNum(t.out_of_order), true);
       cell(tr, fmtNum(t.late), true);

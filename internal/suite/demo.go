@@ -97,7 +97,32 @@ type DemoReport struct {
 
 	Queries []DemoQuery
 	Stats   writer.Stats // the writer's counters before it closed
+
+	// SlowBatches are the publish batches slower than DemoSlowBatch, and
+	// SlowTime their total time: where AppendTime goes beyond what the
+	// median batch's rate would take (the writer thread preempted or
+	// faulting in fresh shared memory, a segment roll).
+	SlowBatches int64
+	SlowTime    time.Duration
+	// The durable lag (published rows not yet durable) as sampled every
+	// DemoLagEvery while the rows were appended: its largest value, and
+	// the time it was over LagLimit, the writer's MaxLag (one segment: a
+	// durable-lag alarm), which is below LagBound, the most it can reach
+	// ((live slots - 1) segments) before the writer waits at a roll.
+	MaxLag, LagLimit, LagBound uint64
+	LagOver                    time.Duration
+	// DurableAtEnd is the rows durable when the last row was appended,
+	// before the Sync.
+	DurableAtEnd uint64
+	RowSize      int // the table's row, in bytes
 }
+
+// DemoSlowBatch is the publish batch time above which a batch counts as
+// slow in DemoReport; DemoLagEvery the durable lag's sampling period.
+const (
+	DemoSlowBatch = 10 * time.Microsecond
+	DemoLagEvery  = time.Millisecond
+)
 
 // DemoQuery is one timed query of the demo.
 type DemoQuery struct {
@@ -187,13 +212,27 @@ func Demo(ctx context.Context, c DemoConfig) (rep *DemoReport, err error) {
 	// retires that thread, so the affinity never leaks to other goroutines.
 	// The channel hands the writer back to this goroutine.
 	done := make(chan demoWrite, 1)
+	lagc := make(chan demoLag, 1)
+	stopLag := make(chan struct{})
+	limit := r.SegmentRows() // the writer's default MaxLag
+	go func() { lagc <- sampleLag(r, limit, stopLag) }()
 	go func() { done <- demoAppend(ctx, w, g, ids, c.Rows) }()
 	wr := <-done
+	close(stopLag)
+	lag := <-lagc
 	if wr.err != nil {
 		return nil, fmt.Errorf("write: %w", wr.err)
 	}
 	rep = &DemoReport{AppendTime: wr.appendTime, SyncTime: wr.syncTime, TimerCost: wr.timerCost, ReaderPid: rc.Pid,
-		AppendLat: LatencyOf(wr.appendLat), BatchLat: LatencyOf(wr.batchLat)}
+		AppendLat: LatencyOf(wr.appendLat), BatchLat: LatencyOf(wr.batchLat),
+		MaxLag: lag.max, LagOver: lag.over, LagLimit: limit, LagBound: uint64(demoLiveSlots-1) * limit, DurableAtEnd: wr.durableAtEnd,
+		RowSize: schema.RowSize}
+	for _, b := range wr.batchLat.Distribution() {
+		if b.From >= int64(DemoSlowBatch) && b.Count > 0 {
+			rep.SlowBatches += b.Count
+			rep.SlowTime += time.Duration(b.Count * (b.From + b.To) / 2)
+		}
+	}
 
 	// The reader process has seen every row or failed.
 	res, err := demoReaderResult(ctx, rc, c.Rows)
@@ -227,7 +266,7 @@ func demoLiveDir(c DemoConfig, s *store.Schema) (dir string, free, need int64) {
 	if err := unix.Statfs("/dev/shm", &fs); err != nil {
 		return "", 0, 0
 	}
-	const slots = 4 // writer.Options.LiveSlots default
+	const slots = demoLiveSlots
 	need = slots * (c.SegmentSize + int64(s.RowSize) + 2*format.BlockSize)
 	if free = int64(fs.Bavail) * fs.Bsize; free < need+need/8 {
 		return filepath.Join(c.DB, c.Table, "live"), free, need
@@ -329,6 +368,43 @@ func demoReaderResult(ctx context.Context, c *child.Child, rows int) (*demoReade
 	}
 }
 
+// demoLiveSlots is the demo writer's live slots: writer.Options.LiveSlots'
+// default.
+const demoLiveSlots = 4
+
+// demoLag is what sampleLag saw.
+type demoLag struct {
+	max  uint64
+	over time.Duration
+}
+
+// sampleLag samples the durable lag of r's table every DemoLagEvery
+// until stop: its largest value, and for how long it was over limit. The
+// two counts are read from the control file, as another process would.
+func sampleLag(r *reader.Reader, limit uint64, stop <-chan struct{}) (l demoLag) {
+	t := time.NewTicker(DemoLagEvery)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return l
+		case <-t.C:
+		}
+		d := r.Durable()
+		v := r.Len()
+		now := time.Now()
+		if v > d {
+			lag := v - d
+			l.max = max(l.max, lag)
+			if lag > limit {
+				l.over += now.Sub(last)
+			}
+		}
+		last = now
+	}
+}
+
 // demoWrite is what the writer goroutine measured.
 type demoWrite struct {
 	appendTime time.Duration
@@ -338,7 +414,9 @@ type demoWrite struct {
 	batchLat   *hdrhistogram.Histogram // every publish batch: its appends and Publish
 	stamps     []int64                 // wall clock just before each sampled Publish
 	firstTs    int64                   // first tick's ts
-	err        error
+	// durableAtEnd is the rows durable when the last one was appended.
+	durableAtEnd uint64
+	err          error
 }
 
 // demoAppend runs on its own goroutine: it pins it, then appends rows
@@ -405,6 +483,7 @@ func demoAppend(ctx context.Context, w *writer.Writer, g *gen.Gen, ids []uint32,
 		r.appendTime += prev - start
 		done += n
 	}
+	r.durableAtEnd = w.Stats().Durable
 	t := time.Now()
 	r.err = w.Sync()
 	r.syncTime = time.Since(t)

@@ -31,7 +31,7 @@ import (
 
 	"github.com/tickdb/tickdb/bench/peers"
 	"github.com/tickdb/tickdb/bench/plot"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 func main() {

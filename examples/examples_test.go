@@ -32,9 +32,9 @@ import (
 
 	"github.com/tickdb/tickdb/internal/codec"
 	"github.com/tickdb/tickdb/internal/cseg"
-	"github.com/tickdb/tickdb/internal/csegtest"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/csegtest"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

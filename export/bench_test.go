@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/export"
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/export"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // TestExportDuckDB reads a Parquet export back with a real DuckDB, through

@@ -16,7 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/tickdb/tickdb/export"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/writer"
 )
 

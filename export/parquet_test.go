@@ -17,7 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/tickdb/tickdb/export"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // readDataset reads every file of an exported dataset back, partitions

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/loadgen"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/writer"
 )
 

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/loadgen"
-	"github.com/tickdb/tickdb/internal/tablecheck"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // The real-client tests run the official QuestDB and InfluxDB JavaScript

@@ -21,7 +21,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sys/unix"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
 )
 
 // BenchmarkHTTPQuery is GET /query of a whole table of 1 M ticks of 100
-// symbols (internal/gen through loadgen, written over POST /write
+// symbols (internal/harness/gen through loadgen, written over POST /write
 // first), csv and json, ts as rfc3339 (the default) and ns, end to end
 // on 127.0.0.1: a server with the default options, one client on a
 // kept-alive connection that reads each body to the end and discards

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/loadgen"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // idleReaders is the readers the pool holds idle for table.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/reader"
 )

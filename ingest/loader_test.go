@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/tablecheck"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/store"
 )

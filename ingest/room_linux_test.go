@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/tablecheck"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // TestNoRoomForNewTable: on a full disk a write that would create a table

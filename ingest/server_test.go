@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/tickdb/tickdb/internal/tablecheck"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // testServer starts a server on 127.0.0.1 ephemeral ports over a fresh

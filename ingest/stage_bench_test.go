@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/loadgen"
-	"github.com/tickdb/tickdb/internal/scale"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/scale"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 )
 
@@ -127,7 +127,7 @@ func BenchmarkStageSink(b *testing.B) {
 }
 
 // BenchmarkStageSinkSymbols is BenchmarkStageSink over a table of many
-// symbols (names shaped like option contracts, internal/scale): the
+// symbols (names shaped like option contracts, internal/harness/scale): the
 // table is made with every symbol named once (timed apart: new-ns/line
 // and new-cpu-ns/line), then each
 // iteration applies and publishes a batch of 1,024 rows drawn uniformly

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // lpFuzzSeeds start FuzzParse off at the corners of the grammar; more seeds,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // lpTag, lpF, lpI, lpU and lpB build expected Line parts tersely.

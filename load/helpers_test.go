@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
 )
 
 // tableRows reads every row of table as text lines "ts col=value ..." in

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 )
 

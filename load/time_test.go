@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/ingest"
-	"github.com/tickdb/tickdb/internal/tablecheck"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/lineproto"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -1,7 +1,7 @@
 package query_test
 
 // Bars benchmarks over one generated table (100 symbols, ts about 1 µs
-// apart, fixed seed; internal/benchutil's benchmark table), written twice:
+// apart, fixed seed; internal/harness/benchutil's benchmark table), written twice:
 // closed plainly (layout=raw) and closed with CloseCompacted(0)
 // (layout=compacted: every segment compressed, clustered by symbol). One
 // symbol's bars (the symbol with about 1% of the rows) and every
@@ -27,8 +27,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 )

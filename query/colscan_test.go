@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/csegtest"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/csegtest"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

@@ -5,13 +5,13 @@ import (
 	"io"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 )
 
-// benchTicks is n ticks of nsym symbols from internal/gen (seed 1:
+// benchTicks is n ticks of nsym symbols from internal/harness/gen (seed 1:
 // skewed activity, cent prices, round-lot sizes, about 1 µs apart) as
 // rows of store.TickSchema laid end to end, and the lookup of their
 // symbols' names.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/store"
 )

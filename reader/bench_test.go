@@ -7,7 +7,7 @@ package reader_test
 // (row count and a checksum) against a brute-force expected value computed
 // from an in-memory copy of what was written, so a fast wrong answer fails
 // the benchmark. Each reports the matching raw limit of this machine,
-// measured in the same run by internal/limits on mappings of the table's
+// measured in the same run by internal/harness/limits on mappings of the table's
 // own segment files (raw-...), and x-raw = limit cost / our cost.
 //
 // Run (about 2 minutes with the 20M-row table on the 2-core reference
@@ -41,10 +41,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/limits"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/limits"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

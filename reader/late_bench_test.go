@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

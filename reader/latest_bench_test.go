@@ -25,8 +25,8 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -1,7 +1,7 @@
 package reader_test
 
 // Whole-table scans summing one column (size), over the same generated
-// ticks (100 symbols, fixed seed, internal/benchutil) written twice: one
+// ticks (100 symbols, fixed seed, internal/harness/benchutil) written twice: one
 // table closed plainly (raw segments), one closed with CloseCompacted(0)
 // (every segment compressed, clustered by symbol). op=range is the row
 // iterator (Range and Iter.Next); op=scan the column scan (Reader.Scan),
@@ -25,7 +25,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
 	"github.com/tickdb/tickdb/reader"
 )
 

@@ -3,9 +3,9 @@ package writer_test
 // Storage-core write benchmarks. Each one reports domain units (ns/row,
 // rows/s, p50-ns ... max-ns, MB/s) and, where there is one, the matching
 // raw limit of this machine measured in the same benchmark run by
-// internal/limits, with the ratio x-raw = limit cost / our cost (1 = at the
+// internal/harness/limits, with the ratio x-raw = limit cost / our cost (1 = at the
 // limit). Data: 100 symbols, random-walk prices, sizes in round lots, ts
-// about 1 µs apart, fixed seed (internal/gen via internal/benchutil).
+// about 1 µs apart, fixed seed (internal/harness/gen via internal/harness/benchutil).
 //
 // Run (about 3 minutes on the 2-core reference machine):
 //
@@ -27,10 +27,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/benchutil"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/limits"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/benchutil"
+	"github.com/tickdb/tickdb/internal/harness/limits"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )

@@ -3,7 +3,7 @@ package writer_test
 import (
 	"errors"
 	"fmt"
-	"github.com/tickdb/tickdb/internal/tablecheck"
+	"github.com/tickdb/tickdb/internal/harness/tablecheck"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

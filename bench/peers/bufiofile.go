@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // Bufio is the naive baseline: a plain file of fixed 32-byte rows.

@@ -1,4 +1,4 @@
-// Package peers holds the benchmark suite's peer systems (internal/suite):
+// Package peers holds the benchmark suite's peer systems (internal/harness/suite):
 // adapters that store the suite's ticks in other stores, so that tickdb's
 // figures can be read next to theirs. It lives in its own module (bench/)
 // so that the peers' dependencies never enter tickdb's go.mod.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // Pebble stores one key per tick in a pebble LSM (key layout in the

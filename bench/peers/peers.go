@@ -3,7 +3,7 @@ package peers
 import (
 	"fmt"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // All returns the peers in report order: tstorage, pebble, bufio.

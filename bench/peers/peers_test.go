@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tickdb/tickdb/bench/peers"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 func TestMain(m *testing.M) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nakabonne/tstorage"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // TStorage stores each symbol as a tstorage series (data model, and why

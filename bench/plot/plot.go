@@ -1,4 +1,4 @@
-// Package plot draws a suite report (tickdb and its peers, internal/suite)
+// Package plot draws a suite report (tickdb and its peers, internal/harness/suite)
 // as an image: latency by percentile and throughput, side by side. It lives
 // in the bench module so that gonum/plot stays out of tickdb's own
 // dependencies; tickdb bench --json writes what `go run . --plot-json`
@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 func TestPlotNinesX(t *testing.T) {

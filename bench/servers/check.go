@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // Both servers answer CSV with a header line: tickdb's /query, /bars and

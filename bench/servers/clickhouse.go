@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // ClickHouseConfigDir is where Debian's clickhouse-server package puts

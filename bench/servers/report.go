@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // The report's metric ids, in report order, with what they measure.

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // Config configures Run. Zero values give the defaults.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 )
 
 // server is one server under test: tickdb serve or ClickHouse. Both run

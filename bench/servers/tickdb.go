@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // tickdbServer is `tickdb serve` with its default flags but --db (a

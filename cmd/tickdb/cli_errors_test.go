@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // TestFromAfterTo: a --from after --to is an error naming both times

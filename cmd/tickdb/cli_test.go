@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 )
 
 // runCLI runs the CLI in-process and returns its exit status and output.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 type benchReadmeOpts struct {
@@ -32,7 +32,7 @@ that measured it. Run it from the repository's root after measuring:
   ` + suite.ReadmeRegen + `
 
 --check changes nothing and fails if the README differs from what the
-reports generate (a test in internal/suite does the same).`,
+reports generate (a test in internal/harness/suite does the same).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchReadme(cmd, o) },
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/internal/scale"
+	"github.com/tickdb/tickdb/internal/harness/scale"
 )
 
 type benchScaleOpts struct {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/internal/scaletables"
+	"github.com/tickdb/tickdb/internal/harness/scaletables"
 )
 
 type benchTablesOpts struct {

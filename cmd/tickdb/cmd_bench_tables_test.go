@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/scaletables"
+	"github.com/tickdb/tickdb/internal/harness/scaletables"
 )
 
 // bench tables runs serve (this test binary as the CLI) for each count,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // smallBench is a bench command line that runs in a few seconds.

@@ -15,9 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tickdb/tickdb/internal/child"
-	"github.com/tickdb/tickdb/internal/suite"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/child"
+	"github.com/tickdb/tickdb/internal/harness/suite"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 )
 
@@ -25,11 +25,11 @@ import (
 // check against another seed, so that it must report a mismatch.
 const testChildSeedEnv = "TICKDB_TEST_CHILD_SEED"
 
-// cliRole is the child role (internal/child) in which this test binary,
+// cliRole is the child role (internal/harness/child) in which this test binary,
 // re-executed, runs the CLI on its arguments, as the tickdb binary would.
 const cliRole = "cli"
 
-// TestMain serves two roles. Re-executed as a child (internal/child), this
+// TestMain serves two roles. Re-executed as a child (internal/harness/child), this
 // binary is not running tests at all: it is the CLI (cliRole), or one of
 // the suite's child processes (the demo's reader, bench's), just as the
 // tickdb binary would be. Otherwise it runs the package's tests and fails

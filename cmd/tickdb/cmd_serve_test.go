@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/child"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/tickdb/tickdb/internal/suite"
+	"github.com/tickdb/tickdb/internal/harness/suite"
 )
 
 // linuxCmds are the commands that write through the pinned writer or
@@ -15,5 +15,5 @@ func linuxCmds(g *globals) []*cobra.Command {
 
 // maybeChild runs this binary's child process role (the benchmark suite's,
 // which the demo's reader process is too) when it was re-executed as one
-// (internal/child), and returns otherwise.
+// (internal/harness/child), and returns otherwise.
 func maybeChild() { suite.MaybeChild() }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // TestConsoleFromAfterTo: the console's Query panel with a from after its

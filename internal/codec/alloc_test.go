@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/codec"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // TestAllocs holds every codec to zero allocations on a 64k-row block once

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/codec"
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 )
 
 // blockRows is the rows of the realistic block the tests and benchmarks

@@ -18,7 +18,7 @@ import (
 )
 
 // Benchmarks over one sealed-segment-sized segment (2^21 rows) of
-// realistic ticks: internal/gen, 100 symbols, seed 1, the tick schema.
+// realistic ticks: internal/harness/gen, 100 symbols, seed 1, the tick schema.
 // Compare commits with
 //
 //	go test ./cseg -run '^$' -bench . -count 10 > new.txt && benchstat old.txt new.txt

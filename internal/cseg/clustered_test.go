@@ -14,7 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/store"
 )
 

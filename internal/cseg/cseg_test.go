@@ -15,8 +15,8 @@ import (
 
 	"github.com/tickdb/tickdb/internal/codec"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/store"
 )
 
@@ -46,7 +46,7 @@ func maxCols() *store.Schema {
 }
 
 // genRows returns n sealed rows of schema s for segment segNo of rps rows
-// a segment: realistic ticks (internal/gen, 100 symbols) in the ts, first
+// a segment: realistic ticks (internal/harness/gen, 100 symbols) in the ts, first
 // sym, first f64 and first i64 columns, and seeded noise in the others,
 // including f64 values that are not decimals (NaN, ±Inf, -0) and extreme
 // i64s.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/store"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // node-postgres (pg, pinned in ../testdata/node/package.json and

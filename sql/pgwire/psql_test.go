@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // psql 15 (Debian's postgresql-client) against the server: its catalog

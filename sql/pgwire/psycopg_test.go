@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 // Debian's python3 with python3-psycopg2 and python3-pandas reads the

@@ -13,7 +13,7 @@
 //
 // Its child processes (a reader in another process, the user protocol's
 // ingesting and fresh processes, the demo's verifying reader) are the
-// binary that runs the suite, re-executed by internal/child in one of the
+// binary that runs the suite, re-executed by internal/harness/child in one of the
 // suite's roles: such a binary calls MaybeChild first.
 //
 // # Concurrency
@@ -27,7 +27,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 )
 
 // Seed is the generator seed of every data set the suite builds.
@@ -47,7 +47,7 @@ type Data struct {
 
 // Generate returns n ticks of NumSymbols symbols from the fixed seed:
 // random-walk prices in cents, sizes in round lots, ts about 1 µs apart
-// (internal/gen). Equal n give equal data in any process.
+// (internal/harness/gen). Equal n give equal data in any process.
 func Generate(n int) *Data {
 	g := gen.New(gen.Options{Symbols: NumSymbols, Seed: Seed})
 	d := &Data{Ticks: make([]gen.Tick, n), Symbols: g.Symbols(), bySym: make([][]int32, NumSymbols)}

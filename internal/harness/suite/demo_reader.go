@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/child"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 )

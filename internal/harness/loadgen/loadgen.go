@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 	"github.com/tickdb/tickdb/lineproto"
 )
 
 // Ticks returns n lines "<table>,sym=<S> price=<p>,size=<q>i[ <ts>]\n" for
-// nsym symbols drawn by internal/gen (skewed like a real market), written
+// nsym symbols drawn by internal/harness/gen (skewed like a real market), written
 // by lineproto.Encoder like every line tickdb writes; with withTs the
 // lines carry gen's non-decreasing timestamps, otherwise the server stamps
 // them. The error is lineproto's, for a table name it cannot write.

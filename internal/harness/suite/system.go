@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 )
 
 // System is one store under test, opened on an empty directory. The suite

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 )
 
 // Cross-process tests re-execute their own test binary with
@@ -20,7 +20,7 @@ import (
 // (Commands); anything else the child prints (testing's own output, panics)
 // is kept for the parent's failure messages. No TestMain is involved, so
 // this composes with whatever TestMain a package has. The process
-// handling is internal/child's; this file adds testing.TB to it.
+// handling is internal/harness/child's; this file adds testing.TB to it.
 
 // ChildEnv names the environment variable that carries a child's role.
 const ChildEnv = child.Env
@@ -112,7 +112,7 @@ type ChildOptions struct {
 	Timeout time.Duration
 }
 
-// Child is a running child process (internal/child's, with Expect). Its
+// Child is a running child process (internal/harness/child's, with Expect). Its
 // methods are safe for concurrent use.
 type Child struct {
 	*child.Child

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 func TestDeterministic(t *testing.T) {

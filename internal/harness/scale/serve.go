@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 )
 
 // serve is a `tickdb serve` child process: this executable (or

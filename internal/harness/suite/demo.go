@@ -15,9 +15,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/tickdb/tickdb/internal/child"
 	"github.com/tickdb/tickdb/internal/format"
-	"github.com/tickdb/tickdb/internal/gen"
+	"github.com/tickdb/tickdb/internal/harness/child"
+	"github.com/tickdb/tickdb/internal/harness/gen"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"

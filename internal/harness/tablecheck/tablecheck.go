@@ -1,5 +1,5 @@
 // Package tablecheck holds test helpers that need the reader package (kept
-// out of internal/testutil, which index's own tests import).
+// out of internal/harness/testutil, which index's own tests import).
 package tablecheck
 
 import (

@@ -17,9 +17,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tickdb/tickdb/ingest"
-	"github.com/tickdb/tickdb/internal/child"
-	"github.com/tickdb/tickdb/internal/limits"
-	"github.com/tickdb/tickdb/internal/loadgen"
+	"github.com/tickdb/tickdb/internal/harness/child"
+	"github.com/tickdb/tickdb/internal/harness/limits"
+	"github.com/tickdb/tickdb/internal/harness/loadgen"
 	"github.com/tickdb/tickdb/query"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"

@@ -37,14 +37,14 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 	"github.com/tickdb/tickdb/reader"
 )
 
 // Config configures Run; zero fields take the defaults.
 type Config struct {
 	// Binary is the tickdb executable run as serve (default: this one),
-	// Role the child role it runs in (internal/child; tests re-execute
+	// Role the child role it runs in (internal/harness/child; tests re-execute
 	// their own binary as the CLI).
 	Binary, Role string
 	// Dir holds the databases (default: the temp directory), LiveRoot

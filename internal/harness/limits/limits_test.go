@@ -11,7 +11,7 @@ import (
 // Run the limits alone (they also run inside the writer and reader
 // benchmarks, next to the figure they bound):
 //
-//	go test -run '^$' -bench . -count 5 ./internal/limits | tee limits.txt
+//	go test -run '^$' -bench . -count 5 ./internal/harness/limits | tee limits.txt
 //	benchstat limits.txt
 
 // TestSanity checks every measurement on tiny inputs: it must compute the

@@ -18,7 +18,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 	"github.com/tickdb/tickdb/writer"
 )
 

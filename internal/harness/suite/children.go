@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickdb/tickdb/internal/child"
+	"github.com/tickdb/tickdb/internal/harness/child"
 )
 
-// The suite's child processes: this binary, re-executed by internal/child
+// The suite's child processes: this binary, re-executed by internal/harness/child
 // in one of these roles. Its main (or TestMain) calls MaybeChild first.
 const (
 	roleObserve    = "bench-observe" // publish → reader's reader (observeChild)
@@ -16,7 +16,7 @@ const (
 	roleDemoReader = "demo-reader"   // the demo's verifying reader (demoReaderChild)
 )
 
-// Roles is the suite's child roles, for internal/child's Run, with the
+// Roles is the suite's child roles, for internal/harness/child's Run, with the
 // peers the binary runs: the user protocol's fresh process opens the store
 // of tickdb or of one of them by name.
 func Roles(peers ...Peer) map[string]func() error {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickdb/tickdb/internal/gen"
-	"github.com/tickdb/tickdb/internal/testutil"
+	"github.com/tickdb/tickdb/internal/harness/gen"
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
 func TestMain(m *testing.M) {

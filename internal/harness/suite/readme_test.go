@@ -9,7 +9,7 @@ import (
 )
 
 // root is the repository's root, from this package's directory.
-const root = "../.."
+const root = "../../.."
 
 func readmeInputs(t *testing.T) (readme []byte, rep, peers *Report) {
 	t.Helper()

@@ -13,7 +13,7 @@ import (
 
 // TestConsoleFromAfterTo: the console's Query panel with a from after its
 // to shows the server's error, naming both times, where an empty result
-// used to stand. Without a browser it skips, unless under CI.
+// used to stand; an unknown symbol's empty page names the nearest symbols. Without a browser it skips, unless under CI.
 func TestConsoleFromAfterTo(t *testing.T) {
 	exe := chromiumPath()
 	if exe == "" {
@@ -47,5 +47,20 @@ func TestConsoleFromAfterTo(t *testing.T) {
 	}
 	if s, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("status"))); err != nil || !strings.Contains(s, want) {
 		t.Fatalf("status %q %v", s, err)
+	}
+
+	// An unknown symbol: no rows, and the panel says so with the nearest
+	// name (the server's Tickdb-Warning header).
+	const wantSym = `no rows: no symbol "AAPX" in table trades; nearest: AAPL`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('q-from').value = ''; document.getElementById('q-to').value = ''; 'cleared'`)); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("q-sym"), "AAPX"),
+		chromedp.Click(chromedp.CSS("#query-form button[type=submit]")),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="q-info"][contains(., '`+wantSym+`')]`)))
+	if err != nil {
+		s, _ := chromedp.Run(bctx, chromedp.Text(chromedp.ID("q-info")))
+		t.Fatalf("console query of an unknown symbol: %v; q-info %q, want %q", err, s, wantSym)
 	}
 }

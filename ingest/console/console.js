@@ -420,9 +420,14 @@
     if (to !== null) p.set('to', to);
     const run = ++gridRun;
     let rows;
+    let warn = '';
     try {
-      rows = ndjson(await (await api('/query?' + p, runPage)).text());
+      const resp = await api('/query?' + p, runPage);
+      rows = ndjson(await resp.text());
       if (run !== gridRun) return;
+      // An unknown symbol answers no rows and says so, with the nearest
+      // names, in a header.
+      warn = resp.headers.get('Tickdb-Warning') || '';
     } catch (err) {
       if (run !== gridRun) return;
       fail('query', err);
@@ -433,7 +438,7 @@
     const more = rows.length > limit;
     rows = rows.slice(0, limit);
     renderRows(rows);
-    $('q-info').textContent = rows.length ? 'page ' + (page + 1) + ': ' + rows.length + ' rows' : 'no rows';
+    $('q-info').textContent = rows.length ? 'page ' + (page + 1) + ': ' + rows.length + ' rows' : 'no rows' + (warn ? ': ' + warn : '');
     $('q-prev').disabled = page === 0;
     $('q-next').disabled = !more;
     if (more && pages.length === page + 1) {
@@ -448,7 +453,7 @@
         pages.push({ from: last, to: null, skip: same });
       }
     }
-    status('');
+    status(warn);
   }
 
   function renderRows(rows) {

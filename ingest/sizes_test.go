@@ -1,36 +1,13 @@
 package ingest
 
 import (
-	"io/fs"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/writer"
 )
-
-// diskUse is what the regular files under dir take on disk (the sum of
-// st_blocks × 512) and the sum of their sizes.
-func diskUse(t *testing.T, dir string) (alloc, logical int64) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		alloc += fi.Sys().(*syscall.Stat_t).Blocks * 512
-		logical += fi.Size()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return alloc, logical
-}
 
 // TestSizesAreAllocated: /api/tables (the console's bytes column) and
 // /metrics give a table's size as what its files take on disk, which for
@@ -44,10 +21,10 @@ func TestSizesAreAllocated(t *testing.T) {
 	// with the files when they stay the same across the two reads.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		alloc, logical := diskUse(t, dir)
+		alloc, logical := testutil.DiskUse(t, dir)
 		api := apiTableOf(t, srv, "tiny")
 		metric, ok := scrape(t, srv, "tickdb_table_disk_bytes", "table", "tiny")
-		alloc2, _ := diskUse(t, dir)
+		alloc2, _ := testutil.DiskUse(t, dir)
 		if alloc == alloc2 && api.Bytes == alloc && api.Logical == logical && ok && metric == float64(alloc) {
 			if api.Bytes*16 > api.Logical {
 				t.Fatalf("/api/tables: %d bytes on disk for 2 rows, not far below the logical %d", api.Bytes, api.Logical)

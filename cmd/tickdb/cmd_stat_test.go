@@ -112,28 +112,6 @@ func waitCompressed(t *testing.T, dir string, n uint64) {
 	}
 }
 
-// filesSize is what the regular files under dir take on disk, the sum of
-// their st_blocks × 512, and the sum of their sizes.
-func filesSize(t *testing.T, dir string) (alloc, logical int64) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		alloc += fi.Sys().(*syscall.Stat_t).Blocks * 512
-		logical += fi.Size()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return alloc, logical
-}
-
 // TestStatJSON checks every field of stat --format json for the known
 // table, an empty table and a table whose writer is open, in process and
 // as its own process.
@@ -174,7 +152,7 @@ func TestStatJSON(t *testing.T) {
 	segBytes := format.SegFileSize(32, 128)
 
 	e := s.Tables[0]
-	if alloc, logical := filesSize(t, filepath.Join(db, "empty")); e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil ||
+	if alloc, logical := testutil.DiskUse(t, filepath.Join(db, "empty")); e.Rows != 0 || e.FirstTs != nil || e.LastTs != nil || e.FirstTime != "" || e.Segments != 0 || e.Writer != nil ||
 		e.Bytes != alloc || e.LogicalBytes != logical {
 		t.Errorf("empty table: %+v", e)
 	}
@@ -241,7 +219,7 @@ func TestStatJSON(t *testing.T) {
 		tr.FirstTime != "2024-01-02T14:30:00.000000000Z" || tr.LastTime != "2024-01-02T14:30:03.500000000Z" {
 		t.Errorf("trades time range: %v %v %s %s", tr.FirstTs, tr.LastTs, tr.FirstTime, tr.LastTime)
 	}
-	if alloc, logical := filesSize(t, filepath.Join(db, "trades")); tr.Bytes != alloc || tr.Bytes <= 0 || tr.LogicalBytes != logical {
+	if alloc, logical := testutil.DiskUse(t, filepath.Join(db, "trades")); tr.Bytes != alloc || tr.Bytes <= 0 || tr.LogicalBytes != logical {
 		t.Errorf("trades bytes %d (logical %d), the files take %d on disk, %d logical", tr.Bytes, tr.LogicalBytes, alloc, logical)
 	}
 	if tr.Writer != nil || tr.LiveBytes != 0 {
@@ -348,7 +326,7 @@ func TestSizesAreAllocated(t *testing.T) {
 	}
 	sw.w = nil
 	dir := filepath.Join(db, "tiny")
-	alloc, logical := filesSize(t, dir)
+	alloc, logical := testutil.DiskUse(t, dir)
 
 	code, out, errs := runCLI("stat", "--db", db, "--format", "json")
 	if code != 0 || errs != "" {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/harness/testutil"
@@ -491,8 +492,15 @@ func TestScanWorkersParked(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := workerGoroutines(); n != 0 {
-		t.Fatalf("after the Reader's Close: %d goroutines left", n)
+	// Close returns once every worker has returned from its loop (the
+	// WaitGroup); a goroutine can still show in a stack dump for a moment
+	// after its deferred Done, so wait, bounded, for it to be gone.
+	n := workerGoroutines()
+	for deadline := time.Now().Add(10 * time.Second); n != 0 && time.Now().Before(deadline); n = workerGoroutines() {
+		time.Sleep(time.Millisecond)
+	}
+	if n != 0 {
+		t.Fatalf("after the Reader's Close: %d goroutines left after 10 s", n)
 	}
 }
 

@@ -154,10 +154,9 @@ func printDemo(out io.Writer, rows int, rep *suite.DemoReport) {
 		fmt.Fprintf(out, "  store's own speed. The gap is the slow batches: the writer thread off its\n")
 		fmt.Fprintf(out, "  CPU (this machine's %d CPUs also run the reader process, the flusher and the\n", runtime.NumCPU())
 		fmt.Fprintf(out, "  background compaction), or faulting in fresh shared memory, or at a\n")
-		fmt.Fprintf(out, "  segment roll. The README's ingest figure (batches of 1,000, \"cd bench &&\n")
-		fmt.Fprintf(out, "  go run .\") is AppendBatch and a publish per 1,000 rows, with no reader\n")
-		fmt.Fprintf(out, "  process and no timing inside, on a quiet machine: compare it with the\n")
-		fmt.Fprintf(out, "  median batch rate, not with the throughput.\n")
+		fmt.Fprintf(out, "  segment roll. The README's ingest figure (tickdb bench: AppendBatch in\n")
+		fmt.Fprintf(out, "  batches of 1,000, no reader process, no timing inside, background\n")
+		fmt.Fprintf(out, "  compaction on as here) is a wall-clock rate like the throughput.\n")
 	}
 	kv(out, "sync (every row durable)", fmtNs(int64(rep.SyncTime)), "")
 	demoDurability(out, rep)

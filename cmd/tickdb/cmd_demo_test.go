@@ -73,7 +73,7 @@ func TestDemoInProcess(t *testing.T) {
 		regexp.MustCompile(`(?m)^  median batch rate +[0-9,]+  ticks/s: 64 appends and a publish in \S+ \S+$`),
 		regexp.MustCompile(`(?m)^  batches over 10 µs +[0-9,]+  \S+ \S+ of the append time$`),
 		regexp.MustCompile(`(?m)^  Throughput is wall time over all 200,000 ticks; the median batch rate is the$`),
-		regexp.MustCompile(`(?m)^  median batch rate, not with the throughput\.$`),
+		regexp.MustCompile(`(?m)^  compaction on as here\) is a wall-clock rate like the throughput\.$`),
 		// The durable lag, and what an alarm means.
 		regexp.MustCompile(`(?m)^durability \(the durable lag: rows published, not yet durable\)$`),
 		regexp.MustCompile(`(?m)^  largest durable lag +[0-9,]+  rows: \S+ \S+, [0-9.]+ segments, sampled every 1 ms$`),

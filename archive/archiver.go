@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,52 @@ type Options struct {
 	// Tables, when set, archives only these tables.
 	Tables []string
 	Logger *slog.Logger
+	// StatusFile, when set, is where the Archiver keeps its Status as
+	// JSON (a StatusReport), rewritten after every pass that changed it,
+	// for tickdb stat in another process (serve: DB/archive-status.json).
+	StatusFile string
+}
+
+// StatusName is the status file serve keeps in its database directory.
+const StatusName = "archive-status.json"
+
+// StatusReport is the status file's content.
+type StatusReport struct {
+	Location string        `json:"location"`
+	Pid      int           `json:"pid"`
+	Updated  time.Time     `json:"updated"`
+	Tables   []TableStatus `json:"tables"`
+}
+
+// ReadStatus reads a status file; (nil, nil) when there is none.
+func ReadStatus(path string) (*StatusReport, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := new(StatusReport)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("archive: status file %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// writeStatus rewrites the status file (write, then rename).
+func (a *Archiver) writeStatus() {
+	if a.o.StatusFile == "" {
+		return
+	}
+	b, err := json.MarshalIndent(StatusReport{Location: a.c.loc.String(), Pid: os.Getpid(), Updated: time.Now().UTC(), Tables: a.Status()}, "", " ")
+	if err != nil {
+		return
+	}
+	tmp := a.o.StatusFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		_ = os.Rename(tmp, a.o.StatusFile)
+	}
 }
 
 // TableStatus is an Archiver's account of one table.
@@ -182,6 +229,7 @@ func (a *Archiver) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		a.pass(ctx)
+		a.writeStatus()
 		select {
 		case <-ctx.Done():
 			return

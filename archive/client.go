@@ -133,7 +133,7 @@ func (c *Client) Put(ctx context.Context, key string, b []byte) error {
 func (c *Client) PutReader(ctx context.Context, key string, r io.Reader, size int64) error {
 	c.puts.Add(1)
 	_, err := c.s3.PutObject(ctx, c.loc.Bucket, c.loc.Key(key), r, size,
-		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20, SendContentMd5: true})
+		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20})
 	if err != nil {
 		return c.wrap("put", key, err)
 	}

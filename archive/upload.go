@@ -91,8 +91,8 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 	if m != nil && len(m.Segments) > 0 {
 		last := m.Segments[len(m.Segments)-1]
 		next = last.Seg + 1
-		if last.Rows() < rowsPerSeg {
-			next = last.Seg // the last one was partial: it may have grown
+		if last.Rows() < rowsPerSeg && segRows(ctl, dir, last.Seg) > last.Rows() {
+			next = last.Seg // the last one was partial, and has grown since
 		}
 		if next < first {
 			return res, fmt.Errorf("archive: table %s: local segments %d to %d were deleted before they were archived (retention not told to wait for the archive); the archive at %s ends at row %d and cannot go on without a gap", table, next, first-1, c.loc, m.EndSeq)
@@ -117,20 +117,21 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 		}
 	}
 	defer func() { pending(m.EndSeq >> shift) }()
-	if err := syncMeta(ctx, c, dir, ctl, m); err != nil {
-		return res, err
-	}
 	late := newLateCursor(dir, snap.Late)
 	defer late.close()
 	limit := cmp
 	if o.MaxSegments > 0 {
 		limit = min(cmp, next+uint64(o.MaxSegments))
 	}
-	for n := next; n < limit; n += uint64(uploads) {
-		batch := make([]Segment, min(uint64(uploads), limit-n))
+	// The manifest is written after every chunk of segments: a crash
+	// costs at most a chunk's uploads again.
+	chunk := uint64(8 * uploads)
+	var superseded []Segment
+	for n := next; n < limit; n += chunk {
+		batch := make([]Segment, min(chunk, limit-n))
 		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(uploads)
 		for i := range batch {
-			i := i
 			if err := late.entries(dir, (n+uint64(i))<<shift, (n+uint64(i)+1)<<shift, &batch[i]); err != nil {
 				return res, err
 			}
@@ -146,6 +147,7 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 				break
 			}
 			if k := len(m.Segments); k > 0 && m.Segments[k-1].Seg == s.Seg {
+				superseded = append(superseded, m.Segments[k-1])
 				m.Segments = m.Segments[:k-1]
 			}
 			m.Segments = append(m.Segments, s)
@@ -162,6 +164,12 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 		if err := writeManifest(ctx, c, m); err != nil {
 			return res, err
 		}
+		// The objects of a partial segment the manifest no longer lists:
+		// its Parquet would count those rows twice.
+		for _, old := range superseded {
+			removeSegment(ctx, c, old)
+		}
+		superseded = superseded[:0]
 		if batch[len(batch)-1].Key == "" {
 			break
 		}
@@ -255,15 +263,7 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 	end := first + rows
 	*s = Segment{Seg: n, FirstSeq: first, EndSeq: end, MinTs: minTs, MaxTs: maxTs, Version: version,
 		Key: SegKey(table, first, end, "zdat"), Size: st.Size(), Late: s.Late, LateCount: s.LateCount}
-	if s.LateCount == 0 {
-		s.Late = ""
-	} else if err := putLate(ctx, c, table, s); err != nil {
-		return err
-	}
-	if err := c.PutReader(ctx, s.Key, io.NewSectionReader(f, 0, st.Size()), st.Size()); err != nil {
-		return err
-	}
-	// Time index entries k with rows k*K in [first, end).
+	// The segment's three objects go up side by side.
 	k := ctl.StrideShift
 	s.TsFirst = (first + 1<<k - 1) >> k
 	s.TsCount = (end+1<<k-1)>>k - s.TsFirst
@@ -273,8 +273,19 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 		return fmt.Errorf("archive: table %s: %w", table, err)
 	}
 	defer tf.Close()
-	size := int64(s.TsCount) * 8
-	if err := c.PutReader(ctx, s.TsIdx, io.NewSectionReader(tf, format.BlockSize+int64(s.TsFirst)*8, size), size); err != nil {
+	g2, gctx := errgroup.WithContext(ctx)
+	g2.Go(func() error { return c.PutReader(gctx, s.Key, io.NewSectionReader(f, 0, st.Size()), st.Size()) })
+	g2.Go(func() error {
+		// Time index entries k with rows k*K in [first, end).
+		size := int64(s.TsCount) * 8
+		return c.PutReader(gctx, s.TsIdx, io.NewSectionReader(tf, format.BlockSize+int64(s.TsFirst)*8, size), size)
+	})
+	if s.LateCount == 0 {
+		s.Late = ""
+	} else {
+		g2.Go(func() error { return putLate(gctx, c, table, s) })
+	}
+	if err := g2.Wait(); err != nil {
 		return err
 	}
 	if parquet {
@@ -298,7 +309,6 @@ var segmentParquet = func(ctx context.Context, c *Client, db, table string, firs
 type lateCursor struct {
 	f     *os.File
 	count uint64 // entries published
-	i     uint64 // next entry
 	buf   []byte // entries of the segment asked for last
 }
 
@@ -327,6 +337,24 @@ func (l *lateCursor) seqAt(i uint64) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
+// search is the first entry whose seq is at or past seq.
+func (l *lateCursor) search(seq uint64) (uint64, error) {
+	lo, hi := uint64(0), l.count
+	for lo < hi {
+		mid := (lo + hi) / 2
+		q, err := l.seqAt(mid)
+		if err != nil {
+			return 0, fmt.Errorf("archive: %s: %w", l.f.Name(), err)
+		}
+		if q < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
 // entries finds the entries of rows [from, to) and sets s.LateCount, with
 // the bytes kept for putLate in s.Late's place (the caller's Segment).
 func (l *lateCursor) entries(dir string, from, to uint64, s *Segment) error {
@@ -334,37 +362,16 @@ func (l *lateCursor) entries(dir string, from, to uint64, s *Segment) error {
 	if l.f == nil {
 		return nil
 	}
-	// Entries are in seq order: find the first at or past from.
-	lo, hi := l.i, l.count
-	if lo > 0 {
-		if q, err := l.seqAt(lo - 1); err != nil || q >= from {
-			lo = 0
-		}
+	// Entries are in seq order: binary searches find the first at or
+	// past from and the first at or past to.
+	lo, err := l.search(from)
+	if err != nil {
+		return err
 	}
-	for lo < hi {
-		mid := (lo + hi) / 2
-		q, err := l.seqAt(mid)
-		if err != nil {
-			return fmt.Errorf("archive: %s: %w", l.f.Name(), err)
-		}
-		if q < from {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	j, err := l.search(to)
+	if err != nil {
+		return err
 	}
-	j := lo
-	for j < l.count {
-		q, err := l.seqAt(j)
-		if err != nil {
-			return fmt.Errorf("archive: %s: %w", l.f.Name(), err)
-		}
-		if q >= to {
-			break
-		}
-		j++
-	}
-	l.i = j
 	if j == lo {
 		return nil
 	}
@@ -385,4 +392,27 @@ func putLate(ctx context.Context, c *Client, table string, s *Segment) error {
 	}
 	s.Late = key
 	return nil
+}
+
+// removeSegment deletes a segment's objects that a newer manifest no
+// longer lists (a partial segment archived again with more rows), unless
+// the newer entry has the same key. A failure leaves an unlisted object,
+// harmless to readers of the manifest.
+func removeSegment(ctx context.Context, c *Client, s Segment) {
+	for _, key := range append([]string{s.Key, s.TsIdx, s.Late}, s.Parquet...) {
+		if key != "" {
+			_ = c.Remove(ctx, key)
+		}
+	}
+}
+
+// segRows is how many rows compressed segment n's file holds (0: none,
+// or unreadable: Sync then reports what opening it says).
+func segRows(ctl *index.Ctl, dir string, n uint64) uint64 {
+	g, err := cseg.Open(format.ZSegPath(dir, n), ctl.Schema, cseg.Header{TableID: ctl.TableID, SegNo: n, RowsPerSeg: ctl.RowsPerSeg()})
+	if err != nil {
+		return 0
+	}
+	defer g.Close()
+	return g.Rows()
 }

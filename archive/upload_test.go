@@ -3,6 +3,7 @@ package archive_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -150,5 +151,80 @@ func TestSyncUploadsEverySegmentOnce(t *testing.T) {
 	res, err = archive.Sync(ctx, c, db, "trades", nil)
 	if err != nil || res.Segments != 0 || c.Stats().Puts != before.Puts {
 		t.Fatalf("third call: %d segments, %d puts, %v; want none", res.Segments, c.Stats().Puts-before.Puts, err)
+	}
+}
+
+// A table's last, partial segment (compressed at a clean close) goes up
+// with the rows it has; once it holds more, the next Sync puts it again
+// under its new row range and removes the old objects, so no row is in
+// the archive twice; with nothing new, Sync puts nothing.
+func TestSyncPartialSegmentGrows(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	db, live := testutil.DB(t)
+	open := func() *writer.Writer {
+		w, err := writer.Open(db, "trades", &writer.Options{Schema: tickSchema(), LiveDir: live, SegmentSize: 64 << 10, LateWindow: time.Second, HotBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := open()
+	appendTicks(t, w, 0, 5000, 2) // 2 whole segments of 2,048 rows and 904 rows
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	c, err := archive.Dial("s3://ticks/p", archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := archive.Sync(ctx, c, db, "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Manifest; m.EndSeq != 5000 || len(m.Segments) != 3 {
+		t.Fatalf("manifest rows [%d, %d) in %d segments; want [0, 5000) in 3", m.FirstSeq, m.EndSeq, len(m.Segments))
+	}
+	oldKey := res.Manifest.Segments[2].Key
+	before := c.Stats()
+	if res, err = archive.Sync(ctx, c, db, "trades", nil); err != nil || res.Segments != 0 || c.Stats().Puts != before.Puts {
+		t.Fatalf("again with nothing new: %d segments, %d puts, %v", res.Segments, c.Stats().Puts-before.Puts, err)
+	}
+	w = open()
+	appendTicks(t, w, 5000, 1000, 2)
+	if _, err := w.CloseCompacted(0); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = archive.Sync(ctx, c, db, "trades", nil); err != nil {
+		t.Fatal(err)
+	}
+	m := res.Manifest
+	if m.EndSeq != 6000 || len(m.Segments) != 3 || m.Segments[2].FirstSeq != 4096 || res.Segments != 1 {
+		t.Fatalf("after growing: rows [%d, %d) in %d segments, %d put; want [0, 6000) in 3, 1 put", m.FirstSeq, m.EndSeq, len(m.Segments), res.Segments)
+	}
+	if _, err := c.Size(ctx, oldKey); !errors.Is(err, archive.ErrNotFound) {
+		t.Fatalf("the partial segment's old object %s: %v; want it removed", oldKey, err)
+	}
+	keys, err := c.List(ctx, "trades/seg/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, s := range m.Segments {
+		for _, k := range []string{s.Key, s.TsIdx, s.Late} {
+			if k != "" {
+				listed[k] = true
+			}
+		}
+	}
+	for _, k := range keys {
+		if !listed[k] {
+			t.Errorf("object %s is not in the manifest", k)
+		}
+	}
+	if len(keys) != len(listed) {
+		t.Errorf("%d segment objects, the manifest lists %d", len(keys), len(listed))
 	}
 }

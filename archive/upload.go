@@ -289,19 +289,13 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 		return err
 	}
 	if parquet {
-		keys, err := segmentParquet(ctx, c, db, table, first, end)
+		keys, err := writeSegmentParquet(ctx, c, db, table, first, end)
 		if err != nil {
 			return err
 		}
 		s.Parquet = keys
 	}
 	return nil
-}
-
-// segmentParquet writes rows [first, end) of a table as Parquet objects
-// in the Hive layout and returns their keys.
-var segmentParquet = func(ctx context.Context, c *Client, db, table string, first, end uint64) ([]string, error) {
-	return nil, errors.New("archive: Parquet not built in")
 }
 
 // lateCursor walks late.idx's entries in seq order, segment after

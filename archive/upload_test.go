@@ -228,3 +228,37 @@ func TestSyncPartialSegmentGrows(t *testing.T) {
 		t.Errorf("%d segment objects, the manifest lists %d", len(keys), len(listed))
 	}
 }
+
+// SyncOptions.Parquet puts each archived segment's rows as Parquet too:
+// the manifest lists the objects, and together they hold every archived
+// row once (TestParquetDuckDB reads them back through DuckDB).
+func TestSyncParquet(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	db := makeTicks(t, 9000, 3)
+	c, err := archive.Dial("s3://ticks/pq", archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := archive.Sync(context.Background(), c, db, "trades", &archive.SyncOptions{Parquet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, s := range res.Manifest.Segments {
+		if len(s.Parquet) == 0 {
+			t.Fatalf("segment %d: no Parquet", s.Seg)
+		}
+		for _, k := range s.Parquet {
+			st, err := os.Stat(filepath.Join(srv.Root, "ticks", "pq", k))
+			if err != nil || st.Size() == 0 {
+				t.Fatalf("segment %d: Parquet object %s: %v", s.Seg, k, err)
+			}
+			n++
+		}
+	}
+	if n < len(res.Manifest.Segments) {
+		t.Fatalf("%d Parquet objects for %d segments", n, len(res.Manifest.Segments))
+	}
+}

@@ -177,14 +177,19 @@ func archiveCovers(t *testing.T, s *s3test.Server, db, table string) (*archive.M
 }
 
 // waitArchived waits until the manifest lists every compressed local
-// segment (see archiveCovers) and returns it.
+// segment (see archiveCovers) and returns it; every manifest it sees on
+// the way lists only objects that are there.
 func waitArchived(t *testing.T, p *serveProc, s *s3test.Server, db, table string, within time.Duration) *archive.Manifest {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		m, why := archiveCovers(t, s, db, table)
-		if why == "" {
+		if m != nil {
+			// At every look, not only at the end: the manifest is
+			// written after what it lists.
 			checkManifestObjects(t, s, m)
+		}
+		if why == "" {
 			return m
 		}
 		if time.Now().After(deadline) {
@@ -448,16 +453,16 @@ func TestArchiveServeIngest(t *testing.T) {
 
 // TestArchiveServeKill9: serve starts with the S3 server down, so a
 // backlog of compressed segments piles up; the server comes back and
-// serve is SIGKILLed once the manifest lists a few of them. The manifest
-// then lists only objects that are there, with their sizes, and not the
-// whole backlog. A new serve completes the archive, uploading only
+// serve is SIGKILLed while it puts them (segment objects up that the
+// manifest does not list yet). The manifest then lists only objects that
+// are there, with their sizes, and not the whole backlog. A new serve completes the archive, uploading only
 // what the manifest did not list (its uploaded-segments counter).
 func TestArchiveServeKill9(t *testing.T) {
 	t.Parallel()
 	s := archServer(t, "")
 	s.Stop()
 	db, live := testutil.DB(t)
-	args := []string{"--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc, "--archive-uploads", "1"}
+	args := []string{"--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc, "--archive-uploads", "4"}
 	p := startServeEnv(t, s.Env(), args...)
 	if !strings.Contains(p.logText(), "the archive's server does not answer") {
 		t.Fatalf("no warning for the server being down:\n%s", p.logText())
@@ -475,17 +480,29 @@ func TestArchiveServeKill9(t *testing.T) {
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill once the manifest lists a few segments of the backlog (the
-	// archiver's backoff after the failures is up to 30 s).
+	// Kill while segment objects are up that the manifest does not list
+	// yet (an upload cut short), after it listed some; or, failing that
+	// moment, once it lists 20 (the archiver's backoff after the failures
+	// is up to 30 s).
 	manifest := archObj(s, "trades/"+archive.ManifestName)
+	segDir := filepath.Dir(archObj(s, archive.SegKey("trades", 0, 1, "zdat")))
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var m archive.Manifest
-		if b, err := os.ReadFile(manifest); err == nil && json.Unmarshal(b, &m) == nil && len(m.Segments) >= 3 {
-			break
+		if b, err := os.ReadFile(manifest); err == nil && json.Unmarshal(b, &m) == nil && len(m.Segments) > 0 {
+			up := 0
+			ents, _ := os.ReadDir(segDir)
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".zdat") {
+					up++
+				}
+			}
+			if up > len(m.Segments) || len(m.Segments) >= 20 {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no manifest with 3 segments within 90 s of the server's return:\n%s", p.logText())
+			t.Fatalf("no manifest within 90 s of the server's return:\n%s", p.logText())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -497,7 +514,15 @@ func TestArchiveServeKill9(t *testing.T) {
 	if atKill >= len(local) {
 		t.Fatalf("the kill came after the whole backlog was up (%d segments of %d): not mid-upload", atKill, len(local))
 	}
-	t.Logf("killed with %d of %d segments in the manifest", atKill, len(local))
+	up := 0
+	if ents, err := os.ReadDir(segDir); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".zdat") {
+				up++
+			}
+		}
+	}
+	t.Logf("killed with %d of %d segments in the manifest, %d segment objects in the bucket", atKill, len(local), up)
 
 	p2 := startServeEnv(t, s.Env(), args...)
 	m = waitArchived(t, p2, s, db, "trades", time.Minute)

@@ -842,3 +842,52 @@ func TestArchiveOneShot(t *testing.T) {
 		t.Fatalf("tickdb archive again: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestArchiveServeS3Hangs: the S3 server hangs (SIGSTOP: connections
+// open, nothing answered) while ingest goes on. The archive does not hang
+// with it: within the client's request timeout /api/tables reports the
+// failure, naming the location, and the lag; writes are answered 204
+// throughout; once the server goes on, the archive catches up.
+func TestArchiveServeS3Hangs(t *testing.T) {
+	t.Parallel()
+	s := archServer(t, "")
+	db, live := testutil.DB(t)
+	p := startServeEnv(t, s.Env(), "--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc)
+	f := startFeed(t, p, "trades", 50, 20*time.Millisecond)
+	deadline := time.Now().Add(time.Minute)
+	for num(apiArchive(t, p, "trades")["uploaded_segments"]) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing archived in a minute:\n%s", p.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	var a map[string]any
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		time.Sleep(500 * time.Millisecond)
+		a = apiArchive(t, p, "trades")
+		msg, _ := a["error"].(string)
+		if num(a["failures"]) > 0 && num(a["pending_segments"]) > 0 && strings.Contains(msg, archLoc+"/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.Resume()
+			t.Fatalf("no failure reported in 90 s of a hung server: %v\n%s", a, p.logText())
+		}
+	}
+	t.Logf("a hung server reported after %.1f s: %v", time.Since(paused).Seconds(), a["error"])
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	acked, failed := f.result()
+	if len(failed) > 0 {
+		t.Fatalf("writes not answered 204: %v", failed)
+	}
+	waitCount(t, p, db, "trades", acked)
+	waitArchived(t, p, s, db, "trades", 90*time.Second)
+	stopServe(t, p)
+}

@@ -525,6 +525,22 @@ func TestArchiveServeKill9(t *testing.T) {
 	t.Logf("killed with %d of %d segments in the manifest, %d segment objects in the bucket", atKill, len(local), up)
 
 	p2 := startServeEnv(t, s.Env(), args...)
+	var seen []float64 // the uploaded-segments count as it moved
+	deadline = time.Now().Add(time.Minute)
+	for {
+		a := apiArchive(t, p2, "trades")
+		if up := num(a["uploaded_segments"]); len(seen) == 0 || up != seen[len(seen)-1] {
+			seen = append(seen, up)
+		}
+		if a != nil && num(a["pending_segments"]) == 0 && a["last_sync"] != "0001-01-01T00:00:00Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted serve did not catch up in a minute: %v\n%s", a, p2.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("segments uploaded as the restarted serve caught up: %v", seen)
 	m = waitArchived(t, p2, s, db, "trades", time.Minute)
 	final := len(m.Segments)
 	// The counters follow the manifest by a pass.

@@ -667,7 +667,7 @@ func dirFiles(t *testing.T, dir string) map[string]int64 {
 // TestArchiveDenied: a wrong secret key (403). serve --archive exits at
 // once with an error that names the location and the variables to check;
 // tickdb archive exits 1 with it; nothing local is deleted, nothing goes
-// up.
+// up. A bucket the server does not have is the same.
 func TestArchiveDenied(t *testing.T) {
 	t.Parallel()
 	s := archServer(t, "")
@@ -696,6 +696,16 @@ func TestArchiveDenied(t *testing.T) {
 		}
 	}
 	t.Logf("tickdb archive with a wrong key: exit %d: %s", code, strings.TrimSpace(errs))
+	noBucket := "s3://nobucket/" + archPrefix
+	code, _, errs = execCLIEnv(t, s.Env(), "serve", "--db", db, "--live-dir", live, "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--archive", noBucket, "--retain-bytes", "1K")
+	if want := `--archive: archive ` + noBucket + `: no bucket "nobucket" on the server (make it first)`; code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("serve with no bucket: exit %d, want an error with %q:\n%s", code, want, errs)
+	}
+	code, _, errs = execCLIEnv(t, s.Env(), "archive", "--db", db, "--to", noBucket)
+	if want := `archive ` + noBucket + `: no bucket "nobucket" on the server (make it first)`; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("tickdb archive with no bucket: exit %d, want 1 and an error with %q:\n%s", code, want, errs)
+	}
 	after := dirFiles(t, db)
 	for f, n := range before {
 		if after[f] != n {
@@ -896,14 +906,21 @@ func TestArchiveServeS3Hangs(t *testing.T) {
 		}
 	}
 	t.Logf("a hung server reported after %.1f s: %v", time.Since(paused).Seconds(), a["error"])
-	if err := s.Resume(); err != nil {
-		t.Fatal(err)
-	}
 	acked, failed := f.result()
 	if len(failed) > 0 {
 		t.Fatalf("writes not answered 204: %v", failed)
 	}
 	waitCount(t, p, db, "trades", acked)
+	// SIGTERM while the server hangs: serve stops (exit 0), not held by
+	// an upload in flight.
+	stopServe(t, p)
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	p = startServeEnv(t, s.Env(), "--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc)
 	waitArchived(t, p, s, db, "trades", 90*time.Second)
 	stopServe(t, p)
+	if rows, _ := tableRows(t, db, "trades"); rows != acked {
+		t.Fatalf("%d rows, %d acknowledged", rows, acked)
+	}
 }

@@ -281,7 +281,7 @@ func (f *archFeed) ackedSoFar() uint64 {
 	return f.acked
 }
 
-// waitFeed waits until the feed had rows acknowledged.
+// waitAcked waits until the feed had rows acknowledged (and none refused).
 func (f *archFeed) waitAcked(t *testing.T, rows uint64, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)

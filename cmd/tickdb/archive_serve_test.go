@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/internal/harness/s3test"
@@ -923,4 +926,75 @@ func TestArchiveServeS3Hangs(t *testing.T) {
 	if rows, _ := tableRows(t, db, "trades"); rows != acked {
 		t.Fatalf("%d rows, %d acknowledged", rows, acked)
 	}
+}
+
+// TestArchiveConsole: the console's Tables panel (a real headless
+// Chromium against serve --archive) shows the archive column: "up to
+// date" once every compressed segment is up, then, with the S3 server
+// gone and ingest going on, the segments behind as an error whose title
+// names the location and the failures.
+func TestArchiveConsole(t *testing.T) {
+	t.Parallel()
+	exe := chromiumPath()
+	if exe == "" {
+		testutil.Need(t, "no chromium on PATH (apt-get install chromium, or set CHROMIUM; CI installs Debian's chromium: .ci/run)")
+	}
+	s := archServer(t, "")
+	db, live := testutil.DB(t)
+	p := startServeEnv(t, s.Env(), "--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc)
+	f := startFeed(t, p, "trades", 500, 20*time.Millisecond)
+	f.waitAcked(t, 5000, time.Minute)
+	acked, failed := f.result()
+	if len(failed) > 0 {
+		t.Fatalf("writes not answered 204: %v", failed)
+	}
+	waitCount(t, p, db, "trades", acked)
+	waitArchived(t, p, s, db, "trades", 30*time.Second)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+p.http+"/")); err != nil {
+		t.Fatalf("load the console: %v", err)
+	}
+	// cell waits (the panel refreshes every 3 s) until the archive cell
+	// of trades is what ok wants, and returns its text, class and title.
+	cell := func(what string, ok func(text, class, title string) bool) (string, string, string) {
+		t.Helper()
+		deadline := time.Now().Add(45 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+			v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const td = document.querySelector('#tables tr[data-table="trades"] td:nth-child(11)');
+				return td ? [td.textContent, td.className, td.title] : ['', '', ''] })()`))
+			cancel()
+			if err == nil && ok(v[0], v[1], v[2]) {
+				return v[0], v[1], v[2]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the console's archive cell is not %s: %q, %v\n%s", what, v, err, p.logText())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	text, _, title := cell("up to date", func(text, class, title string) bool { return text == "up to date" && class == "" })
+	if !strings.HasPrefix(title, archLoc+": rows below ") {
+		t.Fatalf("the archive cell's title: %q", title)
+	}
+	t.Logf("archive cell: %q (%s)", text, title)
+
+	s.Stop()
+	f = startFeed(t, p, "trades", 500, 20*time.Millisecond)
+	text, _, title = cell("failing", func(text, class, title string) bool {
+		return strings.HasPrefix(text, "failing: ") && strings.Contains(text, " seg behind (") && class == "error"
+	})
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(archLoc) + `: rows below [0-9,]+ archived; [1-9][0-9]* attempts failed: archive: .*` + regexp.QuoteMeta(archLoc) + `/`).MatchString(title) {
+		t.Fatalf("the archive cell's title with the server gone: %q", title)
+	}
+	t.Logf("archive cell: %q (%s)", text, title)
+	if _, failed := f.result(); len(failed) > 0 {
+		t.Fatalf("writes not answered 204: %v", failed)
+	}
+	stopServe(t, p)
 }

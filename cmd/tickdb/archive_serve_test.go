@@ -385,7 +385,9 @@ func tableRows(t *testing.T, db, table string) (rows, first uint64) {
 // segment is in the manifest, its object byte for byte the local .zdat,
 // every listed object there; /metrics and /api/tables report the
 // archive's rows, no lag and what was uploaded; tickdb stat (another
-// process) prints the archive lines from the status file.
+// process) prints the archive lines from the status file. tickdb archive
+// to the same place is refused while serve runs, and runs once it is
+// gone.
 func TestArchiveServeIngest(t *testing.T) {
 	t.Parallel()
 	s := archServer(t, "")
@@ -436,6 +438,11 @@ func TestArchiveServeIngest(t *testing.T) {
 	if err != nil || st == nil || st.Location != archLoc || st.Pid != p.c.Pid || len(st.Tables) != 1 {
 		t.Fatalf("status file: %+v, %v", st, err)
 	}
+	// tickdb archive beside it, to the same place: refused, naming it.
+	code, out, errs := execCLIEnv(t, s.Env(), "archive", "--db", db, "--to", archLoc)
+	if want := fmt.Sprintf("tickdb: archive: tickdb serve (pid %d) archives %s to %s already", p.c.Pid, db, archLoc); code != 1 || !strings.Contains(errs, want) {
+		t.Fatalf("tickdb archive beside serve --archive: exit %d, want 1 and %q:\n%s%s", code, want, out, errs)
+	}
 	for {
 		code, out, errs := execCLI(t, "stat", "--db", db)
 		if code != 0 {
@@ -452,6 +459,15 @@ func TestArchiveServeIngest(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	stopServe(t, p)
+	// Once serve is gone, tickdb archive runs (and has what serve's close
+	// compressed, if anything, to upload).
+	code, out, errs = execCLIEnv(t, s.Env(), "archive", "--db", db, "--to", archLoc)
+	if code != 0 || !regexp.MustCompile(`^trades: [0-9]+ segments up `).MatchString(out) {
+		t.Fatalf("tickdb archive after serve stopped: exit %d\n%s%s", code, out, errs)
+	}
+	if _, why := archiveCovers(t, s, db, "trades"); why != "" {
+		t.Fatalf("after tickdb archive: %s", why)
+	}
 }
 
 // TestArchiveServeKill9: serve starts with the S3 server down, so a

@@ -207,7 +207,8 @@ func waitArchived(t *testing.T, p *serveProc, s *s3test.Server, db, table string
 }
 
 // archFeed posts line protocol to a serve over HTTP: batch rows of table
-// every period, with increasing timestamps an hour behind the clock.
+// every period, with increasing timestamps an hour behind the clock but
+// for one row in 97, which is late (so segments have late entries).
 type archFeed struct {
 	client *http.Client
 	url    string
@@ -234,7 +235,11 @@ func startFeed(t *testing.T, p *serveProc, table string, batch int, period time.
 			}
 			b.Reset()
 			for i := range uint64(batch) {
-				fmt.Fprintf(&b, "%s,sym=S%d price=%d.25,size=%di %d\n", table, (k+i)%7, k+i, k+i, base+int64(k+i)*1000)
+				ts := base + int64(k+i)*1000
+				if (k+i)%97 == 96 {
+					ts -= 50_000 // 50 rows back: a late row (serve's late window is 10 s)
+				}
+				fmt.Fprintf(&b, "%s,sym=S%d price=%d.25,size=%di %d\n", table, (k+i)%7, k+i, k+i, ts)
 			}
 			resp, err := f.client.Post(f.url, "text/plain", strings.NewReader(b.String()))
 			if err != nil {
@@ -405,7 +410,14 @@ func TestArchiveServeIngest(t *testing.T) {
 	if len(m.Segments) != len(segs) || m.FirstSeq != 0 || m.EndSeq != (segs[len(segs)-1]+1)<<m.SegShift {
 		t.Fatalf("manifest: %d segments, rows [%d, %d); local: %d compressed segments", len(m.Segments), m.FirstSeq, m.EndSeq, len(segs))
 	}
-	t.Logf("%d rows, %d segments archived", acked, len(segs))
+	late := uint64(0)
+	for _, g := range m.Segments {
+		late += g.LateCount
+	}
+	if late == 0 {
+		t.Fatalf("no late entries archived; the feed sends one late row in 97")
+	}
+	t.Logf("%d rows, %d segments archived, %d late entries", acked, len(segs), late)
 
 	// The account: /api/tables, /metrics, the status file, tickdb stat.
 	// They follow the manifest by a pass (1 s).

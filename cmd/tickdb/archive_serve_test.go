@@ -1026,3 +1026,36 @@ func TestArchiveConsole(t *testing.T) {
 	}
 	stopServe(t, p)
 }
+
+// TestArchiveBadFlags: serve's and tickdb archive's archive flags, wrong,
+// stop them at once with an error that names the flag and what it wants;
+// nothing is created.
+func TestArchiveBadFlags(t *testing.T) {
+	t.Parallel()
+	db := t.TempDir()
+	live := testutil.LiveDir(t)
+	serve := func(more ...string) []string {
+		return append([]string{"serve", "--db", db, "--live-dir", live, "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, more...)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{serve("--archive", "ticks/node1"), `--archive: archive location "ticks/node1": want s3://bucket/prefix`},
+		{serve("--archive", "s3:///node1"), `--archive: archive location "s3:///node1": no bucket (want s3://bucket/prefix)`},
+		{serve("--archive", archLoc, "--archive-endpoint", "ftp://127.0.0.1:1"), `--archive: archive: endpoint "ftp://127.0.0.1:1": want http://host:port or https://host`},
+		{serve("--archive", archLoc, "--archive-uploads", "0"), `--archive-uploads 0: want 1 or more`},
+		{serve("--archive-endpoint", "http://127.0.0.1:1"), `--archive-endpoint and --archive-parquet need --archive s3://bucket/prefix`},
+		{[]string{"archive", "--db", db}, `archive: --to s3://bucket/prefix is required`},
+		{[]string{"archive", "--db", db, "--to", "/tmp/x"}, `archive location "/tmp/x": want s3://bucket/prefix`},
+		{[]string{"archive", "--db", db, "--to", archLoc, "--uploads", "0"}, `archive: --uploads 0: want 1 or more`},
+	} {
+		code, out, errs := execCLI(t, c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("tickdb %s: exit %d, want an error with %q:\n%s%s", strings.Join(c.args, " "), code, c.want, out, errs)
+		}
+	}
+	if ents, _ := os.ReadDir(db); len(ents) != 0 {
+		t.Errorf("bad flags left files in the database: %v", ents)
+	}
+}

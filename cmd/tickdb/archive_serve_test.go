@@ -799,53 +799,55 @@ func TestArchiveBucketFull(t *testing.T) {
 	stopServe(t, p)
 }
 
-// TestArchiveRetainWaits: --retain-bytes far below the table with the S3
-// server down: retention deletes nothing the archive does not hold (the
+// TestArchiveRetainWaits: --retain-bytes (or --retain-age) far below the
+// table with the S3 server down: retention deletes nothing the archive does not hold (the
 // files stay, the first row stays 0); once the server is back and the
 // archive caught up, retention deletes what is archived (the first row
 // moves, never past the archive). With --retain-after-archive=false it
 // deletes regardless: the gate is what held it.
 func TestArchiveRetainWaits(t *testing.T) {
 	t.Parallel()
-	t.Run("after-archive", func(t *testing.T) {
-		t.Parallel()
-		s := archServer(t, "")
-		s.Stop()
-		db, live := testutil.DB(t)
-		p := startServeEnv(t, s.Env(), "--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc, "--retain-bytes", "32K")
-		f := startFeed(t, p, "trades", 200, 20*time.Millisecond)
-		f.waitAcked(t, 10_000, time.Minute) // ~20 segments
-		waitCount(t, p, db, "trades", f.ackedSoFar())
-		rows, first := tableRows(t, db, "trades")
-		segs := localZSegs(t, db, "trades")
-		if first != 0 || len(segs) < 10 || segs[0] != 0 || segs[len(segs)-1] != uint64(len(segs)-1) {
-			t.Fatalf("with the server down: rows [%d, %d); compressed segments %v", first, rows, segs)
-		}
-		if err := s.Restart(); err != nil {
-			t.Fatal(err)
-		}
-		// Retention runs at each segment roll: the feed goes on.
-		deadline := time.Now().Add(90 * time.Second)
-		for first == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("retention deleted nothing in 90 s after the server came back:\n%s", p.logText())
+	for _, retain := range [][]string{{"--retain-bytes", "32K"}, {"--retain-age", "2ms"}} { // the feed's rows are 1 µs apart
+		t.Run("after-archive"+retain[0][len("--retain"):], func(t *testing.T) {
+			t.Parallel()
+			s := archServer(t, "")
+			s.Stop()
+			db, live := testutil.DB(t)
+			p := startServeEnv(t, s.Env(), "--db", db, "--live-dir", live, "--segment-size", archSeg, "--archive", archLoc, retain[0], retain[1])
+			f := startFeed(t, p, "trades", 200, 20*time.Millisecond)
+			f.waitAcked(t, 10_000, time.Minute) // ~20 segments
+			waitCount(t, p, db, "trades", f.ackedSoFar())
+			rows, first := tableRows(t, db, "trades")
+			segs := localZSegs(t, db, "trades")
+			if first != 0 || len(segs) < 10 || segs[0] != 0 || segs[len(segs)-1] != uint64(len(segs)-1) {
+				t.Fatalf("with the server down: rows [%d, %d); compressed segments %v", first, rows, segs)
 			}
-			time.Sleep(100 * time.Millisecond)
+			if err := s.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			// Retention runs at each segment roll: the feed goes on.
+			deadline := time.Now().Add(90 * time.Second)
+			for first == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("retention deleted nothing in 90 s after the server came back:\n%s", p.logText())
+				}
+				time.Sleep(100 * time.Millisecond)
+				_, first = tableRows(t, db, "trades")
+			}
+			acked, failed := f.result()
+			if len(failed) > 0 {
+				t.Fatalf("writes not answered 204: %v", failed)
+			}
+			waitCount(t, p, db, "trades", acked)
+			m := waitArchived(t, p, s, db, "trades", time.Minute)
 			_, first = tableRows(t, db, "trades")
-		}
-		acked, failed := f.result()
-		if len(failed) > 0 {
-			t.Fatalf("writes not answered 204: %v", failed)
-		}
-		waitCount(t, p, db, "trades", acked)
-		m := waitArchived(t, p, s, db, "trades", time.Minute)
-		_, first = tableRows(t, db, "trades")
-		if m.FirstSeq != 0 || m.EndSeq < first || first == 0 {
-			t.Fatalf("first row %d; the archive holds rows [%d, %d)", first, m.FirstSeq, m.EndSeq)
-		}
-		t.Logf("retention moved the first row to %d; the archive holds rows [0, %d)", first, m.EndSeq)
-		stopServe(t, p)
-	})
+			if m.FirstSeq != 0 || m.EndSeq < first || first == 0 {
+				t.Fatalf("first row %d; the archive holds rows [%d, %d)", first, m.FirstSeq, m.EndSeq)
+			}
+			t.Logf("retention moved the first row to %d; the archive holds rows [0, %d)", first, m.EndSeq)
+			stopServe(t, p)
+		})
+	}
 	t.Run("regardless", func(t *testing.T) {
 		t.Parallel()
 		s := archServer(t, "")

@@ -256,9 +256,18 @@ func (a *Archiver) pass(ctx context.Context) {
 		if time.Now().Before(wait) {
 			continue
 		}
-		res, err := Sync(ctx, a.c, a.db, table, &a.o.SyncOptions)
+		// A backlog goes up in pieces, so that the account (and the
+		// retention gate) moves as it goes and other tables get a turn.
+		so := a.o.SyncOptions
+		if so.MaxSegments == 0 {
+			so.MaxSegments = passSegments
+		}
+		res, err := Sync(ctx, a.c, a.db, table, &so)
 		if ctx.Err() != nil {
 			return
+		}
+		if err == nil && res.PendingSegs > 0 && res.Segments > 0 {
+			a.Kick() // more to go: the next pass at once
 		}
 		a.mu.Lock()
 		if m := res.Manifest; m != nil {
@@ -296,6 +305,10 @@ func (a *Archiver) pass(ctx context.Context) {
 		a.mu.Unlock()
 	}
 }
+
+// passSegments bounds the segments a pass uploads of one table, unless
+// Options.MaxSegments says.
+const passSegments = 32
 
 // localPending counts the compressed segment files from segment n on.
 func localPending(db, table string, n uint64) (segs uint64, bytes int64) {

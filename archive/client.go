@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -25,6 +26,13 @@ type Config struct {
 	AccessKey string
 	SecretKey string
 	Region    string
+	// StallTimeout is how long a request may go without progress (a
+	// piece of its body sent or received, or the answer) before it fails
+	// with ErrStalled (default 20 s): a server that hangs, its connections
+	// open and unanswered, gets an error the archive reports and retries
+	// with backoff instead of a wait for ever; a slow link that moves is
+	// not cut.
+	StallTimeout time.Duration
 }
 
 // fromEnv fills what c leaves empty from the environment.
@@ -49,8 +57,9 @@ func (c Config) fromEnv() Config {
 // Client is an S3 client bound to one Location, counting its requests
 // and bytes. It is safe for concurrent use.
 type Client struct {
-	loc Location
-	s3  *minio.Client
+	loc   Location
+	s3    *minio.Client
+	stall time.Duration
 	// Requests and bytes moved, by kind.
 	gets, getBytes, puts, putBytes atomic.Int64
 }
@@ -105,7 +114,11 @@ func DialLocation(l Location, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &Client{loc: l, s3: s3}, nil
+	stall := cfg.StallTimeout
+	if stall <= 0 {
+		stall = 20 * time.Second
+	}
+	return &Client{loc: l, s3: s3, stall: stall}, nil
 }
 
 // Location is the client's archive location.
@@ -114,9 +127,11 @@ func (c *Client) Location() Location { return c.loc }
 // Check asks the server whether the bucket is there and the keys may
 // use it.
 func (c *Client) Check(ctx context.Context) error {
+	ctx, _, done := c.watch(ctx)
+	defer done()
 	ok, err := c.s3.BucketExists(ctx, c.loc.Bucket)
 	if err != nil {
-		return c.wrap("check bucket", "", err)
+		return c.wrap(ctx, "check bucket", "", err)
 	}
 	if !ok {
 		return fmt.Errorf("archive %s: %w %q on the server (make it first)", c.loc, ErrNoBucket, c.loc.Bucket)
@@ -132,10 +147,12 @@ func (c *Client) Put(ctx context.Context, key string, b []byte) error {
 // PutReader stores size bytes from r as the object key.
 func (c *Client) PutReader(ctx context.Context, key string, r io.Reader, size int64) error {
 	c.puts.Add(1)
+	ctx, w, done := c.watch(ctx)
+	defer done()
 	_, err := c.s3.PutObject(ctx, c.loc.Bucket, c.loc.Key(key), r, size,
-		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20})
+		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20, Progress: w})
 	if err != nil {
-		return c.wrap("put", key, err)
+		return c.wrap(ctx, "put", key, err)
 	}
 	c.putBytes.Add(size)
 	return nil
@@ -163,20 +180,23 @@ func (c *Client) get(ctx context.Context, key string, off, n int64) ([]byte, err
 		}
 	}
 	c.gets.Add(1)
+	ctx, w, done := c.watch(ctx)
+	defer done()
 	obj, err := c.s3.GetObject(ctx, c.loc.Bucket, c.loc.Key(key), opts)
 	if err != nil {
-		return nil, c.wrap("get", key, err)
+		return nil, c.wrap(ctx, "get", key, err)
 	}
 	defer obj.Close()
+	r := io.TeeReader(obj, w)
 	var b []byte
 	if n > 0 {
 		b = make([]byte, n)
-		_, err = io.ReadFull(obj, b)
+		_, err = io.ReadFull(r, b)
 	} else {
-		b, err = io.ReadAll(obj)
+		b, err = io.ReadAll(r)
 	}
 	if err != nil {
-		return nil, c.wrap("get", key, err)
+		return nil, c.wrap(ctx, "get", key, err)
 	}
 	c.getBytes.Add(int64(len(b)))
 	return b, nil
@@ -184,9 +204,11 @@ func (c *Client) get(ctx context.Context, key string, off, n int64) ([]byte, err
 
 // Size is the size of the object key.
 func (c *Client) Size(ctx context.Context, key string) (int64, error) {
+	ctx, _, done := c.watch(ctx)
+	defer done()
 	st, err := c.s3.StatObject(ctx, c.loc.Bucket, c.loc.Key(key), minio.StatObjectOptions{})
 	if err != nil {
-		return 0, c.wrap("stat", key, err)
+		return 0, c.wrap(ctx, "stat", key, err)
 	}
 	return st.Size, nil
 }
@@ -202,11 +224,14 @@ func (c *Client) List(ctx context.Context, prefix string) ([]string, error) {
 	if base != "" {
 		base += "/"
 	}
+	ctx, w, done := c.watch(ctx)
+	defer done()
 	var keys []string
 	for o := range c.s3.ListObjects(ctx, c.loc.Bucket, minio.ListObjectsOptions{Prefix: full, Recursive: true}) {
 		if o.Err != nil {
-			return nil, c.wrap("list", prefix, o.Err)
+			return nil, c.wrap(ctx, "list", prefix, o.Err)
 		}
+		w.kick()
 		keys = append(keys, strings.TrimPrefix(o.Key, base))
 	}
 	return keys, nil
@@ -218,11 +243,14 @@ func (c *Client) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 	if full != "" {
 		full += "/"
 	}
+	ctx, w, done := c.watch(ctx)
+	defer done()
 	var dirs []string
 	for o := range c.s3.ListObjects(ctx, c.loc.Bucket, minio.ListObjectsOptions{Prefix: full}) {
 		if o.Err != nil {
-			return nil, c.wrap("list", prefix, o.Err)
+			return nil, c.wrap(ctx, "list", prefix, o.Err)
 		}
+		w.kick()
 		if name, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, full), "/"); ok && name != "" {
 			dirs = append(dirs, name)
 		}
@@ -232,8 +260,10 @@ func (c *Client) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 
 // Remove deletes the object key.
 func (c *Client) Remove(ctx context.Context, key string) error {
+	ctx, _, done := c.watch(ctx)
+	defer done()
 	if err := c.s3.RemoveObject(ctx, c.loc.Bucket, c.loc.Key(key), minio.RemoveObjectOptions{}); err != nil {
-		return c.wrap("remove", key, err)
+		return c.wrap(ctx, "remove", key, err)
 	}
 	return nil
 }
@@ -248,12 +278,47 @@ var ErrNoBucket = errors.New("no bucket")
 // wrong access key or secret, or no permission (403).
 var ErrDenied = errors.New("access denied")
 
+// ErrStalled is wrapped by errors for a request cut for want of progress
+// (Config.StallTimeout).
+var ErrStalled = errors.New("no progress")
+
+// watchdog cancels a request's context once the stall timeout passes
+// without a kick. As an io.Reader (PutObjectOptions.Progress) or an
+// io.Writer (beside a body read), every piece of data is a kick.
+type watchdog struct {
+	t *time.Timer
+	d time.Duration
+}
+
+// watch is ctx for one request, cancelled with ErrStalled after the
+// stall timeout without a kick; done releases it.
+func (c *Client) watch(ctx context.Context) (context.Context, *watchdog, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &watchdog{t: time.AfterFunc(c.stall, func() { cancel(ErrStalled) }), d: c.stall}
+	return ctx, w, func() { w.t.Stop(); cancel(nil) }
+}
+
+func (w *watchdog) kick() { w.t.Reset(w.d) }
+
+func (w *watchdog) Read(p []byte) (int, error) {
+	w.kick()
+	return len(p), nil
+}
+
+func (w *watchdog) Write(p []byte) (int, error) {
+	w.kick()
+	return len(p), nil
+}
+
 // wrap says what failed where, in the server's words, and marks the
-// errors callers act on.
-func (c *Client) wrap(op, key string, err error) error {
+// errors callers act on. ctx is the request's (see watch).
+func (c *Client) wrap(ctx context.Context, op, key string, err error) error {
 	where := c.loc.String()
 	if key != "" {
 		where = "s3://" + c.loc.Bucket + "/" + c.loc.Key(key)
+	}
+	if errors.Is(context.Cause(ctx), ErrStalled) {
+		return fmt.Errorf("archive: %s %s: %w from the server in %v (it hangs, or the network between is down)", op, where, ErrStalled, c.stall)
 	}
 	resp := minio.ToErrorResponse(err)
 	switch {

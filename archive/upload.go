@@ -91,8 +91,8 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 	if m != nil && len(m.Segments) > 0 {
 		last := m.Segments[len(m.Segments)-1]
 		next = last.Seg + 1
-		if last.Rows() < rowsPerSeg && segRows(ctl, dir, last.Seg) > last.Rows() {
-			next = last.Seg // the last one was partial, and has grown since
+		if last.Rows() < rowsPerSeg && !samePartial(dir, ctl, last) {
+			next = last.Seg // the last one was partial and has grown since
 		}
 		if next < first {
 			return res, fmt.Errorf("archive: table %s: local segments %d to %d were deleted before they were archived (retention not told to wait for the archive); the archive at %s ends at row %d and cannot go on without a gap", table, next, first-1, c.loc, m.EndSeq)
@@ -116,7 +116,13 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 			}
 		}
 	}
-	defer func() { pending(m.EndSeq >> shift) }()
+	defer func() {
+		from := m.EndSeq >> shift
+		if k := len(m.Segments); k > 0 && m.Segments[k-1].Seg == from && samePartial(dir, ctl, m.Segments[k-1]) {
+			from++ // the partial last segment, up as it is
+		}
+		pending(from)
+	}()
 	late := newLateCursor(dir, snap.Late)
 	defer late.close()
 	limit := cmp
@@ -175,6 +181,18 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 		}
 	}
 	return res, nil
+}
+
+// samePartial reports whether the archived partial segment s is the local
+// compressed segment as it is (the same rows: tickdb compact compresses a
+// closed table's partial last segment), so that it is not put again.
+func samePartial(dir string, ctl *index.Ctl, s Segment) bool {
+	g, err := cseg.Open(format.ZSegPath(dir, s.Seg), ctl.Schema, cseg.Header{TableID: ctl.TableID, SegNo: s.Seg, RowsPerSeg: ctl.RowsPerSeg()})
+	if err != nil {
+		return false
+	}
+	defer g.Close()
+	return g.Rows() == s.Rows()
 }
 
 // syncMeta puts the ctl copy, the schema file and the new dictionary
@@ -398,15 +416,4 @@ func removeSegment(ctx context.Context, c *Client, s Segment) {
 			_ = c.Remove(ctx, key)
 		}
 	}
-}
-
-// segRows is how many rows compressed segment n's file holds (0: none,
-// or unreadable: Sync then reports what opening it says).
-func segRows(ctl *index.Ctl, dir string, n uint64) uint64 {
-	g, err := cseg.Open(format.ZSegPath(dir, n), ctl.Schema, cseg.Header{TableID: ctl.TableID, SegNo: n, RowsPerSeg: ctl.RowsPerSeg()})
-	if err != nil {
-		return 0
-	}
-	defer g.Close()
-	return g.Rows()
 }

@@ -27,8 +27,14 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 // as tickdb, see TestMain) and returns its exit status and output.
 func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return execCLIEnv(t, nil, args...)
+}
+
+// execCLIEnv is execCLI with more environment.
+func execCLIEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	c := startCLIChild(t, args, strings.NewReader(""), &out, &errb)
+	c := startCLIChildEnv(t, args, env, strings.NewReader(""), &out, &errb)
 	err := c.Wait(time.Minute)
 	var ee *exec.ExitError
 	switch {
@@ -48,8 +54,14 @@ func execCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // (its reports are still printed).
 func startCLIChild(t *testing.T, args []string, stdin io.Reader, stdout, stderr io.Writer) *child.Child {
 	t.Helper()
+	return startCLIChildEnv(t, args, nil, stdin, stdout, stderr)
+}
+
+// startCLIChildEnv is startCLIChild with more environment.
+func startCLIChildEnv(t *testing.T, args, env []string, stdin io.Reader, stdout, stderr io.Writer) *child.Child {
+	t.Helper()
 	c, err := child.Start(cliRole, &child.Options{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Env: []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}})
+		Env: append([]string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}

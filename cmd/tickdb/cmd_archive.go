@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,8 +34,11 @@ archive's manifest does not list yet, with what a reader needs beside it
 (the segment's time index entries and late rows, the symbol dictionary,
 the control file), then writes each table's manifest: the same as serve
 --archive does continuously. It reads the files O_RDONLY, so it runs
-beside a serve that holds the database. A segment the manifest lists is
-not uploaded again; an upload cut short is done again whole.
+beside a serve that holds the database, but not beside one that archives
+it to the same place (serve --archive does this already, and two writers
+of one manifest could undo each other's last entries): it then stops,
+naming the serve. A segment the manifest lists is not uploaded again; an
+upload cut short is done again whole.
 
 Only compressed segments go up: serve compresses sealed segments by
 itself; for a closed table run tickdb compact first (a table's last,
@@ -68,6 +73,9 @@ func runArchive(cmd *cobra.Command, g *globals, o *archiveOpts) error {
 	if err != nil {
 		return err
 	}
+	if pid := archivingServe(g.db, c.Location()); pid != 0 {
+		return fmt.Errorf("archive: tickdb serve (pid %d) archives %s to %s already (%s): it uploads every compressed segment itself; two uploaders of one manifest could undo each other's last entries", pid, g.db, c.Location(), filepath.Join(g.db, archive.StatusName))
+	}
 	ctx := cmd.Context()
 	check, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = c.Check(check)
@@ -100,4 +108,22 @@ func runArchive(cmd *cobra.Command, g *globals, o *archiveOpts) error {
 		fmt.Fprintln(out)
 	}
 	return failed
+}
+
+// statusFresh is how recent a serve's archive status file must be for
+// tickdb archive to take it for a running serve (it is rewritten after
+// every pass, once a second; a long pass delays it).
+const statusFresh = 10 * time.Minute
+
+// archivingServe is the pid of a running serve that archives db to loc
+// (its status file names loc, is fresh, and its pid is alive), else 0.
+func archivingServe(db string, loc archive.Location) int {
+	st, err := archive.ReadStatus(filepath.Join(db, archive.StatusName))
+	if err != nil || st == nil || st.Location != loc.String() || st.Pid <= 0 || time.Since(st.Updated) > statusFresh {
+		return 0
+	}
+	if err := syscall.Kill(st.Pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0
+	}
+	return st.Pid
 }

@@ -35,9 +35,15 @@ var startedRE = regexp.MustCompile(`msg="tickdb serve: started" db=\S+ ilp=(\S+)
 
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with more environment (the archive's keys).
+func startServeEnv(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
 	p := &serveProc{done: make(chan error, 1)}
 	stderr, errW := pipe(t)
-	p.c = startCLIChild(t, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), nil, errW)
+	p.c = startCLIChildEnv(t, append([]string{"serve", "--ilp", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...), env, strings.NewReader(""), nil, errW)
 	errW.Close()
 	t.Cleanup(func() { p.c.Kill(); <-p.done })
 	started := make(chan []string, 1)

@@ -169,6 +169,7 @@
           const p = prev.cells[i];
           if (p.textContent !== td.textContent) p.textContent = td.textContent;
           if (p.className !== td.className) p.className = td.className;
+          if (p.title !== td.title) p.title = td.title; // the archive's error, the logical size
         });
         trs.push(prev);
       } else {

@@ -172,6 +172,23 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause stops the server's process (SIGSTOP): a server that hangs, its
+// connections open and unanswered, rather than one that is gone. Resume
+// lets it go on.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("s3test: server not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Env is the environment an archive client (a serve, a CLI command)
 // needs to reach the server with the root keys.
 func (s *Server) Env() []string {

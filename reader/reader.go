@@ -24,6 +24,19 @@ type Options struct {
 	// LiveDir overrides the live slot directory recorded by the writer
 	// (for a tree moved to another path or machine).
 	LiveDir string
+	// Fetch, when not nil, gives the Fetcher of the compressed segment
+	// file at path (nil: the file is all there): for a table directory
+	// whose compressed segments are sparse copies of objects kept
+	// elsewhere, filled as queries read them (package archive's
+	// OpenReader: a table archived in object storage).
+	Fetch func(path string) Fetcher
+}
+
+// Fetcher fills byte ranges of a compressed segment file on demand
+// (internal/cseg.Fetcher): Fetch(off, n) returns once bytes [off, off+n)
+// are in the file. It must be safe for concurrent use.
+type Fetcher interface {
+	Fetch(off, n int64) error
 }
 
 // Reader reads one table, in this process or another, without any lock:
@@ -57,7 +70,8 @@ type Reader struct {
 	verifyLate uint64
 	syms       *index.Symbols
 	schema     *store.Schema
-	liveDir    string // Options.LiveDir, or "" to follow the one in ctl
+	liveDir    string                    // Options.LiveDir, or "" to follow the one in ctl
+	fetch      func(path string) Fetcher // Options.Fetch
 	// symRead: symbols whose postings chunks this reader has asked the
 	// kernel to read ahead (their first RangeSym).
 	symRead []bool
@@ -240,6 +254,9 @@ func (r *Reader) open(opts *Options) error {
 	}
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
+	}
+	if opts != nil {
+		r.fetch = opts.Fetch
 	}
 	r.shift = c.SegShift
 	r.mask = c.RowsPerSeg() - 1
@@ -843,15 +860,28 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
 	gen := r.ctl.LiveGen() // before the file is opened (segView.fileGen)
 	r.waitScratch()
-	z, err := cseg.OpenShared(path, r.schema, want, &r.zscratch)
+	f := r.fetcher(path)
+	z, err := cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
-		z, err = cseg.OpenShared(path, r.schema, want, &r.zscratch)
+		z, err = cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
 	}
 	if err != nil {
 		return r.segMissing(n, err)
 	}
 	v.release()
 	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z, fileGen: gen}
+	return nil
+}
+
+// fetcher is the Fetcher of the compressed segment file at path
+// (Options.Fetch), or nil.
+func (r *Reader) fetcher(path string) cseg.Fetcher {
+	if r.fetch == nil {
+		return nil
+	}
+	if f := r.fetch(path); f != nil {
+		return f
+	}
 	return nil
 }
 

@@ -24,6 +24,7 @@ var engineLayers = [][]string{
 	{"reader", "writer"},
 	{"query"},
 	{"export"},
+	{"archive"},
 	{"ingest"},
 	{"load"},
 }

@@ -119,7 +119,7 @@ func (c *Client) Check(ctx context.Context) error {
 		return c.wrap("check bucket", "", err)
 	}
 	if !ok {
-		return fmt.Errorf("archive %s: no bucket %q on the server", c.loc, c.loc.Bucket)
+		return fmt.Errorf("archive %s: %w %q on the server (make it first)", c.loc, ErrNoBucket, c.loc.Bucket)
 	}
 	return nil
 }
@@ -133,7 +133,7 @@ func (c *Client) Put(ctx context.Context, key string, b []byte) error {
 func (c *Client) PutReader(ctx context.Context, key string, r io.Reader, size int64) error {
 	c.puts.Add(1)
 	_, err := c.s3.PutObject(ctx, c.loc.Bucket, c.loc.Key(key), r, size,
-		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20, SendContentMd5: true})
+		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: size < 64<<20})
 	if err != nil {
 		return c.wrap("put", key, err)
 	}
@@ -241,6 +241,9 @@ func (c *Client) Remove(ctx context.Context, key string) error {
 // ErrNotFound is wrapped by errors for an object that is not there.
 var ErrNotFound = errors.New("no such object")
 
+// ErrNoBucket is wrapped by errors for a bucket the server does not have.
+var ErrNoBucket = errors.New("no bucket")
+
 // ErrDenied is wrapped by errors the server answers for the keys: a
 // wrong access key or secret, or no permission (403).
 var ErrDenied = errors.New("access denied")
@@ -259,7 +262,7 @@ func (c *Client) wrap(op, key string, err error) error {
 	case resp.StatusCode == http.StatusForbidden || resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch":
 		return fmt.Errorf("archive: %s %s: %w: %s (%s; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", op, where, ErrDenied, resp.Code, resp.Message)
 	case resp.Code == "NoSuchBucket":
-		return fmt.Errorf("archive: %s %s: the server has no bucket %q", op, where, c.loc.Bucket)
+		return fmt.Errorf("archive: %s %s: %w %q on the server", op, where, ErrNoBucket, c.loc.Bucket)
 	case resp.Code != "":
 		return fmt.Errorf("archive: %s %s: %s: %s (HTTP %d)", op, where, resp.Code, resp.Message, resp.StatusCode)
 	}

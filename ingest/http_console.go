@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/store"
@@ -61,7 +62,16 @@ type apiTable struct {
 	Writer     string   `json:"writer"` // closed, open or recovering
 	OutOfOrder uint64   `json:"out_of_order"`
 	Late       uint64   `json:"late"`
-	Error      string   `json:"error,omitempty"`
+	// Archive is the table's archive status (Options.Archive; absent
+	// without one): what is up, what is pending (the lag), the last error.
+	Archive *archiveStatus `json:"archive,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// archiveStatus is a table's archive.TableStatus with where it goes.
+type archiveStatus struct {
+	Location string `json:"location"`
+	archive.TableStatus
 }
 
 type apiColumn struct {
@@ -96,6 +106,10 @@ func (h *httpAPI) tables(w http.ResponseWriter, _ *http.Request) {
 		t := apiTable{Name: name, Schema: []apiColumn{}, Symbols: []string{}}
 		if err := statAPI(h.s.opts.DB, &t); err != nil {
 			t.Error = err.Error()
+		}
+		if a := h.s.opts.Archive; a != nil {
+			st, _ := a.TableStatus(name)
+			t.Archive = &archiveStatus{Location: a.Location().String(), TableStatus: st}
 		}
 		out.Tables = append(out.Tables, t)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/reader"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -125,6 +126,11 @@ type Options struct {
 	Group writer.GroupOptions
 	// Logger receives start/stop lines and rate-limited bad-input lines.
 	Logger *slog.Logger
+	// Archive, when set, is the archive the database's tables go up to
+	// (package archive): GET /api/tables, /metrics and the console show
+	// its lag. The caller starts it, gates retention on it
+	// (Writer.RetainBelow) and closes it after the server.
+	Archive *archive.Archiver
 
 	memoryWait    time.Duration // tests: how long a write waits for memory (default DefaultMemoryWait)
 	slowApply     time.Duration // tests: the writer sleeps this long per batch
@@ -258,6 +264,9 @@ func Start(opts *Options) (*Server, error) {
 	}
 	s.sink = newSink(o, s.m, rings, &s.loopsWG)
 	s.m.reg.MustRegister(newTableCollector(s.sink, rings), newConditionCollector(s.sink))
+	if o.Archive != nil {
+		s.m.reg.MustRegister(newArchiveCollector(o.Archive))
+	}
 	if o.ILPAddr != "off" {
 		lis, err := newListener(s, o.ILPAddr, rings)
 		if err != nil {

@@ -143,6 +143,13 @@ type Options struct {
 	// files fit in RetainBytes. The checkpointer deletes the files.
 	RetainAge   time.Duration
 	RetainBytes int64
+	// RetainBelow, when set, bounds retention (automatic, and Retain):
+	// only segments below the number it returns for the table's name may
+	// be deleted, whatever the limits say; the archive's gate
+	// (archive.Archiver.RetainBelow: the segments its manifest lists),
+	// so history is never only on this disk by accident. It is called
+	// from the writer goroutine and must not block.
+	RetainBelow func(table string) uint64
 	// CompactAge is when a sealed segment is compressed in the
 	// background (Compact: clustered by symbol, about 4.5 bytes a tick
 	// row against 32), by the compactor, one segment at a time: 0 (the

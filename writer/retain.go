@@ -62,6 +62,9 @@ func (w *Writer) retainTarget(maxAge time.Duration, maxBytes int64) uint64 {
 	k := w.firstSeq >> w.shift
 	// Segments [k, limit) are sealed and durable.
 	limit := min(w.ctl.DurableSegs(), cur)
+	if w.opts.RetainBelow != nil {
+		limit = min(limit, w.opts.RetainBelow(w.name))
+	}
 	if maxAge > 0 {
 		cut := w.lastTs - int64(maxAge)
 		if cut > w.lastTs { // wrapped below MinInt64

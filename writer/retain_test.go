@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,5 +319,42 @@ func TestChildRetainReader(t *testing.T) {
 	}
 	testutil.Report("OK")
 	for range testutil.Commands() {
+	}
+}
+
+// Options.RetainBelow holds retention back: automatic retention and
+// Retain delete no segment at or past the gate's number, whatever the
+// limits, and go on once the gate moves.
+func TestRetainBelowGate(t *testing.T) {
+	db, live := testutil.DB(t)
+	segSize := format.SegFileSize(32, 128)
+	var gate atomic.Uint64
+	gate.Store(5)
+	o := writer.Options{RetainBytes: 3 * segSize, RetainBelow: func(table string) uint64 {
+		if table != "t" {
+			panic("gate asked for table " + table)
+		}
+		return gate.Load()
+	}}
+	w := retainTable(t, db, live, 30*128+5, o)
+	if _, err := w.Retain(time.Nanosecond, 3*segSize); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.FirstSeq(); got != 5*128 {
+		t.Fatalf("first row %d with the gate at segment 5; want %d", got, 5*128)
+	}
+	if _, err := os.Stat(format.SegPath(filepath.Join(db, "t"), 5)); err != nil {
+		t.Fatalf("segment 5, at the gate, deleted: %v", err)
+	}
+	gate.Store(20)
+	if _, err := w.Retain(0, 3*segSize); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.FirstSeq(); got != 20*128 {
+		t.Fatalf("first row %d with the gate at segment 20; want %d", got, 20*128)
+	}
+	got := segFiles(t, filepath.Join(db, "t"), 30)
+	if got[0] != 20 {
+		t.Fatalf("segment files %v: want from 20", got)
 	}
 }

@@ -3,13 +3,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/ingest"
 	"github.com/tickdb/tickdb/writer"
 )
@@ -47,6 +51,11 @@ type serveOpts struct {
 	tsUnit        string
 	allow1970     bool
 	flushWorkers  int
+	archive       string
+	archiveEP     string
+	archivePq     bool
+	archiveUp     int
+	retainArch    bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -134,6 +143,11 @@ closed.`,
 	f.Var(&o.hotBytes, "hot-bytes", "shared memory per table for copies of its newest sealed, durable segments, read from memory instead of disk (0: none)")
 	f.BoolVar(&o.compact, "compact", true, "compress sealed segments in the background, clustered by symbol (false: keep them raw until tickdb compact)")
 	f.DurationVar(&o.compactAfter, "compact-after", 0, "compress a sealed segment once its rows are all older than this before the table's last ts (0: as soon as it is sealed and durable)")
+	f.StringVar(&o.archive, "archive", "", "archive every compressed segment to s3://bucket/prefix as it is made, in the background (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; server: AWS_ENDPOINT_URL or --archive-endpoint)")
+	f.StringVar(&o.archiveEP, "archive-endpoint", "", "S3 endpoint URL for --archive, e.g. http://127.0.0.1:7070 (default: AWS_ENDPOINT_URL, else AWS)")
+	f.BoolVar(&o.archivePq, "archive-parquet", false, "with --archive, also write each segment's rows as Parquet under PREFIX/parquet/table=T/date=YYYY-MM-DD/")
+	f.IntVar(&o.archiveUp, "archive-uploads", 2, "with --archive, segments uploaded at once")
+	f.BoolVar(&o.retainArch, "retain-after-archive", true, "with --archive, --retain-age and --retain-bytes delete only segments the archive's manifest lists")
 	f.IntVar(&o.flushWorkers, "flush-workers", writer.DefaultFlushers, "flush workers shared by every table: how many tables' durable writes may be in flight at once")
 	return cmd
 }
@@ -190,6 +204,18 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 	default:
 		return fmt.Errorf("--out-of-order %q: want reject or stamp", o.ooo)
 	}
+	arch, err := startArchive(cmd, g, o, log)
+	if err != nil {
+		return err
+	}
+	if arch != nil {
+		defer arch.Close()
+	}
+	wopts := writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
+		RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: compactOption(o.compact, o.compactAfter), HotBytes: hotOption(int64(o.hotBytes))}
+	if arch != nil && o.retainArch {
+		wopts.RetainBelow = arch.RetainBelow
+	}
 	srv, err := ingest.Start(&ingest.Options{
 		DB: g.db, ILPAddr: o.ilp, HTTPAddr: o.http, Loops: o.loops,
 		PinCPU: o.cpu >= 0, CPU: o.cpu, Token: o.token, SQLAddr: o.sql, ILPInsecure: o.ilpInsecure,
@@ -198,12 +224,14 @@ func runServe(cmd *cobra.Command, g *globals, o *serveOpts) error {
 		ReadTimeout: o.readTimeout, MaxHTTPConns: o.maxHTTPConns, MaxBody: int64(o.maxBody),
 		MaxDecompressed: int64(o.maxDecomp), MaxWriteMemory: int64(o.writeMemory),
 		MaxFuture: maxFutureOption(o.maxFuture), TsUnit: tsUnit, Allow1970: o.allow1970,
-		Group: writer.GroupOptions{Flushers: o.flushWorkers},
-		Writer: writer.Options{Flush: flush, FlushInterval: o.flushInterval, OutOfOrder: ooo, LateWindow: o.lateWindow, SegmentSize: int64(o.segment),
-			RetainAge: o.retainAge, RetainBytes: int64(o.retainBytes), CompactAge: compactOption(o.compact, o.compactAfter), HotBytes: hotOption(int64(o.hotBytes))},
+		Group:  writer.GroupOptions{Flushers: o.flushWorkers},
+		Writer: wopts, Archive: arch,
 	})
 	if err != nil {
 		return err
+	}
+	if arch != nil {
+		log.Info("tickdb serve: archiving", "to", arch.Location().String(), "retain_after_archive", o.retainArch)
 	}
 	log.Info("tickdb serve: started", "db", g.db, "ilp", addrString(srv.ILPAddr()), "http", addrString(srv.HTTPAddr()))
 	<-cmd.Context().Done()
@@ -240,4 +268,34 @@ func addrString(a fmt.Stringer) string {
 		return "off"
 	}
 	return a.String()
+}
+
+// startArchive starts serve's --archive: a wrong key or a missing bucket
+// stops serve at once; a server that does not answer yet does not (the
+// archive's lag grows, reported, and uploads start once it answers).
+func startArchive(cmd *cobra.Command, g *globals, o *serveOpts, log *slog.Logger) (*archive.Archiver, error) {
+	if o.archive == "" {
+		if o.archiveEP != "" || o.archivePq {
+			return nil, fmt.Errorf("--archive-endpoint and --archive-parquet need --archive s3://bucket/prefix")
+		}
+		return nil, nil
+	}
+	if o.archiveUp < 1 {
+		return nil, fmt.Errorf("--archive-uploads %d: want 1 or more", o.archiveUp)
+	}
+	c, err := archive.Dial(o.archive, archive.Config{Endpoint: o.archiveEP})
+	if err != nil {
+		return nil, fmt.Errorf("--archive: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	err = c.Check(ctx)
+	cancel()
+	switch {
+	case errors.Is(err, archive.ErrDenied) || errors.Is(err, archive.ErrNoBucket):
+		return nil, fmt.Errorf("--archive: %w", err)
+	case err != nil:
+		log.Warn("tickdb serve: the archive's server does not answer; archiving starts once it does", "to", o.archive, "err", err)
+	}
+	return archive.Start(c, g.db, &archive.Options{SyncOptions: archive.SyncOptions{Uploads: o.archiveUp, Parquet: o.archivePq},
+		Logger: log, StatusFile: filepath.Join(g.db, archive.StatusName)}), nil
 }

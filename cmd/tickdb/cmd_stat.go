@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/internal/format"
 	"github.com/tickdb/tickdb/internal/vfs"
 	"github.com/tickdb/tickdb/reader"
@@ -89,8 +90,21 @@ type tableStat struct {
 	// Lifecycle: where rows [first_seq, rows) are read from now.
 	Lifecycle statLifecycle `json:"lifecycle"`
 
+	// Archive is what the archive holds of the table, from the status
+	// file a serve with --archive keeps (DB/archive-status.json); nil
+	// without one.
+	Archive *statArchive `json:"archive,omitempty"`
+
 	Created string `json:"created"`
 	Error   string `json:"error,omitempty"` // the table could not be read
+}
+
+// statArchive is a table's line of serve's archive status file.
+type statArchive struct {
+	Location string    `json:"location"`
+	AsOf     time.Time `json:"as_of"` // when serve wrote it
+	Pid      int       `json:"pid"`   // the serve that wrote it
+	archive.TableStatus
 }
 
 // statLifecycle sorts a table's rows by where readers find them, newest
@@ -167,8 +181,19 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	}
 	stats := make([]tableStat, 0, len(names))
 	var failed []string
+	arch, err := archive.ReadStatus(filepath.Join(g.db, archive.StatusName))
+	if err != nil {
+		return err
+	}
 	for _, n := range names {
 		ts, err := statTable(g.db, n)
+		if arch != nil {
+			for _, a := range arch.Tables {
+				if a.Table == n {
+					ts.Archive = &statArchive{Location: arch.Location, AsOf: arch.Updated, Pid: arch.Pid, TableStatus: a}
+				}
+			}
+		}
 		if err != nil {
 			if o.table != "" {
 				return err
@@ -377,6 +402,9 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 		statLine(out, "live dir", t.LiveDir)
 		statLine(out, "shared memory", fmtBytes(t.LiveBytes+t.HotBytes),
 			fmt.Sprintf("live slots %s, at most %s (%d × %s); hot copies %s", fmtBytes(t.LiveBytes), fmtBytes(t.LiveBytesMax), t.LiveSlots, fmtBytes(t.SegmentBytes), fmtBytes(t.HotBytes)))
+		if a := t.Archive; a != nil {
+			printStatArchive(out, a)
+		}
 		statLine(out, "created", t.Created)
 		if t.Error != "" {
 			statLine(out, "error", t.Error)
@@ -387,4 +415,21 @@ func printStat(out io.Writer, db string, stats []tableStat) {
 // statLine prints "  label  value  note" with the labels aligned.
 func statLine(out io.Writer, label, value string, note ...string) {
 	cells(out, []int{-20}, append([]string{"  " + label, value}, note...)...)
+}
+
+// printStatArchive prints what the archive holds of a table and its lag.
+func printStatArchive(out io.Writer, a *statArchive) {
+	note := fmt.Sprintf("rows below %s; as of %s (serve pid %d)", commas(int64(a.ArchivedRows)), a.AsOf.Format(time.RFC3339), a.Pid)
+	statLine(out, "archive", a.Location, note)
+	lag := "none: every compressed segment is up"
+	if a.PendingSegs > 0 {
+		lag = fmt.Sprintf("%d compressed segment(s), %s, not up yet", a.PendingSegs, fmtBytes(a.PendingBytes))
+	}
+	statLine(out, "  archive lag", lag)
+	if !a.LastSync.IsZero() {
+		statLine(out, "  last caught up", a.LastSync.UTC().Format(time.RFC3339))
+	}
+	if a.Err != "" {
+		statLine(out, "  archive error", fmt.Sprintf("%d attempt(s) failed", a.Failures), a.Err)
+	}
 }

@@ -10,7 +10,7 @@ import (
 // serve ingestion (epoll), which run on Linux only (docs/DESIGN.md,
 // Platforms); commands_other.go leaves them out.
 func linuxCmds(g *globals) []*cobra.Command {
-	return []*cobra.Command{newDemoCmd(g), newServeCmd(g), newIngestCmd(g), newBenchCmd(g)}
+	return []*cobra.Command{newDemoCmd(g), newServeCmd(g), newIngestCmd(g), newBenchCmd(g), newArchiveCmd(g)}
 }
 
 // maybeChild runs this binary's child process role (the benchmark suite's,

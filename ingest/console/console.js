@@ -117,6 +117,22 @@
 
   // ---- Tables ----
 
+  // archiveCell shows a table's archive lag (serve --archive): "up to
+  // date", the compressed segments not up yet, or the error; "-" without
+  // an archive. The title says where and how far.
+  function archiveCell(tr, a) {
+    if (!a) {
+      cell(tr, '-').title = 'no archive (serve --archive s3://bucket/prefix)';
+      return;
+    }
+    let text = 'up to date';
+    if (a.pending_segments > 0) text = a.pending_segments + ' seg behind (' + fmtBytes(a.pending_bytes) + ')';
+    if (a.error) text = 'failing: ' + text;
+    const td = cell(tr, text);
+    td.className = a.error ? 'error' : (a.pending_segments > 1 ? 'warn' : '');
+    td.title = a.location + ': rows below ' + fmtNum(a.archived_rows) + ' archived' + (a.error ? '; ' + a.failures + ' attempts failed: ' + a.error : '');
+  }
+
   async function refreshTables() {
     let body;
     try {
@@ -145,6 +161,7 @@
       cell(tr, t.writer + (t.writer_pid ? ' (pid ' + t.writer_pid + ')' : ''));
       cell(tr, fmtNum(t.out_of_order), true);
       cell(tr, fmtNum(t.late), true);
+      archiveCell(tr, t.archive);
       if (t.error) cell(tr, t.error).className = 'error';
       const prev = shown.get(t.name);
       if (prev && prev.cells.length === tr.cells.length) {

@@ -48,7 +48,7 @@ type cache struct {
 	limit int64
 
 	mu    sync.Mutex
-	used  int64                        // bytes the directory takes, as last counted plus what was added since
+	used  int64                       // bytes the directory takes, as last counted plus what was added since
 	holds map[string]map[*Reader]bool // segment files open, by path: the Readers holding them
 }
 

@@ -30,17 +30,19 @@ const ChunkSize = 64 << 10
 //	                                            segment as a sparse file of the object's
 //	                                            size (.zdat) and a byte per chunk saying
 //	                                            which of its chunks are there (.zdat.have)
-//	<location hash>/<table>/<table id>/views/   an open Reader's table directory, removed
-//	                                            at its Close (and by the next open after a
-//	                                            crash: each holds a lock while open)
+//	<location hash>/<table>/<table id>/views/   a manifest's table directory, which its
+//	                                            Readers open (shared, under a shared lock
+//	                                            while open; removed once no Reader holds
+//	                                            it when one of another manifest opens)
 //
 // The segment files are the cache's bulk and what it evicts: when the
 // directory takes more than the bound, the segment files used longest
 // ago go (the .have file's modification time is a segment's last use by
-// any process), but never one another open Reader of this process reads.
-// A segment removed while a Reader has it mapped stays readable by that
-// Reader (its storage is freed when the Reader closes); a Reader that
-// opens it again fetches it again.
+// any process), those another open Reader of this process reads last. A
+// segment removed while a Reader has it open stays readable by that
+// Reader (through its descriptor and mapping: that storage is freed when
+// the Reader closes, and is not the directory's); a Reader that opens it
+// again fetches it again.
 
 // cache is one cache directory's accounting in this process.
 type cache struct {
@@ -117,7 +119,15 @@ func (c *cache) addedBy(n int64, r *Reader, path string) {
 	c.evict(r, path)
 }
 
-// Usage is the storage the cache directory's files take (blocks
+// recount has the next fetch count the directory again (files were
+// written that added did not count).
+func (c *cache) recount() {
+	c.mu.Lock()
+	c.used = -1
+	c.mu.Unlock()
+}
+
+// CacheUsage is the storage the cache directory's files take (blocks
 // allocated, each file counted once), and how many segment files it
 // holds.
 func CacheUsage(dir string) (bytes int64, segments int, err error) {
@@ -199,16 +209,23 @@ func (c *cache) evict(r *Reader, keep string) {
 		}
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].used.Before(segs[j].used) })
-	for _, f := range segs {
-		if used <= c.limit {
-			break
-		}
-		holders := c.holds[f.path]
-		if len(holders) > 1 || len(holders) == 1 && !holders[r] {
-			continue
-		}
-		if removeSeg(f.path) {
-			used -= f.alloc + alloc[f.path+".have"]
+	// Those no other Reader of this process holds first; then, if the
+	// directory is still past the bound, theirs too: a Reader keeps
+	// reading a file removed under it (its descriptor and mapping), and
+	// opens a new one for the segment when it opens it again.
+	for pass := range 2 {
+		for _, f := range segs {
+			if used <= c.limit {
+				break
+			}
+			holders := c.holds[f.path]
+			if pass == 0 && (len(holders) > 1 || len(holders) == 1 && !holders[r]) {
+				continue
+			}
+			if removeSeg(f.path) {
+				used -= f.alloc + alloc[f.path+".have"]
+				f.alloc = 0
+			}
 		}
 	}
 	c.used = used

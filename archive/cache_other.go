@@ -40,4 +40,4 @@ func removeSeg(path string) bool {
 
 func lockView(string) (func(), error) { return func() {}, nil }
 
-func sweepViews(string) {}
+func sweepViews(string, string) {}

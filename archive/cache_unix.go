@@ -112,15 +112,15 @@ func removeSeg(path string) bool {
 	return os.Remove(path) == nil
 }
 
-// lockView takes the lock of a Reader's view directory (path is
-// VIEW.lock) for as long as it is open.
+// lockView takes a shared lock of a view directory (path is VIEW.lock)
+// for as long as a Reader has it open.
 func lockView(path string) (func(), error) {
 	for try := 0; ; try++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, err
 		}
-		if err := flock(f, syscall.LOCK_EX); err != nil {
+		if err := flock(f, syscall.LOCK_SH); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -131,11 +131,14 @@ func lockView(path string) (func(), error) {
 	}
 }
 
-// sweepViews removes the view directories under views whose Reader is
-// gone (a process that died before its Close): their lock is free.
-func sweepViews(views string) {
+// sweepViews removes the view directories under views but keep that no
+// Reader holds (their lock is free), and temporary ones left by a crash.
+func sweepViews(views, keep string) {
 	locks, _ := filepath.Glob(filepath.Join(views, "*.lock"))
 	for _, l := range locks {
+		if l == keep+".lock" {
+			continue
+		}
 		f, err := os.OpenFile(l, os.O_RDWR, 0)
 		if err != nil {
 			continue
@@ -145,5 +148,12 @@ func sweepViews(views string) {
 			os.Remove(l)
 		}
 		f.Close()
+	}
+	tmps, _ := filepath.Glob(filepath.Join(views, "tmp-*"))
+	for _, t := range tmps {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(t), "tmp-%d-", &pid); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(t)
+		}
 	}
 }

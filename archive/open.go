@@ -65,7 +65,7 @@ type Reader struct {
 	m        *Manifest
 	cache    *cache
 	store    string // the table's objects: CACHE/<location>/<table>/<table id>
-	view     string // the database directory this Reader opened (removed at Close)
+	view     string // the database directory of the manifest's view, which this Reader opened
 	unlock   func()
 	segByPth map[string]*Segment // by the view's seg-N.zdat path
 
@@ -88,8 +88,9 @@ func (r *Reader) ArchivedBytes() int64 {
 	return n
 }
 
-// Close closes the table and removes the local copy of its directory
-// (the cached segment bytes stay, for the next reader).
+// Close closes the table. The cache keeps what was fetched, for the
+// next Reader; the view's directory goes once no Reader holds it and a
+// Reader of another manifest opens.
 func (r *Reader) Close() error {
 	err := r.Reader.Close()
 	r.mu.Lock()
@@ -99,10 +100,6 @@ func (r *Reader) Close() error {
 	}
 	r.files = nil
 	r.mu.Unlock()
-	if rerr := os.RemoveAll(r.view); err == nil {
-		err = rerr
-	}
-	os.Remove(r.view + ".lock")
 	r.unlock()
 	return err
 }
@@ -161,24 +158,47 @@ func OpenReader(ctx context.Context, loc, table string, o *ReaderOptions) (*Read
 	if err := os.MkdirAll(views, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: cache: %w", err)
 	}
-	sweepViews(views)
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	view := filepath.Join(views, fmt.Sprintf("%d-%x", os.Getpid(), rnd))
+	// The view of this manifest: shared by every Reader of it, built
+	// once (into a temporary directory renamed into place), and held
+	// under a shared lock while open; views no Reader holds are swept.
+	view := filepath.Join(views, m.identity())
 	unlock, err := lockView(view + ".lock")
 	if err != nil {
 		return nil, fmt.Errorf("archive: cache: %w", err)
 	}
+	sweepViews(views, view)
 	r := &Reader{c: c, m: m, cache: ca, store: store, view: view, unlock: unlock,
 		segByPth: map[string]*Segment{}, files: map[uint64]*segFile{}}
 	fail := func(err error) (*Reader, error) {
-		os.RemoveAll(view)
-		os.Remove(view + ".lock")
 		unlock()
 		return nil, err
 	}
-	if err := r.build(ctx); err != nil {
-		return fail(fmt.Errorf("archive: open %s of %s: %w", table, c.loc, err))
+	for i := range m.Segments {
+		s := &m.Segments[i]
+		r.segByPth[format.ZSegPath(filepath.Join(view, table), s.Seg)] = s
+	}
+	if _, err := os.Stat(filepath.Join(view, "ready")); err != nil {
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		tmp := filepath.Join(views, fmt.Sprintf("tmp-%d-%x", os.Getpid(), rnd))
+		err := r.build(ctx, tmp)
+		if err == nil {
+			err = writeFile(filepath.Join(tmp, "ready"), nil)
+		}
+		if err == nil {
+			if rerr := os.Rename(tmp, view); rerr != nil {
+				// Another process built it meanwhile: theirs serves.
+				os.RemoveAll(tmp)
+				if _, serr := os.Stat(filepath.Join(view, "ready")); serr != nil {
+					err = rerr
+				}
+			}
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return fail(fmt.Errorf("archive: open %s of %s: %w", table, c.loc, err))
+		}
+		ca.recount()
 	}
 	rd, err := reader.Open(view, table, &reader.Options{Fetch: r.fetcher(ctx)})
 	if err != nil {
@@ -217,9 +237,9 @@ func (r *Reader) object(ctx context.Context, key string) ([]byte, error) {
 // empty post.idx (every row is below the postings floor: in a clustered
 // compressed segment, found through its directory), the schema file, and
 // a link per segment to its sparse file in the cache.
-func (r *Reader) build(ctx context.Context) error {
+func (r *Reader) build(ctx context.Context, view string) error {
 	m := r.m
-	dir := filepath.Join(r.view, m.Table)
+	dir := filepath.Join(view, m.Table)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -387,17 +407,18 @@ func (r *Reader) build(ctx context.Context) error {
 		return err
 	}
 
-	// The segments: links to their files in the cache, made as they are
-	// opened (fetcher).
-	for i := range m.Segments {
-		s := &m.Segments[i]
-		r.segByPth[format.ZSegPath(dir, s.Seg)] = s
+	// The segments: links to their files in the cache (made again when
+	// evicted, as they are opened: fetcher).
+	for _, s := range m.Segments {
+		if err := os.Symlink(r.objPath(s), format.ZSegPath(dir, s.Seg)); err != nil {
+			return err
+		}
 	}
 	return syncDir(dir)
 }
 
 // fetcher is the reader.Options.Fetch of the view: the cached file of
-// the segment at path, (re)linked into the view, opened for filling.
+// the segment at path (the view's link to it), opened for filling.
 func (r *Reader) fetcher(ctx context.Context) func(path string) reader.Fetcher {
 	return func(path string) reader.Fetcher {
 		s := r.segByPth[path]
@@ -417,7 +438,7 @@ func (r *Reader) fetcher(ctx context.Context) func(path string) reader.Fetcher {
 func (r *Reader) segFile(ctx context.Context, s *Segment, path string) (*segFile, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	obj := filepath.Join(r.store, "obj", filepath.Base(s.Key))
+	obj := r.objPath(*s)
 	if f := r.files[s.Seg]; f != nil && f.current() {
 		return f, nil
 	} else if f != nil {
@@ -433,11 +454,23 @@ func (r *Reader) segFile(ctx context.Context, s *Segment, path string) (*segFile
 	}
 	r.files[s.Seg] = f
 	r.cache.hold(obj, r)
-	os.Remove(path)
-	if err := os.Symlink(obj, path); err != nil {
-		return nil, fmt.Errorf("archive: cache: %w", err)
-	}
 	return f, nil
+}
+
+// objPath is segment s's file in the cache.
+func (r *Reader) objPath(s Segment) string {
+	return filepath.Join(r.store, "obj", filepath.Base(s.Key))
+}
+
+// identity names the view of m: what its files hold.
+func (m *Manifest) identity() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %d %d %d %d %d %d %s %s %x %d\n", m.TableID, m.FirstSeq, m.EndSeq, m.LastTs, m.SymCount, m.SymBytes,
+		m.LateWindow, m.Schema, m.Ctl, m.Features, len(m.Segments))
+	for _, s := range m.Segments {
+		fmt.Fprintf(h, "%s %s %s %d\n", s.Key, s.TsIdx, s.Late, s.LateCount)
+	}
+	return fmt.Sprintf("%d-%x", m.EndSeq, h.Sum(nil)[:8])
 }
 
 // failed is the Fetcher of a segment whose cache file could not be

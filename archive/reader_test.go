@@ -49,18 +49,20 @@ const (
 var rdT0 = time.Date(2024, 3, 8, 22, 0, 0, 0, time.UTC).UnixNano()
 
 // rdTable writes rdRows ticks of rdSyms symbols (skewed: a few busy ones,
-// many quiet), about one row in 50 late (inside a 1 s window), into
-// table "trades" of a new database and closes it, which compresses every
-// segment (the last, partial one too: more than 4,096 rows).
-func rdTable(t testing.TB) string {
+// many quiet) into table name of database db, with late rows (about one
+// in 50, inside a 1 s window) or none, and closes it, which compresses
+// every segment (the last, partial one too: more than 4,096 rows).
+func rdTable(t testing.TB, db, live, name string, late bool) {
 	t.Helper()
-	db, live := testutil.DB(t)
-	w, err := writer.Open(db, "trades", &writer.Options{Schema: rdSchema(), LiveDir: live,
-		SegmentSize: rdSegSize, LateWindow: time.Second, HotBytes: -1})
+	o := &writer.Options{Schema: rdSchema(), LiveDir: live, SegmentSize: rdSegSize, HotBytes: -1}
+	if late {
+		o.LateWindow = time.Second
+	}
+	w, err := writer.Open(db, name, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(7, 11))
+	rng := rand.New(rand.NewPCG(7, uint64(len(name))))
 	s := w.Schema()
 	row := s.NewRow()
 	var venues [3]uint32
@@ -71,7 +73,7 @@ func rdTable(t testing.TB) string {
 	}
 	for i := range rdRows {
 		ts := rdT0 + int64(i)*rdStepNs
-		if rng.IntN(50) == 0 {
+		if late && rng.IntN(50) == 0 {
 			ts -= rng.Int64N(int64(800 * time.Millisecond))
 		}
 		k := rng.IntN(rdSyms)
@@ -98,15 +100,18 @@ func rdTable(t testing.TB) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return db
 }
 
-// rdQuery is one query of the differential suite: its name and the hash
-// of its answer.
+// rdQuery is one query of the differential suite, over table "trades"
+// (late rows) or "quotes" (none), or both (as-of): it hashes its answer
+// with h.
 type rdQuery struct {
 	name string
 	run  func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error
 }
+
+// rdTables are the suite's tables.
+var rdTables = []string{"trades", "quotes"}
 
 // rdQueries is the suite for seed: full scans, one-symbol and all-symbol
 // windows of every size (1 % ones among them), bars, latest at several
@@ -135,57 +140,74 @@ func rdQueries(seed uint64, tmin, tmax int64, rows uint64) []rdQuery {
 	add := func(name string, run func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error) {
 		qs = append(qs, rdQuery{name, run})
 	}
-	add("scan", func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-		_, err := query.RunFunc(ctx, l, query.Query{Table: "trades"}, rowsHash(h))
-		return err
-	})
-	add("scan-S001", func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-		_, err := query.RunFunc(ctx, l, query.Query{Table: "trades", Sym: "S001"}, rowsHash(h))
-		return err
-	})
-	for i := range 24 {
+	// tab picks the table of the next query: l reads "trades", r
+	// "quotes".
+	tab := func() (string, func(l, r *reader.Reader) *reader.Reader) {
+		if rng.IntN(2) == 0 {
+			return "trades", func(l, _ *reader.Reader) *reader.Reader { return l }
+		}
+		return "quotes", func(_, r *reader.Reader) *reader.Reader { return r }
+	}
+	for _, name := range rdTables {
+		add("scan "+name, func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+			rd := l
+			if name == "quotes" {
+				rd = r
+			}
+			_, err := query.RunFunc(ctx, rd, query.Query{Table: name}, rowsHash(h))
+			return err
+		})
+	}
+	for i := range 28 {
 		from, to := win()
-		q := query.Query{Table: "trades", Sym: sym(), From: from, To: to, HasFrom: rng.IntN(8) != 0, HasTo: rng.IntN(8) != 0}
+		name, rd := tab()
+		q := query.Query{Table: name, Sym: sym(), From: from, To: to, HasFrom: rng.IntN(8) != 0, HasTo: rng.IntN(8) != 0}
+		if i == 0 {
+			q.Sym, q.HasFrom, q.HasTo = "S001", false, false // a whole symbol
+		}
 		if rng.IntN(5) == 0 {
 			q.Limit = 1 + rng.Int64N(1000)
 		}
-		add(fmt.Sprintf("window-%d %+v", i, q), func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-			_, err := query.RunFunc(ctx, l, q, rowsHash(h))
+		add(fmt.Sprintf("window-%d %+v", i, q), func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+			_, err := query.RunFunc(ctx, rd(l, r), q, rowsHash(h))
 			return err
 		})
 	}
 	for i := range 4 {
-		q := query.Query{Table: "trades", Sym: sym(), Desc: true, Limit: 1 + rng.Int64N(200)}
-		add(fmt.Sprintf("desc-%d %+v", i, q), func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-			_, err := query.RunFunc(ctx, l, q, rowsHash(h))
-			return err
-		})
-	}
-	for i := range 4 {
-		from, to := win()
-		q := query.BarsQuery{Table: "trades", Sym: sym(), From: from, To: to, HasFrom: true, HasTo: i != 0,
-			Interval: []time.Duration{time.Second, time.Minute, 7 * time.Minute}[rng.IntN(3)], Field: "price", Volume: "size"}
-		add(fmt.Sprintf("bars-%d %+v", i, q), func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-			_, err := query.Bars(ctx, l, q, func(b *query.Bar) error { h(fmt.Appendf(nil, "%+v", *b)); return nil })
+		name, rd := tab()
+		q := query.Query{Table: name, Sym: sym(), Desc: true, Limit: 1 + rng.Int64N(200)}
+		add(fmt.Sprintf("desc-%d %+v", i, q), func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+			_, err := query.RunFunc(ctx, rd(l, r), q, rowsHash(h))
 			return err
 		})
 	}
 	for i := range 6 {
-		q := query.LatestQuery{Table: "trades", At: tmin + rng.Int64N(span+span/10), HasAt: i != 0}
-		if i == 5 {
+		from, to := win()
+		name, rd := tab()
+		q := query.BarsQuery{Table: name, Sym: sym(), From: from, To: to, HasFrom: true, HasTo: i != 0,
+			Interval: []time.Duration{time.Second, time.Minute, 7 * time.Minute}[rng.IntN(3)], Field: "price", Volume: "size"}
+		add(fmt.Sprintf("bars-%d %+v", i, q), func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+			_, err := query.Bars(ctx, rd(l, r), q, func(b *query.Bar) error { h(fmt.Appendf(nil, "%+v", *b)); return nil })
+			return err
+		})
+	}
+	for i := range 10 {
+		name, rd := tab()
+		q := query.LatestQuery{Table: name, At: tmin + rng.Int64N(span+span/10), HasAt: i%5 != 0}
+		if i%5 == 4 {
 			q.At = tmin - 1 // before every row
 		}
 		if rng.IntN(3) == 0 {
 			q.Syms = []string{sym(), sym(), "S000"}
 		}
-		add(fmt.Sprintf("latest-%d %+v", i, q), func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-			_, err := query.Latest(ctx, l, q, rowsHash(h))
+		add(fmt.Sprintf("latest-%d %+v", i, q), func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+			_, err := query.Latest(ctx, rd(l, r), q, rowsHash(h))
 			return err
 		})
 	}
 	for i := range 3 {
 		from, to := win()
-		q := query.AsOfQuery{Left: "trades", Right: "trades", Sym: sym(), From: from, To: to, HasFrom: true, HasTo: true,
+		q := query.AsOfQuery{Left: "trades", Right: "quotes", Sym: sym(), From: from, To: to, HasFrom: true, HasTo: true,
 			Tolerance: time.Duration(rng.Int64N(int64(2 * time.Second))), HasTolerance: i == 1}
 		if q.Sym == "" {
 			q.To = q.From + span/100
@@ -207,9 +229,13 @@ func rdQueries(seed uint64, tmin, tmax int64, rows uint64) []rdQuery {
 	for i := range seqs {
 		seqs[i] = rng.Uint64N(rows)
 	}
-	add("get", func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
-		for _, s := range seqs {
-			row, err := l.Get(s)
+	add("get", func(ctx context.Context, l, r *reader.Reader, h func([]byte)) error {
+		for i, s := range seqs {
+			rd := l
+			if i%2 == 1 {
+				rd = r
+			}
+			row, err := rd.Get(s)
 			if err != nil {
 				return err
 			}
@@ -252,36 +278,41 @@ func TestArchiveReader(t *testing.T) {
 	srv := s3test.Start(t, "")
 	srv.Bucket(t, "ticks")
 	srv.SetEnv(t)
-	db := rdTable(t)
+	db, live := testutil.DB(t)
+	rdTable(t, db, live, "trades", true)
+	rdTable(t, db, live, "quotes", false)
 	ctx := context.Background()
 	c, err := archive.Dial("s3://ticks/node-a", archive.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := archive.Sync(ctx, c, db, "trades", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := res.Manifest
-	if len(m.Segments) < 8 {
-		t.Fatalf("%d segments archived, want at least 8 for the test to mean something", len(m.Segments))
-	}
 	var total, maxSeg int64
-	for _, s := range m.Segments {
-		total += s.Size
-		maxSeg = max(maxSeg, s.Size)
+	var m *archive.Manifest
+	for _, name := range rdTables {
+		res, err := archive.Sync(ctx, c, db, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = res.Manifest
+		if len(m.Segments) < 8 {
+			t.Fatalf("%d segments archived, want at least 8 for the test to mean something", len(m.Segments))
+		}
+		for _, s := range m.Segments {
+			total += s.Size
+			maxSeg = max(maxSeg, s.Size)
+		}
 	}
 
 	l, err := reader.Open(db, "trades", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := reader.Open(db, "trades", nil)
+	r, err := reader.Open(db, "quotes", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Len() != m.EndSeq {
-		t.Fatalf("the table has %d rows, the archive %d: every row should be archived", l.Len(), m.EndSeq)
+	if l.Len() != m.EndSeq || r.Len() != m.EndSeq {
+		t.Fatalf("the tables have %d and %d rows, the archive %d: every row should be archived", l.Len(), r.Len(), m.EndSeq)
 	}
 	snap, err := l.Snapshot()
 	if err != nil {
@@ -397,10 +428,10 @@ func TestChildArchiveReader(t *testing.T) {
 	limit, _ := strconv.ParseInt(testutil.EnvString(t, "RD_CACHE_BYTES"), 10, 64)
 	loc := testutil.EnvString(t, "RD_LOC")
 	o := &archive.ReaderOptions{CacheDir: dir, CacheBytes: limit}
-	open := func() *archive.Reader {
-		r, err := archive.OpenReader(ctx, loc, "trades", o)
+	open := func(table string) *archive.Reader {
+		r, err := archive.OpenReader(ctx, loc, table, o)
 		if err != nil {
-			testutil.ChildFatalf(t, "open: %v", err)
+			testutil.ChildFatalf(t, "open %s: %v", table, err)
 		}
 		return r
 	}
@@ -413,7 +444,7 @@ func TestChildArchiveReader(t *testing.T) {
 		peak = max(peak, b)
 	}
 
-	l := open()
+	l := open("trades")
 	st0 := l.Client().Stats()
 	start := time.Now()
 	h, n, err := rdRun(ctx, rdQuery{run: func(ctx context.Context, l, _ *reader.Reader, h func([]byte)) error {
@@ -429,11 +460,11 @@ func TestChildArchiveReader(t *testing.T) {
 
 	// The suite, each query in a reader of its own (as the CLI runs
 	// them) every other time, the same two readers otherwise.
-	r := open()
+	r := open("quotes")
 	for i, q := range rdQueries(seed, tmin, tmax, rows) {
 		ll, rr := l, r
 		if i%2 == 1 {
-			ll, rr = open(), open()
+			ll, rr = open("trades"), open("quotes")
 		}
 		h, n, err := rdRun(ctx, q, ll.Reader, rr.Reader)
 		if err != nil {
@@ -450,9 +481,9 @@ func TestChildArchiveReader(t *testing.T) {
 	l.Close()
 	r.Close()
 	usage()
-	// One view, shared by every reader of the manifest.
-	views, _ := filepath.Glob(filepath.Join(dir, "*", "trades", "*", "views", "*[0-9a-f]"))
-	if len(views) != 1 {
+	// One view a table, shared by every reader of its manifest.
+	views, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*", "views", "*[0-9a-f]"))
+	if len(views) != 2 {
 		testutil.ChildFatalf(t, "view directories %v, want the manifest's one", views)
 	}
 	testutil.Report("done %d", peak)

@@ -88,11 +88,15 @@ func (r *Reader) ArchivedBytes() int64 {
 	return n
 }
 
-// Close closes the table. The cache keeps what was fetched, for the
-// next Reader; the view's directory goes once no Reader holds it and a
-// Reader of another manifest opens.
-func (r *Reader) Close() error {
-	err := r.Reader.Close()
+// Close closes the table (the embedded *reader.Reader's Close does the
+// same: a caller handed only that one closes it so). The cache keeps
+// what was fetched, for the next Reader; the view's directory goes once
+// no Reader holds it and a Reader of another manifest opens.
+func (r *Reader) Close() error { return r.Reader.Close() }
+
+// closed releases what the Reader holds beside its *reader.Reader, as
+// that one's Close ends (reader.Options.OnClose).
+func (r *Reader) closed() {
 	r.mu.Lock()
 	for _, f := range r.files {
 		r.cache.release(f.path, r)
@@ -101,7 +105,6 @@ func (r *Reader) Close() error {
 	r.files = nil
 	r.mu.Unlock()
 	r.unlock()
-	return err
 }
 
 // OpenReader opens table of the archive at loc (s3://bucket/prefix)
@@ -166,6 +169,7 @@ func OpenReader(ctx context.Context, loc, table string, o *ReaderOptions) (*Read
 	if err != nil {
 		return nil, fmt.Errorf("archive: cache: %w", err)
 	}
+	unlock = sync.OnceFunc(unlock)
 	sweepViews(views, view)
 	r := &Reader{c: c, m: m, cache: ca, store: store, view: view, unlock: unlock,
 		segByPth: map[string]*Segment{}, files: map[uint64]*segFile{}}
@@ -200,7 +204,7 @@ func OpenReader(ctx context.Context, loc, table string, o *ReaderOptions) (*Read
 		}
 		ca.recount()
 	}
-	rd, err := reader.Open(view, table, &reader.Options{Fetch: r.fetcher(ctx)})
+	rd, err := reader.Open(view, table, &reader.Options{Fetch: r.fetcher(ctx), OnClose: r.closed})
 	if err != nil {
 		return fail(err)
 	}

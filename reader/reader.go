@@ -30,6 +30,9 @@ type Options struct {
 	// elsewhere, filled as queries read them (package archive's
 	// OpenReader: a table archived in object storage).
 	Fetch func(path string) Fetcher
+	// OnClose, when not nil, runs at the end of Close (once): for what
+	// the opener of a Reader it hands on keeps beside it.
+	OnClose func()
 }
 
 // Fetcher fills byte ranges of a compressed segment file on demand
@@ -72,6 +75,7 @@ type Reader struct {
 	schema     *store.Schema
 	liveDir    string                    // Options.LiveDir, or "" to follow the one in ctl
 	fetch      func(path string) Fetcher // Options.Fetch
+	onClose    func()                    // Options.OnClose
 	// symRead: symbols whose postings chunks this reader has asked the
 	// kernel to read ahead (their first RangeSym).
 	symRead []bool
@@ -256,7 +260,7 @@ func (r *Reader) open(opts *Options) error {
 		r.liveDir = opts.LiveDir
 	}
 	if opts != nil {
-		r.fetch = opts.Fetch
+		r.fetch, r.onClose = opts.Fetch, opts.OnClose
 	}
 	r.shift = c.SegShift
 	r.mask = c.RowsPerSeg() - 1
@@ -360,6 +364,9 @@ func (r *Reader) Close() error {
 		errs = append(errs, r.syms.Close())
 	}
 	errs = append(errs, r.ctl.Close())
+	if r.onClose != nil {
+		r.onClose()
+	}
 	return errors.Join(errs...)
 }
 

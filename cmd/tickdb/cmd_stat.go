@@ -169,7 +169,11 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	if o.table != "" {
 		names = []string{o.table}
 	} else {
-		if st, err := os.Stat(g.db); err != nil || !st.IsDir() {
+		if a := curArchive(); a != nil {
+			if _, err := archivedTables(a); err != nil {
+				return err
+			}
+		} else if st, err := os.Stat(g.db); err != nil || !st.IsDir() {
 			return fmt.Errorf("no database directory %s (--db)", g.db)
 		}
 		for _, n := range listTables(g.db) {
@@ -181,16 +185,19 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	}
 	stats := make([]tableStat, 0, len(names))
 	var failed []string
-	arch, err := archive.ReadStatus(filepath.Join(g.db, archive.StatusName))
-	if err != nil {
-		return err
+	var status *archive.StatusReport
+	if curArchive() == nil {
+		var err error
+		if status, err = archive.ReadStatus(filepath.Join(g.db, archive.StatusName)); err != nil {
+			return err
+		}
 	}
 	for _, n := range names {
 		ts, err := statTable(g.db, n)
-		if arch != nil {
-			for _, a := range arch.Tables {
+		if status != nil {
+			for _, a := range status.Tables {
 				if a.Table == n {
-					ts.Archive = &statArchive{Location: arch.Location, AsOf: arch.Updated, Pid: arch.Pid, TableStatus: a}
+					ts.Archive = &statArchive{Location: status.Location, AsOf: status.Updated, Pid: status.Pid, TableStatus: a}
 				}
 			}
 		}

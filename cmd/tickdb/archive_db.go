@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/archive"
+	"github.com/tickdb/tickdb/reader"
+)
+
+// --db s3://bucket/prefix: the read-only commands open the archive's
+// tables (archive.OpenReader) where they would open a directory's; the
+// others refuse it. openTable is the one place that branches.
+
+// archiveCmds are the commands that read an archive.
+var archiveCmds = []string{"query", "bars", "asof", "latest", "export", "stat"}
+
+// archiveRun is the archive state of the command being run: one client
+// for its readers (so its traffic is counted once) and the options they
+// open with.
+type archiveRun struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	loc    string
+	client *archive.Client
+	opts   *archive.ReaderOptions
+	opened archive.Stats // the traffic when the last reader was open
+}
+
+var arch struct {
+	sync.Mutex
+	run *archiveRun
+}
+
+// archiveBegin sets up the archive state of a command run with --db
+// s3://..., or refuses the command.
+func archiveBegin(cmd *cobra.Command, g *globals) error {
+	arch.Lock()
+	arch.run = nil
+	arch.Unlock()
+	if !archive.IsURL(g.db) {
+		return nil
+	}
+	if !slices.Contains(archiveCmds, cmd.Name()) {
+		return fmt.Errorf("%s needs a database directory: --db %s opens an archive's tables read-only, for %v", cmd.Name(), g.db, archiveCmds)
+	}
+	c, err := archive.Dial(g.db, archive.Config{})
+	if err != nil {
+		return err
+	}
+	if g.cacheBytes <= 0 {
+		return fmt.Errorf("--cache-bytes %d: want a positive size", g.cacheBytes)
+	}
+	arch.Lock()
+	arch.run = &archiveRun{ctx: cmd.Context(), loc: g.db, client: c,
+		opts: &archive.ReaderOptions{Client: c, CacheDir: g.cacheDir, CacheBytes: g.cacheBytes}}
+	arch.Unlock()
+	return nil
+}
+
+// archiveEnd prints the command's traffic (--fetch-stats).
+func archiveEnd(cmd *cobra.Command, g *globals) {
+	a := curArchive()
+	if a == nil || !g.fetchStats {
+		return
+	}
+	a.mu.Lock()
+	opened := a.opened
+	a.mu.Unlock()
+	all := a.client.Stats()
+	q := all.Sub(opened)
+	fmt.Fprintf(cmd.ErrOrStderr(), "tickdb: %s: fetched from %s: %d requests, %d bytes (opening: %d requests, %d bytes; the query: %d requests, %d bytes)\n",
+		cmd.Name(), a.loc, all.Gets, all.GetBytes, opened.Gets, opened.GetBytes, q.Gets, q.GetBytes)
+}
+
+func curArchive() *archiveRun {
+	arch.Lock()
+	defer arch.Unlock()
+	return arch.run
+}
+
+// openArchived opens table name of the archive the command reads.
+func openArchived(a *archiveRun, name string) (*reader.Reader, error) {
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := archive.OpenReader(ctx, a.loc, name, a.opts)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.opened = a.client.Stats()
+	a.mu.Unlock()
+	return r.Reader, nil // its Close closes the archive Reader too
+}
+
+// archivedTables lists the archive's tables.
+func archivedTables(a *archiveRun) ([]string, error) {
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	names, err := archive.Tables(ctx, a.client)
+	slices.Sort(names)
+	return names, err
+}

@@ -359,3 +359,29 @@ func (f *segFile) Fetch(off, n int64) error {
 	}
 	return nil
 }
+
+// Prefetch fetches, in the background, what opening the segment reads:
+// its header and its tables (at most the last tail bytes; a small
+// segment whole). It is reader.Prefetcher's: a query asks it of the
+// segments it will visit, so their fetches overlap.
+func (f *segFile) Prefetch(tail int64) {
+	r := f.r
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return
+		}
+		defer func() { <-r.sem }()
+		// (Errors are the open's to report, which fetches again.)
+		if f.size <= 3*ChunkSize || tail >= f.size-ChunkSize {
+			_ = f.Fetch(0, f.size)
+			return
+		}
+		if f.Fetch(0, 1) == nil {
+			_ = f.Fetch(f.size-tail, tail)
+		}
+	}()
+}

@@ -71,7 +71,19 @@ type Reader struct {
 
 	mu    sync.Mutex
 	files map[uint64]*segFile // open segment files, by segment number
+
+	// Fetches run under ctx (OpenReader's, cancelled at Close); the
+	// background ones (Prefetch) at most prefetchers at a time, and
+	// Close waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+	bg     sync.WaitGroup
 }
+
+// prefetchers is how many segments' headers and tables a Reader fetches
+// at once in the background.
+const prefetchers = 8
 
 // Client is the reader's S3 client (Stats: its requests and bytes).
 func (r *Reader) Client() *Client { return r.c }
@@ -97,6 +109,8 @@ func (r *Reader) Close() error { return r.Reader.Close() }
 // closed releases what the Reader holds beside its *reader.Reader, as
 // that one's Close ends (reader.Options.OnClose).
 func (r *Reader) closed() {
+	r.cancel()
+	r.bg.Wait()
 	r.mu.Lock()
 	for _, f := range r.files {
 		r.cache.release(f.path, r)
@@ -108,7 +122,7 @@ func (r *Reader) closed() {
 }
 
 // OpenReader opens table of the archive at loc (s3://bucket/prefix)
-// read-only: it reads the manifest (the segments archived then; a later
+// read-only (ctx bounds the open and every fetch of the Reader's life): it reads the manifest (the segments archived then; a later
 // OpenReader sees those added since), the objects every query needs (the
 // control file's copy, the dictionary, the time index and late entries
 // of each segment: cached, so a second open reads only the manifest and
@@ -172,8 +186,10 @@ func OpenReader(ctx context.Context, loc, table string, o *ReaderOptions) (*Read
 	unlock = sync.OnceFunc(unlock)
 	sweepViews(views, view)
 	r := &Reader{c: c, m: m, cache: ca, store: store, view: view, unlock: unlock,
-		segByPth: map[string]*Segment{}, files: map[uint64]*segFile{}}
+		segByPth: map[string]*Segment{}, files: map[uint64]*segFile{}, sem: make(chan struct{}, prefetchers)}
+	r.ctx, r.cancel = context.WithCancel(ctx)
 	fail := func(err error) (*Reader, error) {
+		r.cancel()
 		unlock()
 		return nil, err
 	}
@@ -204,7 +220,7 @@ func OpenReader(ctx context.Context, loc, table string, o *ReaderOptions) (*Read
 		}
 		ca.recount()
 	}
-	rd, err := reader.Open(view, table, &reader.Options{Fetch: r.fetcher(ctx), OnClose: r.closed})
+	rd, err := reader.Open(view, table, &reader.Options{Fetch: r.fetcher(), OnClose: r.closed})
 	if err != nil {
 		return fail(err)
 	}
@@ -423,13 +439,13 @@ func (r *Reader) build(ctx context.Context, view string) error {
 
 // fetcher is the reader.Options.Fetch of the view: the cached file of
 // the segment at path (the view's link to it), opened for filling.
-func (r *Reader) fetcher(ctx context.Context) func(path string) reader.Fetcher {
+func (r *Reader) fetcher() func(path string) reader.Fetcher {
 	return func(path string) reader.Fetcher {
 		s := r.segByPth[path]
 		if s == nil {
 			return nil
 		}
-		f, err := r.segFile(ctx, s, path)
+		f, err := r.segFile(r.ctx, s, path)
 		if err != nil {
 			return failed{err}
 		}

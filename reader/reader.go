@@ -42,6 +42,17 @@ type Fetcher interface {
 	Fetch(off, n int64) error
 }
 
+// Prefetcher is a Fetcher that can bring in, in the background, what
+// opening its segment reads: the header and the tables at the end (at
+// most the last tail bytes). A query asks it of the segments it will
+// visit before it opens the first (as it asks the kernel to read local
+// files ahead), so that their fetches run together rather than one
+// after another.
+type Prefetcher interface {
+	Fetcher
+	Prefetch(tail int64)
+}
+
 // Reader reads one table, in this process or another, without any lock:
 // every file is opened O_RDONLY and mapped PROT_READ, so it works on a tree
 // the process cannot write. A Reader is not safe for concurrent use: open
@@ -311,7 +322,12 @@ func (r *Reader) prefetchTables(lo, hi uint64) {
 		}
 		if v := &r.segs[n]; v.kind == viewNone && !v.asked {
 			v.asked = true
-			_ = cseg.Prefetch(format.ZSegPath(r.dir, n), tail) // advice: a miss costs reads later
+			path := format.ZSegPath(r.dir, n)
+			if p, ok := r.fetcher(path).(Prefetcher); ok {
+				p.Prefetch(tail) // in the background: the fetches go on together
+				continue
+			}
+			_ = cseg.Prefetch(path, tail) // advice: a miss costs reads later
 		}
 	}
 }

@@ -502,3 +502,85 @@ func TestChildArchiveReader(t *testing.T) {
 	}
 	testutil.Report("done %d", peak)
 }
+
+// TestArchiveReaderRefresh: a Reader sees the manifest it opened; the
+// next OpenReader sees the segments archived since, in a view of its own,
+// and the older view goes once no Reader holds it. A missing table is
+// named as such.
+func TestArchiveReaderRefresh(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	db, live := testutil.DB(t)
+	rdTable(t, db, live, "quotes", false)
+	ctx := context.Background()
+	c, err := archive.Dial("s3://ticks/n", archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.OpenReader(ctx, "s3://ticks/n", "quotes", &archive.ReaderOptions{Client: c, CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), `no table "quotes"`) {
+		t.Fatalf("a table not archived: %v", err)
+	}
+	if _, err := archive.Sync(ctx, c, db, "quotes", &archive.SyncOptions{MaxSegments: 3}); err != nil {
+		t.Fatal(err)
+	}
+	local, err := reader.Open(db, "quotes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	cache := t.TempDir()
+	o := &archive.ReaderOptions{Client: c, CacheDir: cache}
+	views := func() int {
+		v, _ := filepath.Glob(filepath.Join(cache, "*", "quotes", "*", "views", "*[0-9a-f]"))
+		return len(v)
+	}
+	same := func(r *archive.Reader, n uint64) {
+		t.Helper()
+		if r.Len() != n {
+			t.Fatalf("archive reader has %d rows, want %d", r.Len(), n)
+		}
+		for _, s := range []uint64{0, n / 2, n - 1} {
+			a, err := r.Get(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := local.Get(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(a) != string(b) {
+				t.Fatalf("row %d differs", s)
+			}
+		}
+	}
+	old, err := archive.OpenReader(ctx, "s3://ticks/n", "quotes", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := 3 * local.SegmentRows()
+	same(old, part)
+	if _, err := archive.Sync(ctx, c, db, "quotes", nil); err != nil {
+		t.Fatal(err)
+	}
+	same(old, part) // the manifest it opened
+	r, err := archive.OpenReader(ctx, "s3://ticks/n", "quotes", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(r, local.Len())
+	if views() != 2 {
+		t.Fatalf("%d views, want the old one (held) and the new one", views())
+	}
+	old.Close()
+	r.Close()
+	r, err = archive.OpenReader(ctx, "s3://ticks/n", "quotes", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	same(r, local.Len())
+	if views() != 1 {
+		t.Fatalf("%d views once the old one is not held, want 1", views())
+	}
+}

@@ -29,6 +29,14 @@ type archiveRun struct {
 	client *archive.Client
 	opts   *archive.ReaderOptions
 	opened archive.Stats // the traffic when the last reader was open
+	open   map[*reader.Reader]*archive.Reader
+}
+
+// archived returns the archive Reader of r, opened by openArchived, or nil.
+func (a *archiveRun) archived(r *reader.Reader) *archive.Reader {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.open[r]
 }
 
 var arch struct {
@@ -95,6 +103,10 @@ func openArchived(a *archiveRun, name string) (*reader.Reader, error) {
 	}
 	a.mu.Lock()
 	a.opened = a.client.Stats()
+	if a.open == nil {
+		a.open = map[*reader.Reader]*archive.Reader{}
+	}
+	a.open[r.Reader] = r
 	a.mu.Unlock()
 	return r.Reader, nil // its Close closes the archive Reader too
 }

@@ -240,11 +240,17 @@ func statTable(db, name string) (tableStat, error) {
 	for _, c := range r.Schema().Cols {
 		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
 	}
-	u, err := vfs.DirUsage(r.Dir())
-	if err != nil {
-		return ts, err
+	if a := curArchive(); a != nil && a.archived(r) != nil {
+		// An archive's table: the bytes its objects take there.
+		ts.Bytes = a.archived(r).ArchivedBytes()
+		ts.Logical = ts.Bytes
+	} else {
+		u, err := vfs.DirUsage(r.Dir())
+		if err != nil {
+			return ts, err
+		}
+		ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	}
-	ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	st, err := r.Stat()
 	ts.Rows, ts.FirstSeq, ts.DurableRows = st.Rows, st.First, st.Durable
 	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs

@@ -411,6 +411,21 @@ func TestArchiveReader(t *testing.T) {
 	check(ch, "suite")
 	ch.Expect(t, "done", time.Minute, nil)
 
+	// Two processes at once on one cold cache: each fetches what the
+	// other has not, and reads what it has (the chunk marks).
+	shared := t.TempDir()
+	var two []*testutil.Child
+	for range 2 {
+		two = append(two, testutil.StartChild(t, "TestChildArchiveReader", "suite", &testutil.ChildOptions{
+			Env: append(env, "RD_CACHE="+shared, "RD_CACHE_BYTES=0")}))
+	}
+	for i, ch := range two {
+		ch.Expect(t, "window", 2*time.Minute, nil)
+		ch.Expect(t, "window", 2*time.Minute, nil)
+		check(ch, fmt.Sprintf("shared cache, process %d", i))
+		ch.Expect(t, "done", time.Minute, nil)
+	}
+
 	// A small cache: the bound holds while the suite runs, segments
 	// evicted and fetched again as needed.
 	small := t.TempDir()

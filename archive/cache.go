@@ -249,6 +249,10 @@ type segFile struct {
 	touched bool
 }
 
+// maxAhead is the most chunks a read fetches past its own (read-ahead,
+// Fetch): a scan then fetches up to 1 MiB a request.
+const maxAhead = 16
+
 // openSegFile opens (creating) the cache file of segment s at path.
 func openSegFile(ctx context.Context, c *Client, ca *cache, r *Reader, path string, s *Segment) (*segFile, error) {
 	nchunks := (s.Size + ChunkSize - 1) / ChunkSize
@@ -298,6 +302,7 @@ func (f *segFile) Fetch(off, n int64) error {
 	if hi > int64(len(f.local)) {
 		return fmt.Errorf("archive: bytes [%d, %d) of %s, a %d-byte object", off, off+n, f.key, f.size)
 	}
+
 	all := true
 	for c := lo; c < hi; c++ {
 		if !f.local[c] {
@@ -312,6 +317,21 @@ func (f *segFile) Fetch(off, n int64) error {
 		now := time.Now()
 		_ = os.Chtimes(f.path+".have", now, now) // the segment's last use
 		f.touched = true
+	}
+	// Read ahead: a read right after chunks that are here (a scan going
+	// through the file, on however many goroutines) takes as many
+	// missing chunks after its own as there are (from 2, at most
+	// maxAhead), so that a scan's requests grow to 1 MiB; a read after
+	// chunks not here (one symbol's blocks, a probe) takes its own.
+	before := int64(0)
+	for before < maxAhead && lo-before-1 >= 0 && f.local[lo-before-1] {
+		before++
+	}
+	if before >= 2 {
+		end := min(hi+before, int64(len(f.local)))
+		for hi < end && !f.local[hi] {
+			hi++
+		}
 	}
 	// What other processes fetched.
 	marks := make([]byte, hi-lo)

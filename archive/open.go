@@ -71,6 +71,9 @@ type Reader struct {
 
 	mu    sync.Mutex
 	files map[uint64]*segFile // open segment files, by segment number
+	// retired: files evicted while open, still read by the segments
+	// opened on them.
+	retired []*segFile
 
 	// Fetches run under ctx (OpenReader's, cancelled at Close); the
 	// background ones (Prefetch) at most prefetchers at a time, and
@@ -116,7 +119,10 @@ func (r *Reader) closed() {
 		r.cache.release(f.path, r)
 		f.close()
 	}
-	r.files = nil
+	for _, f := range r.retired {
+		f.close()
+	}
+	r.files, r.retired = nil, nil
 	r.mu.Unlock()
 	r.unlock()
 }
@@ -463,9 +469,9 @@ func (r *Reader) segFile(ctx context.Context, s *Segment, path string) (*segFile
 		return f, nil
 	} else if f != nil {
 		// Evicted since (by this process or another): its bytes stay
-		// for the mappings of it; a new file takes its place.
-		r.cache.release(f.path, r)
-		f.close()
+		// for the segments opened on it, which keep filling it until
+		// Close; a new file takes its place for the next opens.
+		r.retired = append(r.retired, f)
 		delete(r.files, s.Seg)
 	}
 	f, err := openSegFile(ctx, r.c, r.cache, r, obj, s)

@@ -885,6 +885,12 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	r.waitScratch()
 	f := r.fetcher(path)
 	z, err := cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
+	for try := 0; f != nil && try < 3 && errors.Is(err, os.ErrNotExist); try++ {
+		// A fetched file removed between the Fetcher's set-up and the
+		// open (its cache evicted it): the Fetcher makes it again.
+		f = r.fetcher(path)
+		z, err = cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
+	}
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
 		z, err = cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
 	}

@@ -243,9 +243,8 @@ type segFile struct {
 	size  int64
 
 	mu      sync.Mutex
-	data    *os.File
-	have    *os.File
-	local   []bool // chunks known to be in the file
+	data    *os.File // (its marks, path.have, are opened when needed: a descriptor a segment, not two)
+	local   []bool   // chunks known to be in the file
 	touched bool
 }
 
@@ -264,29 +263,32 @@ func openSegFile(ctx context.Context, c *Client, ca *cache, r *Reader, path stri
 		if err != nil {
 			return nil, fmt.Errorf("archive: cache file %s: %w", path, err)
 		}
+		have.Close()
 		return &segFile{ctx: ctx, c: c, cache: ca, r: r, path: path, key: s.Key, size: s.Size,
-			data: data, have: have, local: make([]bool, nchunks)}, nil
+			data: data, local: make([]bool, nchunks)}, nil
 	}
 }
 
 var errRetry = errors.New("removed meanwhile")
 
-// current reports whether the file is still the one at its path (not
-// evicted since).
-func (f *segFile) current() bool {
-	st, err := os.Stat(f.path)
+// same reports whether f is the file at path.
+func same(f *os.File, path string) bool {
+	st, err := os.Stat(path)
 	if err != nil {
 		return false
 	}
-	fst, err := f.data.Stat()
+	fst, err := f.Stat()
 	return err == nil && os.SameFile(st, fst)
 }
+
+// current reports whether the file is still the one at its path (not
+// evicted since).
+func (f *segFile) current() bool { return same(f.data, f.path) }
 
 func (f *segFile) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.data.Close()
-	f.have.Close()
 }
 
 // Fetch brings bytes [off, off+n) of the segment into its file: the
@@ -333,10 +335,19 @@ func (f *segFile) Fetch(off, n int64) error {
 			hi++
 		}
 	}
-	// What other processes fetched.
+	// What other processes fetched: the marks of this file, unless it
+	// was evicted (then the marks at its path are another file's, and
+	// this one's chunks are its own).
 	marks := make([]byte, hi-lo)
-	if _, err := f.have.ReadAt(marks, lo); err != nil {
-		return fmt.Errorf("archive: cache file %s.have: %w", f.path, err)
+	var have *os.File
+	if f.current() {
+		if h, err := os.OpenFile(f.path+".have", os.O_RDWR, 0); err == nil {
+			have = h
+			defer have.Close()
+			if _, err := have.ReadAt(marks, lo); err != nil {
+				return fmt.Errorf("archive: cache file %s.have: %w", f.path, err)
+			}
+		}
 	}
 	var fetched int64
 	for c := lo; c < hi; {
@@ -365,8 +376,10 @@ func (f *segFile) Fetch(off, n int64) error {
 		for i := range ones {
 			ones[i] = 1
 		}
-		if _, err := f.have.WriteAt(ones, c); err != nil {
-			return fmt.Errorf("archive: cache file %s.have: %w", f.path, err)
+		if have != nil {
+			if _, err := have.WriteAt(ones, c); err != nil {
+				return fmt.Errorf("archive: cache file %s.have: %w", f.path, err)
+			}
 		}
 		for i := c; i < e; i++ {
 			f.local[i] = true

@@ -31,16 +31,6 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// same reports whether f is the file at path.
-func same(f *os.File, path string) bool {
-	st, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	fst, err := f.Stat()
-	return err == nil && os.SameFile(st, fst)
-}
-
 // openPair opens (creating) a segment's cache file at path, of size
 // bytes, and its chunk marks (path.have, a byte per chunk), under the
 // data file's lock, which removeSeg takes too: the two are of one

@@ -344,6 +344,10 @@ func (r *Reader) build(ctx context.Context, view string) error {
 	ctl.SetWriter(0, index.StateClosed)
 	ctl.SetLateWindow(m.LateWindow)
 	ctl.AddFeatures(m.Features)
+	if err := ctl.Sync(); err != nil {
+		ctl.Close()
+		return err
+	}
 	if err := ctl.Close(); err != nil {
 		return err
 	}

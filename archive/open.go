@@ -29,8 +29,11 @@ type ReaderOptions struct {
 	// os.UserCacheDir()/tickdb/archive.
 	CacheDir string
 	// CacheBytes bounds the storage the cache directory takes: past it,
-	// the segment files used longest ago are removed (never one another
-	// open Reader of this process reads). 0 is DefaultCacheBytes.
+	// the segment files used longest ago are removed (those another open
+	// Reader of this process reads last; a Reader keeps reading a file
+	// removed under it, whose storage is freed when it closes). The
+	// small objects and the views count, but only segments go. 0 is
+	// DefaultCacheBytes.
 	CacheBytes int64
 }
 

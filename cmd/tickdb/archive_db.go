@@ -39,17 +39,17 @@ func (a *archiveRun) archived(r *reader.Reader) *archive.Reader {
 	return a.open[r]
 }
 
+// arch holds the archive state of the commands running with --db
+// s3://..., by location (commands run in-process, in tests, may run at
+// once).
 var arch struct {
 	sync.Mutex
-	run *archiveRun
+	runs map[string]*archiveRun
 }
 
 // archiveBegin sets up the archive state of a command run with --db
 // s3://..., or refuses the command.
 func archiveBegin(cmd *cobra.Command, g *globals) error {
-	arch.Lock()
-	arch.run = nil
-	arch.Unlock()
 	if !archive.IsURL(g.db) {
 		return nil
 	}
@@ -64,7 +64,10 @@ func archiveBegin(cmd *cobra.Command, g *globals) error {
 		return fmt.Errorf("--cache-bytes %d: want a positive size", g.cacheBytes)
 	}
 	arch.Lock()
-	arch.run = &archiveRun{ctx: cmd.Context(), loc: g.db, client: c,
+	if arch.runs == nil {
+		arch.runs = map[string]*archiveRun{}
+	}
+	arch.runs[g.db] = &archiveRun{ctx: cmd.Context(), loc: g.db, client: c,
 		opts: &archive.ReaderOptions{Client: c, CacheDir: g.cacheDir, CacheBytes: g.cacheBytes}}
 	arch.Unlock()
 	return nil
@@ -72,8 +75,14 @@ func archiveBegin(cmd *cobra.Command, g *globals) error {
 
 // archiveEnd prints the command's traffic (--fetch-stats).
 func archiveEnd(cmd *cobra.Command, g *globals) {
-	a := curArchive()
-	if a == nil || !g.fetchStats {
+	a := archiveOf(g.db)
+	if a == nil {
+		return
+	}
+	arch.Lock()
+	delete(arch.runs, g.db)
+	arch.Unlock()
+	if !g.fetchStats {
 		return
 	}
 	a.mu.Lock()
@@ -85,10 +94,15 @@ func archiveEnd(cmd *cobra.Command, g *globals) {
 		cmd.Name(), a.loc, all.Gets, all.GetBytes, opened.Gets, opened.GetBytes, q.Gets, q.GetBytes)
 }
 
-func curArchive() *archiveRun {
+// archiveOf is the archive state of the command reading db, or nil (a
+// directory).
+func archiveOf(db string) *archiveRun {
+	if !archive.IsURL(db) {
+		return nil
+	}
 	arch.Lock()
 	defer arch.Unlock()
-	return arch.run
+	return arch.runs[db]
 }
 
 // openArchived opens table name of the archive the command reads.

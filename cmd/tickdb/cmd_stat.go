@@ -169,7 +169,7 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	if o.table != "" {
 		names = []string{o.table}
 	} else {
-		if a := curArchive(); a != nil {
+		if a := archiveOf(g.db); a != nil {
 			if _, err := archivedTables(a); err != nil {
 				return err
 			}
@@ -186,7 +186,7 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	stats := make([]tableStat, 0, len(names))
 	var failed []string
 	var status *archive.StatusReport
-	if curArchive() == nil {
+	if archiveOf(g.db) == nil {
 		var err error
 		if status, err = archive.ReadStatus(filepath.Join(g.db, archive.StatusName)); err != nil {
 			return err
@@ -240,7 +240,7 @@ func statTable(db, name string) (tableStat, error) {
 	for _, c := range r.Schema().Cols {
 		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
 	}
-	if a := curArchive(); a != nil && a.archived(r) != nil {
+	if a := archiveOf(db); a != nil && a.archived(r) != nil {
 		// An archive's table: the bytes its objects take there.
 		ts.Bytes = a.archived(r).ArchivedBytes()
 		ts.Logical = ts.Bytes

@@ -87,7 +87,7 @@ func checkRange(from, to timeFlag) error {
 // listTables returns the names of the tables in db, sorted (none when db
 // cannot be read).
 func listTables(db string) []string {
-	if a := curArchive(); a != nil && a.loc == db {
+	if a := archiveOf(db); a != nil {
 		names, _ := archivedTables(a)
 		return names
 	}
@@ -101,7 +101,7 @@ func openTable(db, name string) (*reader.Reader, error) {
 	if name == "" {
 		return nil, fmt.Errorf("no table given (--table); tables in %s: %s", db, tablesText(db))
 	}
-	if a := curArchive(); a != nil && a.loc == db {
+	if a := archiveOf(db); a != nil {
 		r, err := openArchived(a, name)
 		if err != nil && store.ValidTableName(name) == nil && !slices.Contains(listTables(db), name) {
 			return nil, fmt.Errorf("no table %q in %s; tables: %s", name, db, tablesText(db))

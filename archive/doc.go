@@ -16,4 +16,11 @@
 // Objects are named by what they hold, so uploading one again is
 // idempotent; the manifest is written after the objects it lists. Several
 // servers archive into one bucket under their own prefix (a node name).
+//
+// OpenReader opens an archived table read-only on any machine: a
+// reader.Reader over a table directory in a local cache (bounded,
+// least recently used segments evicted; see cache.go) whose compressed
+// segments fill by range requests as queries read them, so that every
+// query answers exactly as on the local table and a one-symbol window
+// fetches that symbol's blocks, not whole objects.
 package archive

@@ -35,4 +35,13 @@
 //
 // A range is [from, to); to = ToEnd (math.MaxInt64) is the end of the
 // table, the rows stamped MaxInt64 included.
+//
+// # Archived tables
+//
+// A table archived in object storage (package archive) is opened with
+// archive.OpenReader(ctx, "s3://bucket/prefix", table, opts), which
+// returns an archive.Reader embedding a *Reader: every method and every
+// query package works on it as on a local table. It builds a table
+// directory in a local cache whose compressed segments are sparse files
+// filled on demand (Options.Fetch), so a query fetches what it reads.
 package reader

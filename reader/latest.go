@@ -208,6 +208,12 @@ func (l *Latest) Sym(id uint32, dst []byte) (seq uint64, ok bool, err error) {
 	}
 	dir := r.syms.Dir(id)
 	if dir >= l.nextCk {
+		if l.nextCk == 0 && l.b <= r.ctl.PostFloor() {
+			// No postings at all, every row below the postings floor:
+			// a table kept without them (an archive's read-only copy,
+			// package archive), read through the segments' directories.
+			return l.belowFloor(id, dst)
+		}
 		// Added after the snapshot (the dictionary is published before
 		// the chunk count that covers its postings): no row in it.
 		return 0, false, nil

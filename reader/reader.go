@@ -24,6 +24,33 @@ type Options struct {
 	// LiveDir overrides the live slot directory recorded by the writer
 	// (for a tree moved to another path or machine).
 	LiveDir string
+	// Fetch, when not nil, gives the Fetcher of the compressed segment
+	// file at path (nil: the file is all there): for a table directory
+	// whose compressed segments are sparse copies of objects kept
+	// elsewhere, filled as queries read them (package archive's
+	// OpenReader: a table archived in object storage).
+	Fetch func(path string) Fetcher
+	// OnClose, when not nil, runs at the end of Close (once): for what
+	// the opener of a Reader it hands on keeps beside it.
+	OnClose func()
+}
+
+// Fetcher fills byte ranges of a compressed segment file on demand
+// (internal/cseg.Fetcher): Fetch(off, n) returns once bytes [off, off+n)
+// are in the file. It must be safe for concurrent use.
+type Fetcher interface {
+	Fetch(off, n int64) error
+}
+
+// Prefetcher is a Fetcher that can bring in, in the background, what
+// opening its segment reads: the header and the tables at the end (at
+// most the last tail bytes). A query asks it of the segments it will
+// visit before it opens the first (as it asks the kernel to read local
+// files ahead), so that their fetches run together rather than one
+// after another.
+type Prefetcher interface {
+	Fetcher
+	Prefetch(tail int64)
 }
 
 // Reader reads one table, in this process or another, without any lock:
@@ -57,7 +84,9 @@ type Reader struct {
 	verifyLate uint64
 	syms       *index.Symbols
 	schema     *store.Schema
-	liveDir    string // Options.LiveDir, or "" to follow the one in ctl
+	liveDir    string                    // Options.LiveDir, or "" to follow the one in ctl
+	fetch      func(path string) Fetcher // Options.Fetch
+	onClose    func()                    // Options.OnClose
 	// symRead: symbols whose postings chunks this reader has asked the
 	// kernel to read ahead (their first RangeSym).
 	symRead []bool
@@ -241,6 +270,9 @@ func (r *Reader) open(opts *Options) error {
 	if opts != nil && opts.LiveDir != "" {
 		r.liveDir = opts.LiveDir
 	}
+	if opts != nil {
+		r.fetch, r.onClose = opts.Fetch, opts.OnClose
+	}
 	r.shift = c.SegShift
 	r.mask = c.RowsPerSeg() - 1
 	r.rowSize = uint64(c.Schema.RowSize)
@@ -290,7 +322,12 @@ func (r *Reader) prefetchTables(lo, hi uint64) {
 		}
 		if v := &r.segs[n]; v.kind == viewNone && !v.asked {
 			v.asked = true
-			_ = cseg.Prefetch(format.ZSegPath(r.dir, n), tail) // advice: a miss costs reads later
+			path := format.ZSegPath(r.dir, n)
+			if p, ok := r.fetcher(path).(Prefetcher); ok {
+				p.Prefetch(tail) // in the background: the fetches go on together
+				continue
+			}
+			_ = cseg.Prefetch(path, tail) // advice: a miss costs reads later
 		}
 	}
 }
@@ -343,6 +380,9 @@ func (r *Reader) Close() error {
 		errs = append(errs, r.syms.Close())
 	}
 	errs = append(errs, r.ctl.Close())
+	if r.onClose != nil {
+		r.onClose()
+	}
 	return errors.Join(errs...)
 }
 
@@ -843,15 +883,34 @@ func (r *Reader) mapCompressed(v *segView, n uint64) error {
 	want := cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}
 	gen := r.ctl.LiveGen() // before the file is opened (segView.fileGen)
 	r.waitScratch()
-	z, err := cseg.OpenShared(path, r.schema, want, &r.zscratch)
+	f := r.fetcher(path)
+	z, err := cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
+	for try := 0; f != nil && try < 3 && errors.Is(err, os.ErrNotExist); try++ {
+		// A fetched file removed between the Fetcher's set-up and the
+		// open (its cache evicted it): the Fetcher makes it again.
+		f = r.fetcher(path)
+		z, err = cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
+	}
 	if err != nil && errors.Is(err, store.ErrCorrupt) && r.reloadSchema() {
-		z, err = cseg.OpenShared(path, r.schema, want, &r.zscratch)
+		z, err = cseg.OpenFetched(path, r.schema, want, &r.zscratch, f)
 	}
 	if err != nil {
 		return r.segMissing(n, err)
 	}
 	v.release()
 	*v = segView{kind: viewCompressed, rs: uint64(z.RowSize()), path: path, z: z, fileGen: gen}
+	return nil
+}
+
+// fetcher is the Fetcher of the compressed segment file at path
+// (Options.Fetch), or nil.
+func (r *Reader) fetcher(path string) cseg.Fetcher {
+	if r.fetch == nil {
+		return nil
+	}
+	if f := r.fetch(path); f != nil {
+		return f
+	}
 	return nil
 }
 

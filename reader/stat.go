@@ -148,7 +148,8 @@ func (r *Reader) rowTs(seq uint64, buf []byte) (int64, error) {
 // from segment first up to the compaction mark.
 func (r *Reader) statCompressed(c *Compressed, first uint64) error {
 	for n := first; n < r.ctl.CmpSegs(); n++ {
-		z, err := cseg.Open(format.ZSegPath(r.dir, n), r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1})
+		path := format.ZSegPath(r.dir, n)
+		z, err := cseg.OpenFetched(path, r.schema, cseg.Header{TableID: r.ctl.TableID, SegNo: n, RowsPerSeg: r.mask + 1}, nil, r.fetcher(path))
 		if errors.Is(err, os.ErrNotExist) && n < r.FirstSeq()>>r.shift {
 			continue // deleted by retention meanwhile
 		}

@@ -169,7 +169,11 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	if o.table != "" {
 		names = []string{o.table}
 	} else {
-		if st, err := os.Stat(g.db); err != nil || !st.IsDir() {
+		if a := archiveOf(g.db); a != nil {
+			if _, err := archivedTables(a); err != nil {
+				return err
+			}
+		} else if st, err := os.Stat(g.db); err != nil || !st.IsDir() {
 			return fmt.Errorf("no database directory %s (--db)", g.db)
 		}
 		for _, n := range listTables(g.db) {
@@ -181,16 +185,19 @@ func runStat(cmd *cobra.Command, g *globals, o *statOpts) error {
 	}
 	stats := make([]tableStat, 0, len(names))
 	var failed []string
-	arch, err := archive.ReadStatus(filepath.Join(g.db, archive.StatusName))
-	if err != nil {
-		return err
+	var status *archive.StatusReport
+	if archiveOf(g.db) == nil {
+		var err error
+		if status, err = archive.ReadStatus(filepath.Join(g.db, archive.StatusName)); err != nil {
+			return err
+		}
 	}
 	for _, n := range names {
 		ts, err := statTable(g.db, n)
-		if arch != nil {
-			for _, a := range arch.Tables {
+		if status != nil {
+			for _, a := range status.Tables {
 				if a.Table == n {
-					ts.Archive = &statArchive{Location: arch.Location, AsOf: arch.Updated, Pid: arch.Pid, TableStatus: a}
+					ts.Archive = &statArchive{Location: status.Location, AsOf: status.Updated, Pid: status.Pid, TableStatus: a}
 				}
 			}
 		}
@@ -233,11 +240,17 @@ func statTable(db, name string) (tableStat, error) {
 	for _, c := range r.Schema().Cols {
 		ts.Schema = append(ts.Schema, statColumn{c.Name, c.Type.String()})
 	}
-	u, err := vfs.DirUsage(r.Dir())
-	if err != nil {
-		return ts, err
+	if a := archiveOf(db); a != nil && a.archived(r) != nil {
+		// An archive's table: the bytes its objects take there.
+		ts.Bytes = a.archived(r).ArchivedBytes()
+		ts.Logical = ts.Bytes
+	} else {
+		u, err := vfs.DirUsage(r.Dir())
+		if err != nil {
+			return ts, err
+		}
+		ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	}
-	ts.Bytes, ts.Logical = u.Bytes, u.Logical
 	st, err := r.Stat()
 	ts.Rows, ts.FirstSeq, ts.DurableRows = st.Rows, st.First, st.Durable
 	ts.Segments, ts.SealedSegs = st.Segments, st.SealedSegs

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tickdb/tickdb/archive"
 )
 
 // defaultDB is the database directory commands use without --db.
@@ -19,6 +21,11 @@ const defaultDB = "./tickdata"
 // constructor gets a pointer to it; it is read after flag parsing, in RunE.
 type globals struct {
 	db string // --db
+	// --cache-dir, --cache-bytes, --fetch-stats: a --db s3://... archive's
+	// local cache and traffic report (archive.go).
+	cacheDir   string
+	cacheBytes int64
+	fetchStats bool
 }
 
 // run executes the command line args (without the program name) with the
@@ -64,7 +71,12 @@ them back from a second process and prints throughput and latency.`,
 		SilenceUsage:  true, // a failing command prints one error line, not its usage
 		SilenceErrors: true, // run prints the error
 	}
-	root.PersistentFlags().StringVar(&g.db, "db", defaultDB, "database directory")
+	root.PersistentFlags().StringVar(&g.db, "db", defaultDB, "database directory, or s3://bucket/prefix: an archive's tables, read-only (query, bars, asof, latest, export, stat)")
+	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "with --db s3://...: the local cache of fetched bytes (default $"+archive.CacheDirEnv+", else the user cache directory's tickdb/archive)")
+	root.PersistentFlags().Int64Var(&g.cacheBytes, "cache-bytes", archive.DefaultCacheBytes, "with --db s3://...: the most bytes the cache directory keeps (least recently used segments go)")
+	root.PersistentFlags().BoolVar(&g.fetchStats, "fetch-stats", false, "with --db s3://...: print the requests and bytes fetched from the archive on stderr")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return archiveBegin(cmd, g) }
+	root.PersistentPostRun = func(cmd *cobra.Command, _ []string) { archiveEnd(cmd, g) }
 	root.AddCommand(
 		newExportCmd(g),
 		newBarsCmd(g),

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -86,6 +87,10 @@ func checkRange(from, to timeFlag) error {
 // listTables returns the names of the tables in db, sorted (none when db
 // cannot be read).
 func listTables(db string) []string {
+	if a := archiveOf(db); a != nil {
+		names, _ := archivedTables(a)
+		return names
+	}
 	names, _ := reader.Tables(db)
 	return names
 }
@@ -95,6 +100,13 @@ func listTables(db string) []string {
 func openTable(db, name string) (*reader.Reader, error) {
 	if name == "" {
 		return nil, fmt.Errorf("no table given (--table); tables in %s: %s", db, tablesText(db))
+	}
+	if a := archiveOf(db); a != nil {
+		r, err := openArchived(a, name)
+		if err != nil && store.ValidTableName(name) == nil && !slices.Contains(listTables(db), name) {
+			return nil, fmt.Errorf("no table %q in %s; tables: %s", name, db, tablesText(db))
+		}
+		return r, err
 	}
 	r, err := reader.Open(db, name, nil)
 	if errors.Is(err, store.ErrNoTable) {

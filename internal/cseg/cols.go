@@ -54,6 +54,11 @@ func (cr *ColReader) Open(g *Segment, k int) (rows int, err error) {
 		return 0, fmt.Errorf("%w: data block %d of %d", ErrArgs, k, g.nblocks)
 	}
 	e := g.entry(k)
+	if g.fetch != nil {
+		if err := g.fetch.Fetch(e.off, int64(e.len)); err != nil {
+			return 0, fetchErr(g.path, e.off, e.off+int64(e.len), err)
+		}
+	}
 	body := g.data[e.off : e.off+int64(e.len)]
 	if got := format.CRC32C(body); got != e.crc {
 		return 0, format.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", k, got, e.crc)

@@ -39,6 +39,23 @@ type Segment struct {
 	clustered // version 2 only
 
 	*Scratch // Block's scratch: the segment's own, or shared (OpenShared)
+
+	fetch Fetcher // nil: every byte of the file is there (OpenFetched)
+}
+
+// Fetcher fills byte ranges of a compressed segment file that is not all
+// there yet: a sparse copy of the segment kept elsewhere (an object in an
+// archive), whose bytes are written into the file on demand. A Segment
+// opened with one (OpenFetched) calls Fetch(off, n) before it first reads
+// bytes [off, off+n) of the file: the header and the tables at its end at
+// open, then a block's bytes or a rank frame's as it decodes them (and a
+// symbol's run of blocks at once for WillNeed). Fetch returns once the
+// bytes are in the file (a range already there costs it a lookup), and
+// an error when they cannot be had: the read that asked fails with it.
+// It is called from any goroutine reading the Segment (ColReaders run
+// concurrently), so it must be safe for concurrent use.
+type Fetcher interface {
+	Fetch(off, n int64) error
 }
 
 // Scratch is the buffers a Segment's block reads decode through (nothing
@@ -90,6 +107,14 @@ func Open(path string, s *store.Schema, want Header) (*Segment, error) {
 // other segments opened with it: the caller reads them from one goroutine
 // at a time. A nil sc is Open's own scratch.
 func OpenShared(path string, s *store.Schema, want Header, sc *Scratch) (*Segment, error) {
+	return OpenFetched(path, s, want, sc, nil)
+}
+
+// OpenFetched is OpenShared on a file whose bytes f brings in as they
+// are read (see Fetcher); a nil f is OpenShared. The file has its full
+// size from the start (a sparse file: the bytes not fetched yet read as
+// zeros, which no check would pass).
+func OpenFetched(path string, s *store.Schema, want Header, sc *Scratch, f Fetcher) (*Segment, error) {
 	anyLayout := want.RowSize == 0 && s != nil
 	if anyLayout {
 		want.RowSize = s.RowSize
@@ -97,12 +122,12 @@ func OpenShared(path string, s *store.Schema, want Header, sc *Scratch) (*Segmen
 	if err := checkHeader(s, want); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	defer file.Close()
+	st, err := file.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +135,12 @@ func OpenShared(path string, s *store.Schema, want Header, sc *Scratch) (*Segmen
 	if size < headerSize+4 {
 		return nil, format.Corruptf(path, size, "compressed segment is %d bytes, shorter than a header and an index (%d)", size, headerSize+4)
 	}
-	b, err := mmap.MapShared(f, int(size), false)
+	if f != nil {
+		if err := f.Fetch(0, headerSize); err != nil {
+			return nil, fetchErr(path, 0, headerSize, err)
+		}
+	}
+	b, err := mmap.MapShared(file, int(size), false)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +153,7 @@ func OpenShared(path string, s *store.Schema, want Header, sc *Scratch) (*Segmen
 			s, want.RowSize = s.Prefix(n), rs
 		}
 	}
-	g := &Segment{layout: newLayout(s), schema: s, path: path, data: b, size: size, Scratch: sc}
+	g := &Segment{layout: newLayout(s), schema: s, path: path, data: b, size: size, Scratch: sc, fetch: f}
 	if g.Scratch == nil {
 		g.Scratch = new(Scratch)
 	}
@@ -279,6 +309,13 @@ func (g *Segment) parse(s *store.Schema, want Header) error {
 	}
 	if indexOff < headerSize || indexOff%8 != 0 || indexOff > uint64(size) {
 		return format.Corruptf(path, hIndexOff, "index offset %d in a %d-byte file", indexOff, size)
+	}
+	if g.fetch != nil {
+		// The tables to the end, and the zero padding before them.
+		from := max(int64(indexOff)-8, headerSize)
+		if err := g.fetch.Fetch(from, size-from); err != nil {
+			return fetchErr(path, from, size, err)
+		}
 	}
 	fileEnd := uint64(size)
 	if version == VersionClustered {
@@ -531,8 +568,10 @@ func (g *Segment) Block(b int, dst []byte) ([]byte, error) {
 // prefixes against the index, and points g.frames at its frames.
 func (g *Segment) checkBlock(b int) (blockEntry, error) {
 	e := g.entry(b)
+	if err := g.need(e.off, e.off+int64(e.len)); err != nil {
+		return e, err
+	}
 	body := g.data[e.off : e.off+int64(e.len)]
-	g.willNeed(e.off, e.off+int64(e.len))
 	if got := format.CRC32C(body); got != e.crc {
 		return e, format.Corruptf(g.path, e.off, "block %d check %08x, computed %08x (index)", b, got, e.crc)
 	}
@@ -649,6 +688,24 @@ func scatterU32(dst []byte, rs, off int, v []uint32) {
 	for i, o := 0, off; i < len(v); i, o = i+1, o+rs {
 		le.PutUint32(dst[o:], v[i])
 	}
+}
+
+// need makes sure bytes [from, to) of the file are there (Fetcher) and
+// asks for them in one read (willNeed).
+func (g *Segment) need(from, to int64) error {
+	if g.fetch != nil {
+		if err := g.fetch.Fetch(from, to-from); err != nil {
+			return fetchErr(g.path, from, to, err)
+		}
+	}
+	g.willNeed(from, to)
+	return nil
+}
+
+// fetchErr is the error of a Fetcher that failed to bring in bytes
+// [from, to) of the file at path.
+func fetchErr(path string, from, to int64, err error) error {
+	return fmt.Errorf("cseg: %s: fetching bytes [%d, %d): %w", path, from, to, err)
 }
 
 // willNeed asks for bytes [from, to) of the file in one read, before the

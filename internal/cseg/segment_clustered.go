@@ -271,7 +271,7 @@ func (g *Segment) WillNeed(k, end int) {
 		return
 	}
 	last := g.entry(end - 1)
-	g.willNeed(g.entry(k).off, last.off+int64(last.len))
+	_ = g.need(g.entry(k).off, last.off+int64(last.len)) // a failure is the block read's to report
 }
 
 // SymBlock decodes data block k of a version 2 file into dst (its rows,
@@ -438,6 +438,11 @@ func (g *Segment) decodeRank(b int) error {
 	}
 	g.rankCur = 0
 	rk := g.rank(b)
+	if g.fetch != nil {
+		if err := g.need(rk.off, rk.off+int64(rk.len)); err != nil {
+			return err
+		}
+	}
 	body := g.data[rk.off : rk.off+int64(rk.len)]
 	if got := format.CRC32C(body); got != rk.crc {
 		return format.Corruptf(g.path, rk.off, "rank block %d check %08x, computed %08x (rank table)", b, got, rk.crc)

@@ -56,6 +56,15 @@ func archiveBegin(cmd *cobra.Command, g *globals) error {
 	if !slices.Contains(archiveCmds, cmd.Name()) {
 		return fmt.Errorf("%s needs a database directory: --db %s opens an archive's tables read-only, for %v", cmd.Name(), g.db, archiveCmds)
 	}
+	if archive.IsFleet(g.db) {
+		if cmd.Name() != "query" {
+			return errFleetQueryOnly(cmd, g.db)
+		}
+		if g.cacheBytes <= 0 {
+			return fmt.Errorf("--cache-bytes %d: want a positive size", g.cacheBytes)
+		}
+		return nil // query opens the fleet itself
+	}
 	c, err := archive.Dial(g.db, archive.Config{})
 	if err != nil {
 		return err

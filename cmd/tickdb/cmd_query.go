@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/query"
 )
 
@@ -27,7 +28,13 @@ N rows (0: no limit).
 stdout carries the rows only: csv has a header row, ts first, then the
 schema's columns in order; json is one object per row; ilp is line protocol
 that another tickdb, QuestDB or InfluxDB accepts. It reads without any lock,
-so it is safe while a writer runs; it sees the rows published when it starts.`,
+so it is safe while a writer runs; it sees the rows published when it starts.
+
+With --db s3://bucket/prefix it reads an archive (tickdb archive, serve
+--archive); with --db s3://bucket/prefix/* it reads the table of that name
+in every node's archive under the prefix (servers that archive into one
+bucket, each under its own node prefix), merged by ts: rows of equal ts
+come node after node, in the nodes' name order.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runQuery(cmd, g, o) },
 	}
@@ -44,6 +51,9 @@ so it is safe while a writer runs; it sees the rows published when it starts.`,
 func runQuery(cmd *cobra.Command, g *globals, o *queryOpts) error {
 	if err := checkRange(o.from, o.to); err != nil {
 		return err
+	}
+	if archive.IsFleet(g.db) {
+		return runQueryFleet(cmd, g, o)
 	}
 	r, err := openTable(g.db, o.table)
 	if err != nil {

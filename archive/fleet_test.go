@@ -1,0 +1,129 @@
+package archive_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/tickdb/tickdb/archive"
+	"github.com/tickdb/tickdb/internal/harness/s3test"
+	"github.com/tickdb/tickdb/reader"
+	"github.com/tickdb/tickdb/store"
+)
+
+// fleetRow is a row of a fleet read: its node, ts, symbol name and size.
+type fleetRow struct {
+	node int
+	ts   int64
+	sym  string
+	size int64
+}
+
+// Two nodes archive a table of one name under prefixes of their own; a
+// Fleet opened on their parent reads both as one table, merged by ts
+// (equal ts: node order), all symbols or one: the same rows as the two
+// local tables merged.
+func TestFleetMergesNodesByTs(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	ctx := context.Background()
+	dbs := []string{makeTicks(t, 7000, 11), makeTicks(t, 5000, 12)}
+	for i, db := range dbs {
+		c, err := archive.Dial(fmt.Sprintf("s3://ticks/fleet/node%c", 'A'+i), archive.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := archive.Sync(ctx, c, db, "trades", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := archive.OpenFleet(ctx, "s3://ticks/fleet/*", "trades", &archive.ReaderOptions{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !slices.Equal(f.Nodes, []string{"nodeA", "nodeB"}) {
+		t.Fatalf("nodes %v", f.Nodes)
+	}
+	locals := make([]*reader.Reader, len(dbs))
+	for i, db := range dbs {
+		r, err := reader.Open(db, "trades", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		locals[i] = r
+	}
+	size := tickSchema().ColAt(3)
+	symc := tickSchema().ColAt(1)
+	for _, q := range []struct {
+		from, to int64
+		sym      string
+	}{
+		{math.MinInt64, reader.ToEnd, ""},
+		{t0 + 10e9, t0 + 40e9, ""},
+		{t0 + 5e9, t0 + 60e9, "SC"},
+		{t0, reader.ToEnd, "NOPE"},
+	} {
+		var got []fleetRow
+		err := f.Range(ctx, q.from, q.to, q.sym, func(node int, row store.Row) error {
+			name, err := f.Readers[node].SymbolName(row.Sym(symc))
+			got = append(got, fleetRow{node, row.Ts(), name, row.I64(size)})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The archived rows of each local table (the last, raw segment
+		// is not in the archive), merged by (ts, node).
+		var want []fleetRow
+		for i, r := range locals {
+			end := f.Readers[i].Manifest().EndSeq
+			var it reader.Iter
+			if err := r.Range(q.from, q.to, &it); err != nil {
+				t.Fatal(err)
+			}
+			for it.Next() {
+				row := it.Row()
+				name, _ := r.SymbolName(row.Sym(symc))
+				if it.Seq() < end && (q.sym == "" || name == q.sym) {
+					want = append(want, fleetRow{i, row.Ts(), name, row.I64(size)})
+				}
+			}
+		}
+		slices.SortStableFunc(want, func(a, b fleetRow) int {
+			if a.ts != b.ts {
+				return cmpInt(a.ts, b.ts)
+			}
+			return a.node - b.node
+		})
+		if q.sym != "NOPE" && len(want) == 0 {
+			t.Fatalf("query %+v: no rows expected: a test that cannot fail", q)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("query %+v: %d rows from the fleet, %d from the local tables merged; first difference at %d", q, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func firstDiff(a, b []fleetRow) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

@@ -153,23 +153,7 @@ func scanCache(dir string) ([]cacheFile, error) {
 	var out []cacheFile
 	seen := map[fileID]bool{}
 	have := map[string]time.Time{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	err := vfs.WalkFiles(dir, func(path string, fi fs.FileInfo) error {
 		if id, ok := idOf(fi); ok {
 			if seen[id] {
 				return nil

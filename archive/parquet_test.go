@@ -1,14 +1,11 @@
 package archive
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tickdb/tickdb/internal/format"
+	"github.com/tickdb/tickdb/internal/harness/duckjs"
 	"github.com/tickdb/tickdb/internal/harness/s3test"
 	"github.com/tickdb/tickdb/internal/harness/testutil"
 	"github.com/tickdb/tickdb/reader"
@@ -213,7 +211,7 @@ func pqDial(t *testing.T, srv *s3test.Server, loc string) *Client {
 // Writing the segments again puts the same keys, and the dataset reads
 // the same.
 func TestParquetDuckDB(t *testing.T) {
-	node := pqNode(t)
+	node := duckjs.Node(t)
 	srv := s3test.Start(t, "")
 	bucket := srv.Bucket(t, "lake")
 	db, live := testutil.DB(t)
@@ -323,8 +321,8 @@ func sortedCopy(s []string) []string {
 // with rows.
 func checkDuckDB(t *testing.T, node, glob string, rows []pqRow) {
 	t.Helper()
-	src := fmt.Sprintf("read_parquet(%s, hive_partitioning = true)", sqlString(glob))
-	got := runDuckDB(t, node,
+	src := fmt.Sprintf("read_parquet(%s, hive_partitioning = true)", duckjs.SQLString(glob))
+	got := duckjs.Run(t, node,
 		"SET TimeZone = 'America/New_York'", // ts must not depend on the session's zone
 		"SELECT typeof(ts), epoch_ns(ts), sym, price, size, CAST(date AS VARCHAR), typeof(date), \"table\" FROM "+src+" ORDER BY size",
 		"SELECT count(*), sum(size), min(epoch_ns(ts)), max(epoch_ns(ts)), count(DISTINCT date) FROM "+src,
@@ -397,7 +395,7 @@ func sortedKeys(m map[string]int) []string {
 // hours apart, so that its first segment spans more dates than one pass
 // writes (parquetDates).
 func TestParquetFleet(t *testing.T) {
-	node := pqNode(t)
+	node := duckjs.Node(t)
 	srv := s3test.Start(t, "")
 	bucket := srv.Bucket(t, "lake")
 	start := time.Date(2024, 3, 8, 20, 0, 0, 0, time.UTC).UnixNano()
@@ -437,8 +435,8 @@ func TestParquetFleet(t *testing.T) {
 
 	// Per node, from the file's path.
 	src := fmt.Sprintf("read_parquet(%s, hive_partitioning = true, filename = true)",
-		sqlString(filepath.Join(root, "*", "parquet", "table=ticks", "**", "*.parquet")))
-	got := runDuckDB(t, node, "SELECT split_part(filename, '/', "+strconv.Itoa(len(strings.Split(root, "/"))+1)+
+		duckjs.SQLString(filepath.Join(root, "*", "parquet", "table=ticks", "**", "*.parquet")))
+	got := duckjs.Run(t, node, "SELECT split_part(filename, '/', "+strconv.Itoa(len(strings.Split(root, "/"))+1)+
 		") AS node, count(*), min(size), max(size) FROM "+src+" GROUP BY node ORDER BY node")
 	if got.Results[0].Error != "" {
 		t.Fatalf("DuckDB: %s", got.Results[0].Error)
@@ -454,66 +452,3 @@ func TestParquetFleet(t *testing.T) {
 		t.Errorf("DuckDB's rows per node %q, want %q", g, w)
 	}
 }
-
-// pqNode is the node binary to run export/testdata/duckdb/query.js with.
-// It skips the test (fails it when CI is set) without node or the
-// installed package.
-func pqNode(t *testing.T) string {
-	t.Helper()
-	missing := func(msg string) {
-		testutil.Need(t, msg+"; the DuckDB check needs Node.js and `npm ci --prefix export/testdata/duckdb` (as .ci/run does)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	pkg := filepath.Join(duckdbDir, "node_modules", "@duckdb", "node-api", "package.json")
-	if _, err := os.Stat(pkg); err != nil {
-		missing(fmt.Sprintf("%s is not installed (%v)", filepath.Dir(pkg), err))
-	}
-	return node
-}
-
-// duckdbDir holds the DuckDB Node API and query.js (export's).
-const duckdbDir = "../export/testdata/duckdb"
-
-// duckdbOut is what query.js prints: per query the rows, BIGINT and
-// HUGEINT as decimal strings, DOUBLE as the hex of its bits.
-type duckdbOut struct {
-	Version string
-	Results []struct {
-		Error          string
-		Columns, Types []string
-		Rows           [][]any
-	}
-}
-
-// runDuckDB runs queries with query.js and decodes what it prints.
-func runDuckDB(t *testing.T, node string, queries ...string) *duckdbOut {
-	t.Helper()
-	arg, err := json.Marshal(queries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "query.js", string(arg))
-	cmd.Dir = duckdbDir
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node query.js: %v\nstderr:\n%s", err, stderr.Bytes())
-	}
-	var out duckdbOut
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("node query.js printed %q: %v", stdout.Bytes(), err)
-	}
-	if len(out.Results) != len(queries) {
-		t.Fatalf("node query.js answered %d queries of %d", len(out.Results), len(queries))
-	}
-	return &out
-}
-
-// sqlString is s as an SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -2,16 +2,15 @@ package archive_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tickdb/tickdb/archive"
+	"github.com/tickdb/tickdb/internal/harness/duckjs"
 	"github.com/tickdb/tickdb/internal/harness/s3test"
 	"github.com/tickdb/tickdb/internal/harness/suite"
 	"github.com/tickdb/tickdb/internal/harness/testutil"
@@ -82,7 +81,7 @@ func BenchmarkArchiveRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	node, duck := duckdbBench(b)
+	node := duckjs.Node(b)
 	span := int64(n) * int64(10*time.Millisecond)
 	from := t0 + span*45/100
 	queries := []struct {
@@ -170,18 +169,9 @@ func BenchmarkArchiveRead(b *testing.B) {
 			ar.Close()
 			os.RemoveAll(cache)
 			// DuckDB on the Parquet.
-			out, err := exec.Command(node, filepath.Join(duck, "timed.js"), "1", mustJSON(b, []string{sql[i]})).Output()
-			if err != nil {
-				b.Fatalf("duckdb: %v", err)
-			}
-			var dr struct {
-				Results []struct {
-					Ms   []float64
-					Rows [][]string
-				}
-			}
-			if err := json.Unmarshal(out, &dr); err != nil || len(dr.Results) != 1 || len(dr.Results[0].Rows) != 1 {
-				b.Fatalf("duckdb: %s (%v)", out, err)
+			dr := duckjs.Time(b, node, 1, sql[i])
+			if len(dr.Results[0].Rows) != 1 {
+				b.Fatalf("duckdb: %v", dr.Results[0].Rows)
 			}
 			if got := dr.Results[0].Rows[0]; got[0] != fmt.Sprint(wantN) || got[1] != fmt.Sprint(wantSum) {
 				b.Fatalf("%s: DuckDB counts %v, the table %d rows (sum %d)", q.name, got, wantN, wantSum)
@@ -214,25 +204,4 @@ func BenchmarkArchiveRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(zbytes)/1e3, "archive_segments_KB")
 	b.ReportMetric(float64(len(res.Manifest.Segments)), "segments")
-}
-
-func mustJSON(b *testing.B, v any) string {
-	out, err := json.Marshal(v)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return string(out)
-}
-
-// duckdbBench finds node and the DuckDB Node API install.
-func duckdbBench(b *testing.B) (node, dir string) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testutil.Need(b, "node is not on PATH")
-	}
-	dir, _ = filepath.Abs(filepath.Join("..", "export", "testdata", "duckdb"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
-		testutil.Need(b, "npm ci --prefix export/testdata/duckdb first")
-	}
-	return node, dir
 }

@@ -1,22 +1,18 @@
 package export_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tickdb/tickdb/export"
+	"github.com/tickdb/tickdb/internal/harness/duckjs"
 	"github.com/tickdb/tickdb/internal/harness/testutil"
 )
 
@@ -32,7 +28,7 @@ import (
 // ("npm ci --prefix export/testdata/duckdb"); without them it skips, or
 // fails when CI is set. The test never installs anything itself.
 func TestExportDuckDB(t *testing.T) {
-	node := duckdbNode(t)
+	node := duckjs.Node(t)
 	rows, cut := duckdbRows()
 	db, live := testutil.DB(t)
 	w := openWriter(t, db, live, 0)
@@ -59,10 +55,10 @@ func TestExportDuckDB(t *testing.T) {
 		}
 	}
 	src := fmt.Sprintf("read_parquet(%s, hive_partitioning = true, filename = true, file_row_number = true)",
-		sqlString(filepath.Join(out, "**", "*.parquet")))
+		duckjs.SQLString(filepath.Join(out, "**", "*.parquet")))
 	// A session zone other than UTC, as a user's may be: ts must not
 	// depend on it.
-	got := runDuckDB(t, node,
+	got := duckjs.Run(t, node,
 		"SET TimeZone = 'America/New_York'",
 		"SELECT typeof(ts), epoch_ns(ts), sym, price, size, venue, bid, buy, date, filename FROM "+src+
 			" ORDER BY filename, file_row_number",
@@ -100,16 +96,16 @@ func TestExportDuckDB(t *testing.T) {
 				errs = append(errs, fmt.Sprintf("%s %v, want %v", col, got, want))
 			}
 		}
-		check("typeof(ts)", dr.str(t, 0), "TIMESTAMP_NS")
-		check("epoch_ns(ts)", dr.i64(t, 1), want.ts)
-		check("sym", dr.str(t, 2), want.sym)
-		check("price", dr.f64(t, 3), f64Bits(want.price))
-		check("size", dr.i64(t, 4), want.size)
-		check("venue", dr.str(t, 5), want.venue)
-		check("bid", dr.f64(t, 6), f64Bits(want.bid))
+		check("typeof(ts)", dr.Str(t, 0), "TIMESTAMP_NS")
+		check("epoch_ns(ts)", dr.I64(t, 1), want.ts)
+		check("sym", dr.Str(t, 2), want.sym)
+		check("price", dr.F64(t, 3), f64Bits(want.price))
+		check("size", dr.I64(t, 4), want.size)
+		check("venue", dr.Str(t, 5), want.venue)
+		check("bid", dr.F64(t, 6), f64Bits(want.bid))
 		check("buy", dr[7], any(want.buy))
-		check("date", dr.str(t, 8), dateOf(want.ts))
-		rel, _ := filepath.Rel(out, dr.str(t, 9))
+		check("date", dr.Str(t, 8), dateOf(want.ts))
+		rel, _ := filepath.Rel(out, dr.Str(t, 9))
 		check("file", filepath.ToSlash(rel), wantFile[i])
 		if len(errs) > 0 {
 			t.Errorf("row %d (ts %d): %s", i, want.ts, strings.Join(errs, "; "))
@@ -120,7 +116,7 @@ func TestExportDuckDB(t *testing.T) {
 	}
 	if after := got.Results[2]; after.Error != "" {
 		t.Errorf("DuckDB, filtering on ts: %s", after.Error)
-	} else if n := after.Rows[0].i64(t, 0); n != int64(wantAfter) {
+	} else if n := after.Rows[0].I64(t, 0); n != int64(wantAfter) {
 		t.Errorf("DuckDB counts %d rows with ts >= %d, want %d", n, cut, wantAfter)
 	}
 }
@@ -157,69 +153,6 @@ func duckdbRows() (rows []trow, cut int64) {
 	return rows, cut
 }
 
-// duckdbDir holds the DuckDB Node API and query.js.
-const duckdbDir = "testdata/duckdb"
-
-// duckdbNode is the node binary to run query.js with. It skips the test
-// (fails it when CI is set) without node or the installed package.
-func duckdbNode(t *testing.T) string {
-	t.Helper()
-	missing := func(msg string) {
-		msg += "; the DuckDB check needs Node.js and `npm ci --prefix export/testdata/duckdb` (as .ci/run does)"
-		testutil.Need(t, msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
-	pkg := filepath.Join(duckdbDir, "node_modules", "@duckdb", "node-api", "package.json")
-	if _, err := os.Stat(pkg); err != nil {
-		missing(fmt.Sprintf("%s is not installed (%v)", filepath.Join(duckdbDir, "node_modules", "@duckdb", "node-api"), err))
-	}
-	return node
-}
-
-// duckdbOut is what query.js prints.
-type duckdbOut struct {
-	Version string
-	Results []struct {
-		Error          string
-		Columns, Types []string
-		Rows           []duckdbRow
-	}
-}
-
-// duckdbRow is one row of a query.js result: BIGINT as a decimal string,
-// DOUBLE as the hex of its bits, NULL as nil.
-type duckdbRow []any
-
-func (r duckdbRow) str(t *testing.T, i int) string {
-	t.Helper()
-	s, ok := r[i].(string)
-	if !ok {
-		t.Fatalf("column %d is %#v, want a string", i, r[i])
-	}
-	return s
-}
-
-func (r duckdbRow) i64(t *testing.T, i int) int64 {
-	t.Helper()
-	v, err := strconv.ParseInt(r.str(t, i), 10, 64)
-	if err != nil {
-		t.Fatalf("column %d: %v", i, err)
-	}
-	return v
-}
-
-// f64 is a DOUBLE column's value as f64Bits spells it.
-func (r duckdbRow) f64(t *testing.T, i int) string {
-	t.Helper()
-	if r[i] == nil {
-		return "NULL"
-	}
-	return r.str(t, i)
-}
-
 // f64Bits is v's IEEE 754 bits in hex, as query.js prints a DOUBLE, or
 // NULL for a NaN: the export writes tickdb's missing value as a null.
 func f64Bits(v float64) string {
@@ -228,33 +161,3 @@ func f64Bits(v float64) string {
 	}
 	return fmt.Sprintf("%016x", math.Float64bits(v))
 }
-
-// runDuckDB runs queries with query.js and decodes what it prints.
-func runDuckDB(t *testing.T, node string, queries ...string) *duckdbOut {
-	t.Helper()
-	arg, err := json.Marshal(queries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "query.js", string(arg))
-	cmd.Dir = duckdbDir
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node query.js: %v\nstderr:\n%s", err, stderr.Bytes())
-	}
-	var out duckdbOut
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("node query.js printed %q: %v", stdout.Bytes(), err)
-	}
-	if len(out.Results) != len(queries) {
-		t.Fatalf("node query.js answered %d queries of %d", len(out.Results), len(queries))
-	}
-	return &out
-}
-
-// sqlString is s as an SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

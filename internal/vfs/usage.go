@@ -21,7 +21,19 @@ type Usage struct {
 // those removed meanwhile (retention, a slot recycled).
 func DirUsage(dir string) (Usage, error) {
 	var u Usage
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	err := WalkFiles(dir, func(_ string, fi fs.FileInfo) error {
+		u.Logical += fi.Size()
+		u.Bytes += Allocated(fi)
+		return nil
+	})
+	return u, err
+}
+
+// WalkFiles calls fn with each regular file under dir and its FileInfo,
+// skipping files removed while it walks (a directory other processes
+// change: a table, a cache).
+func WalkFiles(dir string, fn func(path string, fi fs.FileInfo) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -38,9 +50,6 @@ func DirUsage(dir string) (Usage, error) {
 		if err != nil {
 			return err
 		}
-		u.Logical += fi.Size()
-		u.Bytes += Allocated(fi)
-		return nil
+		return fn(path, fi)
 	})
-	return u, err
 }

@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -96,7 +97,7 @@ func TestFleetMergesNodesByTs(t *testing.T) {
 		}
 		slices.SortStableFunc(want, func(a, b fleetRow) int {
 			if a.ts != b.ts {
-				return cmpInt(a.ts, b.ts)
+				return cmp.Compare(a.ts, b.ts)
 			}
 			return a.node - b.node
 		})
@@ -107,16 +108,6 @@ func TestFleetMergesNodesByTs(t *testing.T) {
 			t.Fatalf("query %+v: %d rows from the fleet, %d from the local tables merged; first difference at %d", q, len(got), len(want), firstDiff(got, want))
 		}
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func firstDiff(a, b []fleetRow) int {

@@ -271,3 +271,40 @@ func mergeByTs(a, b []string) []string {
 	}
 	return out
 }
+
+// TestRetainAfterArchive: tickdb retain --after-archive deletes only the
+// segments the archive's manifest lists whole, whatever the limits say;
+// a table the archive does not hold keeps every segment; without the
+// flag the limits alone decide.
+func TestRetainAfterArchive(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	db, live := testutil.DB(t)
+	archiveTable(t, db, live, "trades", 62_000, 1) // 7 whole segments of 8,192 rows and a raw one
+	archiveTable(t, db, live, "quotes", 30_000, 2)
+	c, err := archive.Dial("s3://ticks/keep", archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.Sync(t.Context(), c, db, "trades", &archive.SyncOptions{MaxSegments: 3}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("retain", "--db", db, "--max-bytes", "1", "--after-archive", "s3://ticks/keep")
+	if code != 0 {
+		t.Fatalf("retain --after-archive: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "trades: deleted 3 segments") || !strings.Contains(out, "first row now 24,576") ||
+		!strings.Contains(out, "quotes: deleted 0 segments") {
+		t.Fatalf("retain --after-archive printed:\n%s\nwant trades cut at the archive's 3 segments, quotes untouched", out)
+	}
+	for _, seg := range []string{"seg-0000000003.zdat", "seg-0000000006.zdat"} {
+		if _, err := os.Stat(filepath.Join(db, "trades", seg)); err != nil {
+			t.Fatalf("trades/%s, not archived, is gone: %v", seg, err)
+		}
+	}
+	// Without the flag, the limit alone.
+	if code, out, errs = runCLI("retain", "--db", db, "--table", "trades", "--max-bytes", "1"); code != 0 || strings.Contains(out, "deleted 0 segments") {
+		t.Fatalf("retain without the flag: exit %d, %s%s", code, out, errs)
+	}
+}

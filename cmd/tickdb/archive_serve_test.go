@@ -1048,6 +1048,8 @@ func TestArchiveBadFlags(t *testing.T) {
 		{serve("--archive", archLoc, "--archive-endpoint", "ftp://127.0.0.1:1"), `--archive: archive: endpoint "ftp://127.0.0.1:1": want http://host:port or https://host`},
 		{serve("--archive", archLoc, "--archive-uploads", "0"), `--archive-uploads 0: want 1 or more`},
 		{serve("--archive-endpoint", "http://127.0.0.1:1"), `--archive-endpoint and --archive-parquet need --archive s3://bucket/prefix`},
+		{serve("--archive", archLoc, "--compact=false"), `--archive uploads compressed segments: it needs --compact`},
+		{[]string{"retain", "--db", db, "--max-bytes", "1", "--after-archive", "ticks"}, `--after-archive: archive location "ticks": want s3://bucket/prefix`},
 		{[]string{"archive", "--db", db}, `archive: --to s3://bucket/prefix is required`},
 		{[]string{"archive", "--db", db, "--to", "/tmp/x"}, `archive location "/tmp/x": want s3://bucket/prefix`},
 		{[]string{"archive", "--db", db, "--to", archLoc, "--uploads", "0"}, `archive: --uploads 0: want 1 or more`},

@@ -52,7 +52,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOpts) error {
 	if o.olderThan < 0 {
 		return fmt.Errorf("--older-than %v is negative", o.olderThan)
 	}
-	return eachWriter(cmd, g.db, o.table, "compact", "serve --compact-after", func(w *writer.Writer, name string) (string, error) {
+	return eachWriter(cmd, g.db, o.table, "compact", "serve --compact-after", nil, func(w *writer.Writer, name string) (string, error) {
 		res, err := w.Compact(o.olderThan)
 		if err == nil {
 			// Closing seals the last segment: compress what a running

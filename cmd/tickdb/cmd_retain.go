@@ -7,14 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tickdb/tickdb/archive"
 	"github.com/tickdb/tickdb/store"
 	"github.com/tickdb/tickdb/writer"
 )
 
 type retainOpts struct {
-	table    string
-	maxAge   time.Duration
-	maxBytes byteSize
+	table        string
+	maxAge       time.Duration
+	maxBytes     byteSize
+	afterArchive string
 }
 
 func newRetainCmd(g *globals) *cobra.Command {
@@ -36,7 +38,11 @@ tailing reader does not notice.
 retain takes the table's writer lock, so it fails on a table a running
 writer holds (such as "tickdb serve"): give that process the limits
 instead (serve --retain-age and --retain-bytes apply them at every
-segment roll).`,
+segment roll).
+
+--after-archive s3://bucket/prefix deletes only segments that archive
+holds (its manifest lists them whole; tickdb archive, serve --archive),
+whatever the limits say: history is never only on this disk by accident.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRetain(cmd, g, o) },
 	}
@@ -44,6 +50,7 @@ segment roll).`,
 	f.StringVar(&o.table, "table", "", "only this table (default: all)")
 	f.DurationVar(&o.maxAge, "max-age", 0, "delete segments whose rows are all older than this before the table's last ts (e.g. 720h)")
 	f.Var(&o.maxBytes, "max-bytes", "keep at most this many bytes of segment files (bytes, or with K, M or G)")
+	f.StringVar(&o.afterArchive, "after-archive", "", "delete only segments the archive at s3://bucket/prefix holds (AWS_* env as for tickdb archive)")
 	return cmd
 }
 
@@ -54,18 +61,34 @@ func runRetain(cmd *cobra.Command, g *globals, o *retainOpts) error {
 	if o.maxAge == 0 && o.maxBytes == 0 {
 		return errors.New("retain: give --max-age, --max-bytes or both")
 	}
-	return eachWriter(cmd, g.db, o.table, "retain", "serve --retain-age, --retain-bytes", func(w *writer.Writer, name string) (string, error) {
+	var opts func(name string) (*writer.Options, error)
+	note := ""
+	if o.afterArchive != "" {
+		c, err := archive.Dial(o.afterArchive, archive.Config{})
+		if err != nil {
+			return fmt.Errorf("--after-archive: %w", err)
+		}
+		opts = func(name string) (*writer.Options, error) {
+			below, err := archive.RetainBelow(cmd.Context(), c, g.db, name)
+			if err != nil {
+				return nil, err
+			}
+			note = fmt.Sprintf("; %s holds its segments below %d", o.afterArchive, below)
+			return &writer.Options{RetainBelow: func(string) uint64 { return below }}, nil
+		}
+	}
+	return eachWriter(cmd, g.db, o.table, "retain", "serve --retain-age, --retain-bytes", opts, func(w *writer.Writer, name string) (string, error) {
 		res, err := w.Retain(o.maxAge, int64(o.maxBytes))
-		return fmt.Sprintf("%s: deleted %d segments (%s rows, %s); first row now %s",
-			name, res.Segments, commas(int64(res.Rows)), fmtBytes(res.Bytes), commas(int64(res.FirstSeq))), err
+		return fmt.Sprintf("%s: deleted %d segments (%s rows, %s); first row now %s%s",
+			name, res.Segments, commas(int64(res.Rows)), fmtBytes(res.Bytes), commas(int64(res.FirstSeq)), note), err
 	})
 }
 
 // eachWriter opens the writer of table (or of every table, with "") in
 // turn, runs fn, closes it and prints fn's line. A table a running writer
 // holds stops it with an error saying how that process does the work
-// (hint).
-func eachWriter(cmd *cobra.Command, db, table, verb, hint string, fn func(w *writer.Writer, name string) (string, error)) error {
+// (hint). opts, when not nil, gives each table's writer options.
+func eachWriter(cmd *cobra.Command, db, table, verb, hint string, opts func(name string) (*writer.Options, error), fn func(w *writer.Writer, name string) (string, error)) error {
 	names := listTables(db)
 	if table != "" {
 		if store.ValidTableName(table) != nil || !contains(names, table) {
@@ -77,7 +100,14 @@ func eachWriter(cmd *cobra.Command, db, table, verb, hint string, fn func(w *wri
 		return fmt.Errorf("%s: no tables in %s", verb, db)
 	}
 	for _, name := range names {
-		w, err := writer.Open(db, name, nil)
+		var wo *writer.Options
+		if opts != nil {
+			var err error
+			if wo, err = opts(name); err != nil {
+				return fmt.Errorf("%s: %s: %w", verb, name, err)
+			}
+		}
+		w, err := writer.Open(db, name, wo)
 		if errors.Is(err, writer.ErrLocked) {
 			return fmt.Errorf("%s: %w: its writer does this (%s)", verb, err, hint)
 		}

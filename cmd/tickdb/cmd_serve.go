@@ -280,6 +280,9 @@ func startArchive(cmd *cobra.Command, g *globals, o *serveOpts, log *slog.Logger
 		}
 		return nil, nil
 	}
+	if !o.compact {
+		return nil, fmt.Errorf("--archive uploads compressed segments: it needs --compact (on by default), not --compact=false")
+	}
 	if o.archiveUp < 1 {
 		return nil, fmt.Errorf("--archive-uploads %d: want 1 or more", o.archiveUp)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tickdb/tickdb/archive"
@@ -117,4 +118,53 @@ func firstDiff(a, b []fleetRow) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// reader.Open takes an archive location once package archive is
+// imported, and answers as the local table; a scheme nobody registered
+// is an error naming it.
+func TestReaderOpenArchiveLocation(t *testing.T) {
+	srv := s3test.Start(t, "")
+	srv.Bucket(t, "ticks")
+	srv.SetEnv(t)
+	t.Setenv(archive.CacheDirEnv, t.TempDir())
+	db := makeTicks(t, 9000, 5)
+	c, err := archive.Dial("s3://ticks/open", archive.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := archive.Sync(context.Background(), c, db, "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := reader.Open("s3://ticks/open", "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	local, err := reader.Open(db, "trades", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	end := res.Manifest.EndSeq
+	if ar.Len() != end || end == 0 {
+		t.Fatalf("the archive's reader has %d rows, the manifest %d", ar.Len(), end)
+	}
+	for seq := uint64(0); seq < end; seq += 97 {
+		a, err := ar.Get(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := local.Get(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(l) {
+			t.Fatalf("row %d differs", seq)
+		}
+	}
+	if _, err := reader.Open("gs://ticks/open", "trades", nil); err == nil || !strings.Contains(err.Error(), "no package registered for gs://") {
+		t.Fatalf("gs:// location: %v", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tickdb/tickdb/internal/codec"
 	"github.com/tickdb/tickdb/internal/cseg"
@@ -214,8 +215,38 @@ type slotMap struct {
 	rs  uint64 // the slot's row size
 }
 
+// Openers of database locations that are not directories, by scheme
+// (RegisterOpener).
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]func(db, name string, opts *Options) (*Reader, error){}
+)
+
+// RegisterOpener makes Open hand locations scheme://... to open: package
+// archive registers "s3". The Reader open returns is read-only like any
+// other; its Close releases what open set up (Options.OnClose).
+func RegisterOpener(scheme string, open func(db, name string, opts *Options) (*Reader, error)) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	openers[scheme] = open
+}
+
 // Open opens table name in database directory db for reading.
+//
+// db may also be a location another package opens, by its scheme:
+// s3://bucket/prefix is an archive in object storage, which package
+// archive registers (import it, as a database/sql driver is imported);
+// opts then passes through to it.
 func Open(db, name string, opts *Options) (*Reader, error) {
+	if scheme, _, ok := strings.Cut(db, "://"); ok && !strings.ContainsAny(scheme, "/\\") {
+		openersMu.RLock()
+		open := openers[scheme]
+		openersMu.RUnlock()
+		if open == nil {
+			return nil, fmt.Errorf("reader: open %s: no package registered for %s:// locations (import github.com/tickdb/tickdb/archive for s3://)", db, scheme)
+		}
+		return open(db, name, opts)
+	}
 	if err := store.ValidTableName(name); err != nil {
 		return nil, err
 	}

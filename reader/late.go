@@ -176,7 +176,7 @@ func (it *Iter) nextLate() bool {
 			l.irow = append(l.irow[:0], it.row...) // its own length: rows of earlier layouts are shorter
 			l.icopy = true
 		}
-		if err := r.ReadRow(c.seq, l.row); err != nil {
+		if err := r.readLate(c, it.sym, it.id, l.row); err != nil {
 			it.err = err
 			return false
 		}
@@ -250,4 +250,24 @@ func (l *lateIter) pop() lateCand {
 	}
 	l.heap = h
 	return c
+}
+
+// readLate reads late row c into dst. A symbol's iterator reads one that
+// is in a clustered compressed segment from the symbol's own blocks
+// (cseg.Segment.SymRowInto): through Get it would decode the rank frame
+// of its block, every symbol's rows, for each late row; anything else
+// goes through ReadRow.
+func (r *Reader) readLate(c lateCand, sym bool, id uint32, dst []byte) error {
+	if n := c.seq >> r.shift; sym && n < r.ctl.CmpSegs() && c.seq >= r.first {
+		if v, err := r.view(n); err == nil && v.kind == viewCompressed {
+			ok, err := v.z.SymRowInto(id, c.seq, c.ts, dst)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return nil
+			}
+		}
+	}
+	return r.ReadRow(c.seq, dst)
 }

@@ -140,8 +140,22 @@ func checkClustered(t *testing.T, g *Segment, s *store.Schema, h Header, rows []
 			t.Fatalf("RowInto(%d) differs", i)
 		}
 	}
-	// Every symbol through its own blocks.
+	// Rows by symbol, seq and ts (a late entry's), in random order; one
+	// named with another symbol or ts is not found.
 	at := s.ColAt(s.SymCol)
+	for _, i := range rand.New(rand.NewPCG(5, 6)).Perm(int(h.Rows)) {
+		want := store.Row(rows[i*s.RowSize : (i+1)*s.RowSize])
+		seq := h.SegNo*h.RowsPerSeg + uint64(i)
+		clear(one)
+		ok, err := g.SymRowInto(want.Sym(at), seq, want.Ts(), one)
+		if err != nil || !ok || !bytes.Equal(one, want) {
+			t.Fatalf("SymRowInto(row %d): %v, %v, equal %v", i, ok, err, bytes.Equal(one, want))
+		}
+		if ok, err := g.SymRowInto(want.Sym(at)+1, seq, want.Ts(), one); ok || err != nil {
+			t.Fatalf("SymRowInto(row %d) under another symbol: %v, %v", i, ok, err)
+		}
+	}
+	// Every symbol through its own blocks.
 	var ids []uint32
 	for i := 0; i*s.RowSize < len(rows); i++ {
 		ids = append(ids, store.Row(rows[i*s.RowSize:]).Sym(at))

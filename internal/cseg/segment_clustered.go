@@ -3,6 +3,7 @@ package cseg
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tickdb/tickdb/internal/codec"
@@ -468,12 +469,7 @@ func (g *Segment) decodeRank(b int) error {
 		return format.Corruptf(g.path, rk.off, "rank block %d: %v", b, err)
 	}
 	nsyms := len(g.dir)
-	if g.cur == nil {
-		g.cur = make([]uint64, nsyms)
-		g.stamp = make([]uint32, nsyms)
-		g.cache = make([]cachedBlock, nsyms)
-		g.DropCache(nil)
-	}
+	g.initCache()
 	g.gen++
 	if g.gen == 0 { // wrapped: no stale stamp may match
 		clear(g.stamp)
@@ -499,6 +495,65 @@ func (g *Segment) decodeRank(b int) error {
 	}
 	g.rankCur = b + 1
 	return nil
+}
+
+// initCache makes the per-symbol state decodeRank and dataRow keep, once.
+func (g *Segment) initCache() {
+	if g.cur == nil {
+		nsyms := len(g.dir)
+		g.cur = make([]uint64, nsyms)
+		g.stamp = make([]uint32, nsyms)
+		g.cache = make([]cachedBlock, nsyms)
+		g.DropCache(nil)
+	}
+}
+
+// SymRowInto copies the row with sequence number seq, of symbol id, with
+// ts ts (what a late row's entry names), into dst as RowInto does, from
+// the symbol's data blocks alone: the one whose ts range holds ts and
+// whose seq column holds seq, kept decoded for the next call (the
+// symbol's block RowInto keeps). It decodes no rank frame: a late row
+// read so costs its symbol's block, not the frame of every symbol's rows
+// around it (and, from an archive, fetches no other symbol's bytes). ok
+// is false when the row is not found so (a version 1 file, dst not the
+// file's row size, or no such row of id): RowInto reads it then.
+func (g *Segment) SymRowInto(id uint32, seq uint64, ts int64, dst []byte) (ok bool, err error) {
+	if g.data == nil {
+		return false, ErrClosed
+	}
+	if g.version != VersionClustered || len(dst) != g.rs {
+		return false, nil
+	}
+	sl := sort.Search(len(g.dir), func(j int) bool { return g.dir[j].id >= id })
+	if sl == len(g.dir) || g.dir[sl].id != id {
+		return false, nil
+	}
+	g.initCache()
+	d := &g.dir[sl]
+	for k := d.first; k < d.first+d.nblocks; k++ {
+		if e := g.entry(k); ts < e.minTs || ts > e.maxTs {
+			continue
+		}
+		c := &g.cache[sl]
+		if c.blk != k {
+			if c.rows == nil && len(g.free) > 0 {
+				f := g.free[len(g.free)-1]
+				g.free = g.free[:len(g.free)-1]
+				c.rows, c.seqs = f.rows, f.seqs
+			}
+			c.blk = -1
+			if c.rows, c.seqs, _, err = g.decodeData(k, allRows, c.rows, c.seqs); err != nil {
+				return false, err
+			}
+			c.blk = k
+		}
+		if i, found := slices.BinarySearch(c.seqs, seq); found {
+			copy(dst, c.rows[i*g.rs:(i+1)*g.rs])
+			seal(dst, g.rs, &g.layout, seq)
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // rankRow returns row i of rank block b (decoded last by decodeRank),

@@ -534,18 +534,9 @@ func (g *Segment) SymRowInto(id uint32, seq uint64, ts int64, dst []byte) (ok bo
 		if e := g.entry(k); ts < e.minTs || ts > e.maxTs {
 			continue
 		}
-		c := &g.cache[sl]
-		if c.blk != k {
-			if c.rows == nil && len(g.free) > 0 {
-				f := g.free[len(g.free)-1]
-				g.free = g.free[:len(g.free)-1]
-				c.rows, c.seqs = f.rows, f.seqs
-			}
-			c.blk = -1
-			if c.rows, c.seqs, _, err = g.decodeData(k, allRows, c.rows, c.seqs); err != nil {
-				return false, err
-			}
-			c.blk = k
+		c, err := g.cached(uint32(sl), k)
+		if err != nil {
+			return false, err
 		}
 		if i, found := slices.BinarySearch(c.seqs, seq); found {
 			copy(dst, c.rows[i*g.rs:(i+1)*g.rs])
@@ -554,6 +545,28 @@ func (g *Segment) SymRowInto(id uint32, seq uint64, ts int64, dst []byte) (ok bo
 		}
 	}
 	return false, nil
+}
+
+// cached is data block blk of the symbol in slot sl, decoded into the
+// slot's cache unless it is the one there (its buffers from the free list
+// when the slot has none).
+func (g *Segment) cached(sl uint32, blk int) (*cachedBlock, error) {
+	c := &g.cache[sl]
+	if c.blk == blk {
+		return c, nil
+	}
+	if c.rows == nil && len(g.free) > 0 {
+		f := g.free[len(g.free)-1]
+		g.free = g.free[:len(g.free)-1]
+		c.rows, c.seqs = f.rows, f.seqs
+	}
+	c.blk = -1
+	var err error
+	if c.rows, c.seqs, _, err = g.decodeData(blk, allRows, c.rows, c.seqs); err != nil {
+		return nil, err
+	}
+	c.blk = blk
+	return c, nil
 }
 
 // rankRow returns row i of rank block b (decoded last by decodeRank),
@@ -568,19 +581,9 @@ func (g *Segment) rankRow(b, i int) ([]byte, error) {
 // slot sl, as rankRow does.
 func (g *Segment) dataRow(b, i int, sl uint32, k uint64) ([]byte, error) {
 	blk := g.dir[sl].first + int(k/BlockRows)
-	c := &g.cache[sl]
-	if c.blk != blk {
-		if c.rows == nil && len(g.free) > 0 {
-			f := g.free[len(g.free)-1]
-			g.free = g.free[:len(g.free)-1]
-			c.rows, c.seqs = f.rows, f.seqs
-		}
-		c.blk = -1
-		var err error
-		if c.rows, c.seqs, _, err = g.decodeData(blk, allRows, c.rows, c.seqs); err != nil {
-			return nil, err
-		}
-		c.blk = blk
+	c, err := g.cached(sl, blk)
+	if err != nil {
+		return nil, err
 	}
 	r := int(k % BlockRows)
 	if want := g.h.baseSeq() + uint64(b)*BlockRows + uint64(i); c.seqs[r] != want {

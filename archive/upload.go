@@ -107,21 +107,12 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 	if cmp <= next {
 		return res, nil
 	}
-	pending := func(from uint64) {
-		res.PendingSegs, res.PendingBytes = 0, 0
-		for n := from; n < cmp; n++ {
-			if st, err := os.Stat(format.ZSegPath(dir, n)); err == nil {
-				res.PendingSegs++
-				res.PendingBytes += st.Size()
-			}
-		}
-	}
 	defer func() {
 		from := m.EndSeq >> shift
 		if k := len(m.Segments); k > 0 && m.Segments[k-1].Seg == from && samePartial(dir, ctl, m.Segments[k-1]) {
 			from++ // the partial last segment, up as it is
 		}
-		pending(from)
+		res.PendingSegs, res.PendingBytes = localPending(db, table, from)
 	}()
 	late := newLateCursor(dir, snap.Late)
 	defer late.close()
@@ -138,11 +129,8 @@ func Sync(ctx context.Context, c *Client, db, table string, o *SyncOptions) (res
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(uploads)
 		for i := range batch {
-			if err := late.entries(dir, (n+uint64(i))<<shift, (n+uint64(i)+1)<<shift, &batch[i]); err != nil {
-				return res, err
-			}
 			g.Go(func() error {
-				return uploadSegment(gctx, c, db, table, ctl, n+uint64(i), &batch[i], o.Parquet)
+				return uploadSegment(gctx, c, db, table, ctl, late, n+uint64(i), &batch[i], o.Parquet)
 			})
 		}
 		if err := g.Wait(); err != nil {
@@ -243,9 +231,9 @@ func syncMeta(ctx context.Context, c *Client, dir string, ctl *index.Ctl, m *Man
 }
 
 // uploadSegment puts segment n's compressed file, its time index entries
-// and its late entries (s.Late* set by the caller), and fills s. A
+// and its late entries (from late), and fills s. A
 // segment whose file is gone leaves s.Key empty.
-func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.Ctl, n uint64, s *Segment, parquet bool) error {
+func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.Ctl, late *lateCursor, n uint64, s *Segment, parquet bool) error {
 	dir := filepath.Join(db, table)
 	path := format.ZSegPath(dir, n)
 	f, err := os.Open(path)
@@ -280,7 +268,11 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 	first := n << ctl.SegShift
 	end := first + rows
 	*s = Segment{Seg: n, FirstSeq: first, EndSeq: end, MinTs: minTs, MaxTs: maxTs, Version: version,
-		Key: SegKey(table, first, end, "zdat"), Size: st.Size(), Late: s.Late, LateCount: s.LateCount}
+		Key: SegKey(table, first, end, "zdat"), Size: st.Size()}
+	lateBytes, err := late.entries(first, end)
+	if err != nil {
+		return err
+	}
 	// The segment's three objects go up side by side.
 	k := ctl.StrideShift
 	s.TsFirst = (first + 1<<k - 1) >> k
@@ -298,10 +290,9 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 		size := int64(s.TsCount) * 8
 		return c.PutReader(gctx, s.TsIdx, io.NewSectionReader(tf, format.BlockSize+int64(s.TsFirst)*8, size), size)
 	})
-	if s.LateCount == 0 {
-		s.Late = ""
-	} else {
-		g2.Go(func() error { return putLate(gctx, c, table, s) })
+	if len(lateBytes) > 0 {
+		s.Late, s.LateCount = SegKey(table, first, end, "late"), uint64(len(lateBytes)/lateEntry)
+		g2.Go(func() error { return c.Put(gctx, s.Late, lateBytes) })
 	}
 	if err := g2.Wait(); err != nil {
 		return err
@@ -316,12 +307,10 @@ func uploadSegment(ctx context.Context, c *Client, db, table string, ctl *index.
 	return nil
 }
 
-// lateCursor walks late.idx's entries in seq order, segment after
-// segment.
+// lateCursor reads late.idx's published entries, found by seq.
 type lateCursor struct {
 	f     *os.File
 	count uint64 // entries published
-	buf   []byte // entries of the segment asked for last
 }
 
 func newLateCursor(dir string, count uint64) *lateCursor {
@@ -367,43 +356,27 @@ func (l *lateCursor) search(seq uint64) (uint64, error) {
 	return lo, nil
 }
 
-// entries finds the entries of rows [from, to) and sets s.LateCount, with
-// the bytes kept for putLate in s.Late's place (the caller's Segment).
-func (l *lateCursor) entries(dir string, from, to uint64, s *Segment) error {
-	s.LateCount, s.Late = 0, ""
+// entries returns the late.idx entries of rows [from, to). Safe for
+// concurrent use.
+func (l *lateCursor) entries(from, to uint64) ([]byte, error) {
 	if l.f == nil {
-		return nil
+		return nil, nil
 	}
 	// Entries are in seq order: binary searches find the first at or
 	// past from and the first at or past to.
 	lo, err := l.search(from)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	j, err := l.search(to)
-	if err != nil {
-		return err
+	hi, err := l.search(to)
+	if err != nil || hi == lo {
+		return nil, err
 	}
-	if j == lo {
-		return nil
-	}
-	b := make([]byte, (j-lo)*lateEntry)
+	b := make([]byte, (hi-lo)*lateEntry)
 	if _, err := l.f.ReadAt(b, format.BlockSize+int64(lo)*lateEntry); err != nil {
-		return fmt.Errorf("archive: %s: %w", l.f.Name(), err)
+		return nil, fmt.Errorf("archive: %s: %w", l.f.Name(), err)
 	}
-	s.LateCount, s.Late = j-lo, string(b)
-	return nil
-}
-
-// putLate puts the late entries held in s.Late and sets s.Late to their
-// key.
-func putLate(ctx context.Context, c *Client, table string, s *Segment) error {
-	key := SegKey(table, s.FirstSeq, s.EndSeq, "late")
-	if err := c.Put(ctx, key, []byte(s.Late)); err != nil {
-		return err
-	}
-	s.Late = key
-	return nil
+	return b, nil
 }
 
 // removeSegment deletes a segment's objects that a newer manifest no
